@@ -1,0 +1,93 @@
+//! A simplex link: a queue, a transmitter of `rate_bps`, and a propagation delay.
+//!
+//! Packets in propagation are kept in a FIFO with their arrival times; the engine holds one
+//! pending event for the head only, so a link's cost per packet does not depend on how many
+//! packets are in flight on it (htsim's pipe).
+
+use super::queue::{QueueDiscipline, QueueSpec};
+use crate::packet::Packet;
+use crate::time::{transmission_time, Time};
+use serde::Deserialize;
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub name: String,
+    pub from: u32,
+    pub to: u32,
+    pub rate_bps: u64,
+    /// One-way propagation delay.
+    pub delay_ps: Time,
+    /// Link-layer bytes added to every IP packet on the wire (Ethernet: 38).
+    pub framing_bytes: u32,
+    /// Largest IP packet the link carries.
+    pub mtu_bytes: u32,
+    pub queue: QueueSpec,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct LinkStats {
+    pub packets_sent: u64,
+    /// Bytes on the wire, framing included.
+    pub bytes_sent: u64,
+    /// Time spent transmitting.
+    pub busy_ps: Time,
+    pub drops_packets: u64,
+    pub drops_bytes: u64,
+    pub max_queue_packets: u64,
+    pub max_queue_bytes: u64,
+}
+
+pub struct Link {
+    pub spec: LinkSpec,
+    pub queue: Box<dyn QueueDiscipline>,
+    /// The packet being serialized.
+    pub transmitting: Option<Packet>,
+    /// Packets propagating, with the time each reaches the far end (FIFO: a link does not
+    /// reorder).
+    pub propagating: VecDeque<(Time, Packet)>,
+    pub stats: LinkStats,
+}
+
+impl Link {
+    pub fn new(spec: LinkSpec) -> Self {
+        let queue = spec.queue.build();
+        Link { spec, queue, transmitting: None, propagating: VecDeque::with_capacity(1024), stats: LinkStats::default() }
+    }
+
+    /// Serialization time of `pkt` on this link.
+    #[inline]
+    pub fn tx_time(&self, pkt: &Packet) -> Time {
+        transmission_time((pkt.ip_bytes + self.spec.framing_bytes) as u64, self.spec.rate_bps)
+    }
+
+    /// Starts serializing `pkt`; returns when it will be done.
+    #[inline]
+    pub fn start_tx(&mut self, now: Time, pkt: Packet) -> Time {
+        let tx = self.tx_time(&pkt);
+        self.stats.busy_ps += tx;
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += (pkt.ip_bytes + self.spec.framing_bytes) as u64;
+        self.transmitting = Some(pkt);
+        now + tx
+    }
+
+    #[inline]
+    pub fn record_drop(&mut self, pkt: &Packet) {
+        self.stats.drops_packets += 1;
+        self.stats.drops_bytes += pkt.ip_bytes as u64;
+    }
+
+    #[inline]
+    pub fn note_queue_length(&mut self) {
+        let p = self.queue.len_packets() as u64;
+        let b = self.queue.len_bytes();
+        if p > self.stats.max_queue_packets {
+            self.stats.max_queue_packets = p;
+        }
+        if b > self.stats.max_queue_bytes {
+            self.stats.max_queue_bytes = b;
+        }
+    }
+}

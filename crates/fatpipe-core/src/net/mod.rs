@@ -1,0 +1,7 @@
+//! Network elements: links with their queues, and nodes with static routes.
+
+pub mod link;
+pub mod queue;
+pub mod routing;
+
+pub use link::Link;

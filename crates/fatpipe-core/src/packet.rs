@@ -1,0 +1,52 @@
+//! Packets as they travel through the simulated network.
+//!
+//! A packet is a small `Copy` value: queues and links store packets by value, so moving one
+//! never allocates. Payload bytes are not carried, only their sequence numbers and length.
+
+use crate::time::Time;
+
+/// IPv4 (20) + TCP (20) header bytes without options.
+pub const IPV4_TCP_HEADER_BYTES: u32 = 40;
+/// The TCP timestamps option (RFC 7323): 10 bytes, padded to 12.
+pub const TCP_TIMESTAMPS_OPTION_BYTES: u32 = 12;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    /// A TCP segment carrying data from the flow's sender to its receiver.
+    Data,
+    /// A pure TCP acknowledgment from the flow's receiver to its sender.
+    Ack,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// Index of the flow this packet belongs to.
+    pub flow: u32,
+    /// Source and destination node indices (routing looks at `dst`).
+    pub src: u32,
+    pub dst: u32,
+    pub kind: PacketKind,
+    /// Data: sequence number of the first payload byte (bytes count from 0, 64-bit so they
+    /// never wrap in a simulation; a capture folds them to 32 bits).
+    pub seq: u64,
+    /// Payload bytes.
+    pub payload_bytes: u32,
+    /// Bytes of the IP packet: headers plus payload (link framing is added per link).
+    pub ip_bytes: u32,
+    /// ACK: the next byte the receiver expects (cumulative acknowledgment).
+    pub ack: u64,
+    /// ACK: advertised receive window in bytes (already scaled).
+    pub window_bytes: u32,
+    /// RFC 7323 timestamp value: when the sender sent this packet.
+    pub ts_val: Time,
+    /// RFC 7323 timestamp echo reply.
+    pub ts_ecr: Time,
+    /// Data: this segment retransmits bytes sent before.
+    pub retransmission: bool,
+}
+
+impl Packet {
+    pub fn end_seq(&self) -> u64 {
+        self.seq + self.payload_bytes as u64
+    }
+}

@@ -1,0 +1,144 @@
+//! The normalized scenario the core runs (see `docs/core-interface.md`): every quantity in
+//! base units, every field present. The Python layer turns users' files into this and
+//! reports their mistakes; the checks here guard the API against inconsistent documents.
+
+use crate::cc::CcSpec;
+use crate::net::link::LinkSpec;
+use crate::net::routing::shortest_path_table;
+use crate::source::SourceSpec;
+use crate::tcp::TcpConfig;
+use crate::time::Time;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: u64,
+    pub duration_ps: Time,
+    pub sample_interval_ps: Time,
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
+    pub flows: Vec<FlowSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// An end system: TCP endpoints live here.
+    Host,
+    /// Forwards packets along static routes.
+    Router,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: String,
+    /// Host that sends the data, and host that receives it.
+    pub src: u32,
+    pub dst: u32,
+    pub source: SourceSpec,
+    pub tcp: TcpConfig,
+    pub cc: CcSpec,
+}
+
+impl Scenario {
+    pub fn from_json(text: &str) -> Result<Scenario, String> {
+        let s: Scenario = serde_json::from_str(text).map_err(|e| format!("scenario: {e}"))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks what serde cannot: references, positive quantities, MSS against MTU on the route.
+    // Each `if let` on a spec enum becomes a real match as step 2/3 add variants.
+    #[allow(irrefutable_let_patterns)]
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.nodes.len() as u32;
+        if self.duration_ps == 0 {
+            return Err("duration_ps: 0 is not allowed: must be positive".into());
+        }
+        if self.sample_interval_ps == 0 {
+            return Err("sample_interval_ps: 0 is not allowed: must be positive".into());
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            if l.from >= n || l.to >= n {
+                return Err(format!("links[{i}].from/to: node index out of range 0..{n}"));
+            }
+            if l.rate_bps == 0 {
+                return Err(format!("links[{i}].rate_bps: 0 is not allowed: must be positive"));
+            }
+            if l.mtu_bytes <= crate::packet::IPV4_TCP_HEADER_BYTES {
+                return Err(format!("links[{i}].mtu_bytes: {} is not allowed: must exceed 40", l.mtu_bytes));
+            }
+        }
+        let routes = shortest_path_table(self.nodes.len(), &self.links);
+        for (i, f) in self.flows.iter().enumerate() {
+            for (what, node) in [("src", f.src), ("dst", f.dst)] {
+                if node >= n {
+                    return Err(format!("flows[{i}].{what}: node index {node} out of range 0..{n}"));
+                }
+                if self.nodes[node as usize].kind != NodeKind::Host {
+                    return Err(format!("flows[{i}].{what}: node {node} is a router; flows run between hosts"));
+                }
+            }
+            if f.src == f.dst {
+                return Err(format!("flows[{i}]: src and dst are the same host"));
+            }
+            let t = &f.tcp;
+            if t.mss_bytes == 0 || t.initial_window_segments == 0 || t.ack_every_segments == 0 || t.dupack_threshold == 0 {
+                return Err(format!("flows[{i}].tcp: mss, initial window, ack_every and dupack threshold must be positive"));
+            }
+            if t.rcv_buffer_bytes < t.mss_bytes as u64 || t.snd_buffer_bytes < t.mss_bytes as u64 {
+                return Err(format!("flows[{i}].tcp: buffers must hold at least one MSS ({} bytes)", t.mss_bytes));
+            }
+            if t.min_rto_ps > t.max_rto_ps {
+                return Err(format!("flows[{i}].tcp.min_rto_ps: larger than max_rto_ps"));
+            }
+            let packet = t.mss_bytes + t.header_bytes();
+            for (a, b) in [(f.src, f.dst), (f.dst, f.src)] {
+                let mut node = a;
+                while node != b {
+                    let Some(l) = routes[node as usize][b as usize] else {
+                        return Err(format!(
+                            "flows[{i}]: no route from node {} to node {}",
+                            self.nodes[node as usize].name, self.nodes[b as usize].name
+                        ));
+                    };
+                    let link = &self.links[l as usize];
+                    if packet > link.mtu_bytes {
+                        return Err(format!(
+                            "flows[{i}].tcp.mss_bytes: {} is not allowed: with {} header bytes the packet exceeds link {}'s MTU {}",
+                            t.mss_bytes,
+                            t.header_bytes(),
+                            link.name,
+                            link.mtu_bytes
+                        ));
+                    }
+                    node = link.to;
+                }
+            }
+            if let SourceSpec::Bulk(b) = &f.source {
+                if b.stop_ps.is_some_and(|s| s <= b.start_ps) {
+                    return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
+                }
+                if b.bytes == Some(0) {
+                    return Err(format!("flows[{i}].source.bytes: 0 is not allowed: must be positive"));
+                }
+            }
+            if let CcSpec::Reno(r) = &f.cc {
+                if !(r.a > 0.0) || !(r.b > 0.0 && r.b < 1.0) {
+                    return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

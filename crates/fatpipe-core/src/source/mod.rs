@@ -1,0 +1,25 @@
+//! Traffic sources: the applications that write into a flow's send buffer. One file each.
+
+pub mod bulk;
+
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum SourceSpec {
+    Bulk(bulk::BulkConfig),
+}
+
+impl SourceSpec {
+    pub fn start_ps(&self) -> crate::time::Time {
+        match self {
+            SourceSpec::Bulk(b) => b.start_ps,
+        }
+    }
+
+    pub fn stop_ps(&self) -> Option<crate::time::Time> {
+        match self {
+            SourceSpec::Bulk(b) => b.stop_ps,
+        }
+    }
+}

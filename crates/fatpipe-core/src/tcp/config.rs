@@ -1,0 +1,60 @@
+//! Per-connection TCP settings. Defaults and their sources are documented in
+//! `docs/scenario.md`; the Python layer fills every field, so there are no defaults here.
+
+use crate::time::Time;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpConfig {
+    /// Maximum segment size: payload bytes per full segment.
+    pub mss_bytes: u32,
+    /// Initial congestion window, segments (RFC 6928: 10; RFC 3390: 2-4).
+    pub initial_window_segments: u32,
+    /// Receive buffer = the window the receiver advertises, bytes.
+    pub rcv_buffer_bytes: u64,
+    /// Send buffer: at most this many bytes written but not yet acknowledged.
+    pub snd_buffer_bytes: u64,
+    /// RFC 7323 window scaling; without it the advertised window is capped at 65,535 bytes.
+    pub window_scaling: bool,
+    /// RFC 7323 timestamps: 12 header bytes per segment, an RTT sample from every ACK.
+    pub timestamps: bool,
+    /// Delay ACKs (RFC 1122 4.2.3.2, RFC 5681 4.2).
+    pub delayed_ack: bool,
+    /// Longest time an ACK may be delayed.
+    pub delayed_ack_timeout_ps: Time,
+    /// With delayed ACKs, acknowledge at least every this many full segments.
+    pub ack_every_segments: u32,
+    /// Duplicate ACKs that trigger fast retransmit (RFC 5681: 3).
+    pub dupack_threshold: u32,
+    /// RFC 6582's "Impatient" variant: restart the retransmission timer only on the first
+    /// partial ACK of a recovery. Off ("Slow-but-Steady"), every partial ACK restarts it, as
+    /// Linux (which rearms on every ACK of new data) and ns-2's NewReno do.
+    pub newreno_impatient: bool,
+    pub min_rto_ps: Time,
+    pub max_rto_ps: Time,
+    pub initial_rto_ps: Time,
+}
+
+impl TcpConfig {
+    /// IP + TCP header bytes of every segment.
+    pub fn header_bytes(&self) -> u32 {
+        crate::packet::IPV4_TCP_HEADER_BYTES
+            + if self.timestamps { crate::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 }
+    }
+
+    /// The window the receiver advertises, bytes: the receive buffer, capped at 65,535 without
+    /// window scaling, else rounded down to the window-scale granularity (RFC 7323 2.3: the
+    /// shift is the smallest that makes the buffer fit 16 bits, at most 14).
+    pub fn advertised_window_bytes(&self) -> u32 {
+        let buf = self.rcv_buffer_bytes.min(u32::MAX as u64);
+        if !self.window_scaling {
+            return buf.min(65_535) as u32;
+        }
+        let mut shift = 0;
+        while shift < 14 && (buf >> shift) > 65_535 {
+            shift += 1;
+        }
+        (((buf >> shift).min(65_535)) << shift) as u32
+    }
+}

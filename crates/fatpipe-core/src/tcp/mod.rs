@@ -1,0 +1,12 @@
+//! TCP endpoints as sans-I/O state machines: they take the current time and a packet or a
+//! timer expiry, and push the packets to send into a caller's buffer.
+
+pub mod config;
+pub mod ranges;
+pub mod receiver;
+pub mod rtt;
+pub mod sender;
+
+pub use config::TcpConfig;
+pub use receiver::TcpReceiver;
+pub use sender::TcpSender;

@@ -1,0 +1,142 @@
+//! The TCP receiver: cumulative ACKs, delayed ACKs, an out-of-order queue.
+//!
+//! Sans-I/O: it is driven by `on_segment` and `on_delayed_ack_timer` with the current time and
+//! pushes the ACKs to send into a caller's buffer. It never sees the network or a clock.
+
+use super::config::TcpConfig;
+use super::ranges::RangeSet;
+use crate::packet::{Packet, PacketKind, IPV4_TCP_HEADER_BYTES};
+use crate::time::Time;
+
+#[derive(Clone, Debug, Default)]
+pub struct ReceiverStats {
+    pub acks_sent: u64,
+    pub segments_received: u64,
+    pub out_of_order_segments: u64,
+    pub duplicate_segments: u64,
+    /// When the in-order byte count last advanced.
+    pub last_delivery_ps: Option<Time>,
+}
+
+pub struct TcpReceiver {
+    flow: u32,
+    /// This host (source of ACKs) and the data sender (their destination).
+    node: u32,
+    peer: u32,
+    /// Next byte expected in order; every byte below it has been delivered (RFC 793 RCV.NXT).
+    pub rcv_nxt: u64,
+    /// Data received above a hole.
+    ooo: RangeSet,
+    window_bytes: u32,
+    delayed_ack: bool,
+    ack_every_segments: u32,
+    delayed_ack_timeout: Time,
+    timestamps: bool,
+    header_bytes: u32,
+    /// Segments received since the last ACK.
+    unacked_segments: u32,
+    /// When the delayed ACK must go out, if one is pending.
+    delayed_ack_deadline: Option<Time>,
+    /// RFC 7323 TS.Recent and Last.ACK.sent.
+    ts_recent: Time,
+    last_ack_sent: u64,
+    pub stats: ReceiverStats,
+}
+
+impl TcpReceiver {
+    pub fn new(flow: u32, node: u32, peer: u32, cfg: &TcpConfig) -> Self {
+        TcpReceiver {
+            flow,
+            node,
+            peer,
+            rcv_nxt: 0,
+            ooo: RangeSet::default(),
+            window_bytes: cfg.advertised_window_bytes(),
+            delayed_ack: cfg.delayed_ack,
+            ack_every_segments: cfg.ack_every_segments.max(1),
+            delayed_ack_timeout: cfg.delayed_ack_timeout_ps,
+            timestamps: cfg.timestamps,
+            header_bytes: cfg.header_bytes(),
+            unacked_segments: 0,
+            delayed_ack_deadline: None,
+            ts_recent: 0,
+            last_ack_sent: 0,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    pub fn delayed_ack_deadline(&self) -> Option<Time> {
+        self.delayed_ack_deadline
+    }
+
+    /// Bytes held above a hole.
+    pub fn out_of_order_bytes(&self) -> u64 {
+        self.ooo.bytes()
+    }
+
+    /// Handles one arriving data segment.
+    pub fn on_segment(&mut self, now: Time, seg: &Packet, out: &mut Vec<Packet>) {
+        debug_assert_eq!(seg.kind, PacketKind::Data);
+        self.stats.segments_received += 1;
+        let (start, end) = (seg.seq, seg.end_seq());
+        // RFC 7323 4.3: remember the timestamp of the segment that the next ACK acknowledges,
+        // so that RTT samples include the time an ACK was delayed.
+        if self.timestamps && start <= self.last_ack_sent && seg.ts_val >= self.ts_recent {
+            self.ts_recent = seg.ts_val;
+        }
+        if end <= self.rcv_nxt {
+            // Everything already received: a spurious retransmission. ACK at once so the
+            // sender learns where we are (RFC 5681 4.2).
+            self.stats.duplicate_segments += 1;
+            self.send_ack(out);
+        } else if start > self.rcv_nxt {
+            // Above a hole: buffer it and send an immediate duplicate ACK (RFC 5681 4.2).
+            self.stats.out_of_order_segments += 1;
+            self.ooo.insert(start, end);
+            self.send_ack(out);
+        } else {
+            let had_hole = !self.ooo.is_empty();
+            self.rcv_nxt = end;
+            while let Some(e) = self.ooo.pop_reached(self.rcv_nxt) {
+                self.rcv_nxt = self.rcv_nxt.max(e);
+            }
+            self.stats.last_delivery_ps = Some(now);
+            self.unacked_segments += 1;
+            if had_hole || !self.delayed_ack || self.unacked_segments >= self.ack_every_segments {
+                // A segment that fills a hole is acknowledged at once (RFC 5681 4.2).
+                self.send_ack(out);
+            } else if self.delayed_ack_deadline.is_none() {
+                self.delayed_ack_deadline = Some(now + self.delayed_ack_timeout);
+            }
+        }
+    }
+
+    /// The delayed-ACK timer expired.
+    pub fn on_delayed_ack_timer(&mut self, _now: Time, out: &mut Vec<Packet>) {
+        if self.unacked_segments > 0 {
+            self.send_ack(out);
+        }
+        self.delayed_ack_deadline = None;
+    }
+
+    fn send_ack(&mut self, out: &mut Vec<Packet>) {
+        self.unacked_segments = 0;
+        self.delayed_ack_deadline = None;
+        self.last_ack_sent = self.rcv_nxt;
+        self.stats.acks_sent += 1;
+        out.push(Packet {
+            flow: self.flow,
+            src: self.node,
+            dst: self.peer,
+            kind: PacketKind::Ack,
+            seq: 0,
+            payload_bytes: 0,
+            ip_bytes: self.header_bytes.max(IPV4_TCP_HEADER_BYTES),
+            ack: self.rcv_nxt,
+            window_bytes: self.window_bytes,
+            ts_val: 0,
+            ts_ecr: self.ts_recent,
+            retransmission: false,
+        });
+    }
+}

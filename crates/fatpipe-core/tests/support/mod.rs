@@ -1,0 +1,165 @@
+//! Test support: scenarios built in Rust, and a packet-by-packet harness that drives a TCP
+//! sender and receiver over an ideal path with losses chosen by the test.
+#![allow(dead_code)]
+
+use fatpipe_core::cc::{reno::RenoConfig, CcSpec};
+use fatpipe_core::net::link::LinkSpec;
+use fatpipe_core::net::queue::{droptail::DropTailConfig, QueueSpec};
+use fatpipe_core::packet::{Packet, PacketKind};
+use fatpipe_core::scenario::{FlowSpec, NodeKind, NodeSpec, Scenario};
+use fatpipe_core::source::{bulk::BulkConfig, SourceSpec};
+use fatpipe_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
+use std::collections::VecDeque;
+
+pub fn tcp_config() -> TcpConfig {
+    TcpConfig {
+        mss_bytes: 1448,
+        initial_window_segments: 10,
+        rcv_buffer_bytes: 64 << 20,
+        snd_buffer_bytes: 64 << 20,
+        window_scaling: true,
+        timestamps: true,
+        delayed_ack: true,
+        delayed_ack_timeout_ps: 40 * PS_PER_MS,
+        ack_every_segments: 2,
+        dupack_threshold: 3,
+        newreno_impatient: false,
+        min_rto_ps: 200 * PS_PER_MS,
+        max_rto_ps: 120 * PS_PER_S,
+        initial_rto_ps: PS_PER_S,
+    }
+}
+
+pub fn reno() -> CcSpec {
+    CcSpec::Reno(RenoConfig { a: 1.0, b: 0.5, byte_counting: false })
+}
+
+/// sender -> r1 -> (bottleneck) -> r2 -> receiver, and back; access links 10x faster with
+/// no delay, so the whole RTT is on the bottleneck.
+pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tcp: TcpConfig) -> Scenario {
+    let link = |name: &str, from: u32, to: u32, rate_bps: u64, delay_ps: Time, limit: u64| LinkSpec {
+        name: name.into(),
+        from,
+        to,
+        rate_bps,
+        delay_ps,
+        framing_bytes: 38,
+        mtu_bytes: 1500,
+        queue: QueueSpec::Droptail(DropTailConfig { limit_packets: Some(limit), limit_bytes: None }),
+    };
+    let node = |name: &str, kind| NodeSpec { name: name.into(), kind };
+    Scenario {
+        name: "test".into(),
+        seed: 1,
+        duration_ps: duration,
+        sample_interval_ps: 10 * PS_PER_MS,
+        nodes: vec![
+            node("sender", NodeKind::Host),
+            node("r1", NodeKind::Router),
+            node("r2", NodeKind::Router),
+            node("receiver", NodeKind::Host),
+        ],
+        links: vec![
+            link("access_fwd_sender", 0, 1, rate_bps * 10, 0, 100_000),
+            link("bottleneck", 1, 2, rate_bps, rtt / 2, queue_packets),
+            link("access_fwd_receiver", 2, 3, rate_bps * 10, 0, 100_000),
+            link("access_rev_receiver", 3, 2, rate_bps * 10, 0, 100_000),
+            link("bottleneck_rev", 2, 1, rate_bps, rtt / 2, queue_packets),
+            link("access_rev_sender", 1, 0, rate_bps * 10, 0, 100_000),
+        ],
+        flows: vec![FlowSpec {
+            name: "flow0".into(),
+            src: 0,
+            dst: 3,
+            source: SourceSpec::Bulk(BulkConfig { start_ps: 0, stop_ps: None, bytes: None }),
+            tcp,
+            cc: reno(),
+        }],
+    }
+}
+
+/// Bandwidth-delay product in packets of `wire_bytes` on the wire.
+pub fn bdp_packets(rate_bps: u64, rtt: Time, wire_bytes: u64) -> u64 {
+    (rate_bps as u128 * rtt as u128 / 8 / PS_PER_S as u128).div_ceil(wire_bytes as u128) as u64
+}
+
+/// An ideal path (one-way delay, no rate limit) between one sender and one receiver, where the
+/// test decides which data segments are lost.
+pub struct Harness {
+    pub sender: TcpSender,
+    pub receiver: TcpReceiver,
+    pub now: Time,
+    one_way: Time,
+    /// (arrival time, packet) in both directions, kept in time order.
+    in_flight: VecDeque<(Time, Packet)>,
+    /// Returns true for a data segment to drop (sees each transmission once).
+    drop: Box<dyn FnMut(&Packet) -> bool>,
+    pub dropped: Vec<Packet>,
+    /// Every data segment sent: (time, packet).
+    pub sent: Vec<(Time, Packet)>,
+}
+
+impl Harness {
+    pub fn new(tcp: TcpConfig, cc: CcSpec, rtt: Time, drop: Box<dyn FnMut(&Packet) -> bool>) -> Harness {
+        Harness {
+            sender: TcpSender::new(0, 0, 1, &tcp, cc.build()),
+            receiver: TcpReceiver::new(0, 1, 0, &tcp),
+            now: 0,
+            one_way: rtt / 2,
+            in_flight: VecDeque::new(),
+            drop,
+            dropped: Vec::new(),
+            sent: Vec::new(),
+        }
+    }
+
+    fn post(&mut self, out: &mut Vec<Packet>) {
+        for p in out.drain(..) {
+            if p.kind == PacketKind::Data {
+                self.sent.push((self.now, p));
+                if (self.drop)(&p) {
+                    self.dropped.push(p);
+                    continue;
+                }
+            }
+            // Constant delay keeps the FIFO sorted by arrival time.
+            self.in_flight.push_back((self.now + self.one_way, p));
+        }
+    }
+
+    pub fn start(&mut self, bytes: Option<u64>) {
+        let mut out = Vec::new();
+        self.sender.start_bulk(self.now, bytes, &mut out);
+        self.post(&mut out);
+    }
+
+    /// Runs until `until`, delivering packets and firing the two timers.
+    pub fn run_until(&mut self, until: Time) {
+        let mut out = Vec::new();
+        loop {
+            let next_pkt = self.in_flight.front().map(|p| p.0);
+            let rto = self.sender.rto_deadline();
+            let delack = self.receiver.delayed_ack_deadline();
+            let next = [next_pkt, rto, delack].into_iter().flatten().min();
+            let Some(t) = next else { break };
+            if t > until {
+                break;
+            }
+            self.now = t;
+            if next_pkt == Some(t) {
+                let (_, p) = self.in_flight.pop_front().unwrap();
+                match p.kind {
+                    PacketKind::Data => self.receiver.on_segment(t, &p, &mut out),
+                    PacketKind::Ack => self.sender.on_ack(t, &p, &mut out),
+                }
+            } else if rto == Some(t) {
+                self.sender.on_rto_timer(t, &mut out);
+            } else {
+                self.receiver.on_delayed_ack_timer(t, &mut out);
+            }
+            self.post(&mut out);
+        }
+        self.now = until;
+    }
+}
