@@ -1,0 +1,305 @@
+"""The ``fatpipe`` command.
+
+::
+
+    fatpipe run SCENARIO.toml [-o OUTDIR] [--seed N] [--no-plots] [--quiet]
+    fatpipe validate SCENARIO.toml [--json]
+    fatpipe reference [--update docs/scenario.md]
+    fatpipe bench [--quick]
+
+Every user mistake -- an invalid scenario, a missing or unreadable file, a TOML syntax
+error, an unwritable output directory, a bad argument -- prints one line
+``fatpipe: error: <message>`` on stderr and exits with status 2; never a traceback.
+Status 1 means the simulation could not run (the compiled core is missing); 130 means
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, List, NoReturn, Optional, Sequence
+
+from . import __version__
+from .scenario import Loaded, ScenarioError, format_reference, load, update_reference
+from .units import U64_MAX, format_duration, format_rate
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors, like every other fatpipe error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"fatpipe: error: {message} (see '{self.prog} --help')\n")
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed: expected a whole number >= 0"
+        ) from None
+    if not 0 <= value <= U64_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed: expected a whole number from 0 to {U64_MAX}"
+        )
+    return value
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="fatpipe",
+        description="Simulate TCP congestion control on long fat networks.",
+    )
+    parser.add_argument("--version", action="version", version=f"fatpipe {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = commands.add_parser(
+        "run",
+        help="run a scenario and write its results",
+        description="Run a scenario; write summary.json, scenario.json, time series (Parquet) "
+        "and plots into the output directory, and print a summary.",
+    )
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUTDIR",
+        help="output directory, created if needed (default: runs/<scenario name>)",
+    )
+    p.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
+    p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.set_defaults(func=_cmd_run)
+
+    p = commands.add_parser(
+        "validate",
+        help="check a scenario without running it",
+        description="Check a scenario file; print OK, or with --json the normalized scenario "
+        "the core would receive (all defaults filled in, base units).",
+    )
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file")
+    p.add_argument("--json", action="store_true", help="print the normalized scenario as JSON")
+    p.set_defaults(func=_cmd_validate)
+
+    p = commands.add_parser(
+        "reference",
+        help="print the reference of every scenario key",
+        description="Print every scenario key with its type, default and the default's source "
+        "(Markdown; the same text as docs/scenario.md).",
+    )
+    p.add_argument(
+        "--update",
+        metavar="FILE.md",
+        help="instead of printing, rewrite the generated block of FILE.md (docs/scenario.md)",
+    )
+    p.set_defaults(func=_cmd_reference)
+
+    p = commands.add_parser(
+        "bench",
+        help="measure the simulator's speed",
+        description="Time one window-limited Reno flow at 100 Mb/s, 1 Gb/s and 10 Gb/s with "
+        "100 ms RTT, about 2 million data segments each.",
+    )
+    p.add_argument("--quick", action="store_true", help="about 1 million segments per case")
+    p.set_defaults(func=_cmd_bench)
+    return parser
+
+
+# ---- commands ------------------------------------------------------------------------
+
+
+def _load(path: str) -> Loaded:
+    """Loads a scenario file, turning every reading or validation problem into a CliError
+    that names the file."""
+    try:
+        return load(path)
+    except ScenarioError as err:
+        raise CliError(f"{path}: {err}") from None
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CliError(f"{path}: is a directory, not a scenario file") from None
+    except OSError as err:
+        raise CliError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+def _prepare_outdir(outdir: Path) -> None:
+    """Creates the output directory and proves it writable before a long run starts."""
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CliError(f"output directory {outdir}: exists and is not a directory") from None
+    except OSError as err:
+        raise CliError(f"output directory {outdir}: cannot create: {err.strerror or err}") from None
+    # os.access() says yes to root even on read-only file systems; writing a file is proof.
+    try:
+        with tempfile.TemporaryFile(dir=outdir):
+            pass
+    except OSError as err:
+        raise CliError(f"output directory {outdir}: not writable: {err.strerror or err}") from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    loaded = _load(args.scenario)
+    # Imported only to run: validation needs neither pandas nor the compiled core. The core
+    # is imported before the output directory is made, so a missing build leaves nothing.
+    from .runner import import_core, run
+
+    import_core()
+    outdir = Path(args.output) if args.output else Path("runs") / loaded.core["name"]
+    _prepare_outdir(outdir)
+    plots = loaded.plots and not args.no_plots
+    progress = not args.quiet and sys.stderr.isatty()
+    wall_start = time.perf_counter()
+    try:
+        result = run(loaded.core, seed=args.seed, progress=progress)
+    except ScenarioError as err:
+        raise CliError(f"{args.scenario}: {err}") from None
+    wall_s = time.perf_counter() - wall_start
+    try:
+        result.write(outdir, plots=plots)
+    except OSError as err:
+        raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
+    if not args.quiet:
+        print(_summary_table(result.summary, wall_s))
+        print(f"results: {outdir}")
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    loaded = _load(args.scenario)
+    core = loaded.core
+    if args.json:
+        print(json.dumps(core, indent=2))
+        return EXIT_OK
+    flows = len(core["flows"])
+    print(
+        f"{args.scenario}: OK: scenario {core['name']!r}, {format_duration(core['duration_ps'])}, "
+        f"{len(core['nodes'])} nodes, {len(core['links'])} links, {flows} flow{'s' if flows != 1 else ''}"
+    )
+    return EXIT_OK
+
+
+def _cmd_reference(args: argparse.Namespace) -> int:
+    if args.update is None:
+        sys.stdout.write(format_reference())
+        return EXIT_OK
+    try:
+        changed = update_reference(args.update)
+    except ValueError:
+        raise CliError(f"{args.update}: the generated-reference markers are missing") from None
+    except OSError as err:
+        raise CliError(f"{args.update}: {err.strerror or err}") from None
+    print(f"{args.update}: {'updated' if changed else 'up to date'}")
+    return EXIT_OK
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(args)
+
+
+# ---- output --------------------------------------------------------------------------
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
+    """Plain-text columns: the first left-aligned, the rest right-aligned."""
+    cells = [list(map(str, headers))] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        parts = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+        lines.append("  ".join(parts).rstrip())
+    return lines
+
+
+def _summary_table(summary: dict, wall_s: float) -> str:
+    duration_s = summary["duration_s"]
+    speed = f", {duration_s / wall_s:.3g}x real time" if wall_s > 0 else ""
+    lines = [
+        f"{summary['name']}: {duration_s:g} s simulated in {wall_s:.1f} s wall{speed}, "
+        f"{summary['events']:,} events, seed {summary['seed']}",
+        "",
+    ]
+    lines += _table(
+        ["flow", "goodput Mb/s", "retransmits", "timeouts"],
+        [
+            [f["name"], f"{f['goodput_bps'] / 1e6:.2f}", f["segments_retransmitted"], f["timeouts"]]
+            for f in summary["flows"]
+        ],
+    )
+    lines.append("")
+    lines += _table(
+        ["link", "rate", "utilization", "drops"],
+        [
+            [
+                link["name"],
+                format_rate(link["rate_bps"]),
+                f"{100 * link['utilization']:.1f}%",
+                link["drops_packets"],
+            ]
+            for link in summary["links"]
+        ],
+    )
+    return "\n".join(lines)
+
+
+# ---- entry point ---------------------------------------------------------------------
+
+
+def _error(message: str) -> None:
+    print(f"fatpipe: error: {' '.join(str(message).splitlines())}", file=sys.stderr)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the command line; returns the exit status."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help and --version (0), usage errors (2)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_OK
+    try:
+        return int(args.func(args))
+    except CliError as err:
+        _error(str(err))
+        return EXIT_USAGE
+    except ScenarioError as err:
+        _error(str(err))
+        return EXIT_USAGE
+    except ImportError as err:
+        # The compiled core (or an optional dependency) is missing: not the user's mistake
+        # in the command line, but not a bug to show a traceback for either.
+        _error(str(err))
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `fatpipe validate --json x.toml | head`: the reader left; not an error.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

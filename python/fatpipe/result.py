@@ -1,0 +1,249 @@
+"""The results of one simulation run, as tables and files.
+
+:class:`Result` wraps what ``_core.Simulation.finish()`` returns (see
+``docs/core-interface.md``) together with the normalized scenario that produced it, and adds
+what people want to read: goodput, utilization, per-interval throughput, seconds instead
+of picoseconds, names instead of indices.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import numpy as np
+import pandas as pd
+
+from .units import PS_PER_S
+
+__all__ = ["Result"]
+
+#: Columns of the flow time series, in order.
+FLOW_SERIES_COLUMNS = [
+    "time_s",
+    "flow",
+    "cwnd_segments",
+    "cwnd_bytes",
+    "ssthresh_segments",
+    "outstanding_bytes",
+    "srtt_s",
+    "delivered_bytes",
+    "sent_bytes",
+    "throughput_bps",
+    "send_rate_bps",
+]
+#: Columns of the queue (link) time series, in order.
+QUEUE_SERIES_COLUMNS = [
+    "time_s",
+    "link",
+    "queue_packets",
+    "queue_bytes",
+    "drops_packets",
+    "departed_bytes",
+    "utilization",
+]
+
+
+def _version() -> str:
+    # Imported here: fatpipe/__init__ imports this module lazily, never the other way round
+    # at import time.
+    from . import __version__
+
+    return __version__
+
+
+class Result:
+    """One finished run.
+
+    Attributes:
+        scenario: the normalized scenario (the document the core ran).
+        plots: whether :meth:`write` draws PNGs by default (the scenario's ``output.plots``).
+        summary: JSON-ready dict: the core's summary plus ``duration_s``,
+            ``total_goodput_bps``, per flow ``goodput_bps`` (over the flow's active time,
+            start to last in-order delivery) and ``run_goodput_bps`` (over the whole run),
+            per link ``utilization`` (busy time / duration).
+        flows: one row per flow (the summary's flow entries).
+        links: one row per link (the summary's link entries).
+        flow_series: per sample and flow: time_s, flow (name), cwnd_segments, cwnd_bytes,
+            ssthresh_segments (NaN while unset), outstanding_bytes, srtt_s (NaN before the
+            first RTT sample), delivered_bytes and sent_bytes (cumulative), throughput_bps
+            and send_rate_bps (over the interval ending at the sample; 0 at the first).
+        queue_series: per sample and link: time_s, link (name), queue_packets, queue_bytes,
+            drops_packets and departed_bytes (cumulative, wire bytes), utilization (of the
+            interval ending at the sample; 0 at the first).
+    """
+
+    def __init__(
+        self, output: Mapping[str, Any], scenario: Mapping[str, Any], plots: bool = True
+    ) -> None:
+        """``output`` is the dict ``finish()`` returned; ``scenario`` the normalized scenario."""
+        self.scenario: Dict[str, Any] = json.loads(json.dumps(scenario))  # a private deep copy
+        self.plots = plots
+        self._flow_names: List[str] = [f["name"] for f in self.scenario["flows"]]
+        self._link_names: List[str] = [link["name"] for link in self.scenario["links"]]
+        self.summary: Dict[str, Any] = self._build_summary(output["summary"])
+        self.flows = pd.DataFrame(self.summary["flows"])
+        self.links = pd.DataFrame(self.summary["links"])
+        self.flow_series = self._build_flow_series(output["flow_series"])
+        self.queue_series = self._build_queue_series(output["queue_series"])
+
+    # ---- summary ----------------------------------------------------------------------
+
+    def _build_summary(self, core: Mapping[str, Any]) -> Dict[str, Any]:
+        duration_ps = int(core["duration_ps"])
+        duration_s = duration_ps / PS_PER_S
+        flows = []
+        for entry in core["flows"]:
+            flow = dict(entry)
+            delivered_bits = 8 * int(flow["bytes_delivered"])
+            end_ps = flow.get("end_ps")
+            # Active time: from the application's start to the last in-order delivery, so a
+            # flow that finished early or started late is not diluted by idle time.
+            active_ps = (end_ps - flow["start_ps"]) if end_ps is not None else 0
+            flow["goodput_bps"] = delivered_bits * PS_PER_S / active_ps if active_ps > 0 else 0.0
+            flow["run_goodput_bps"] = delivered_bits / duration_s
+            flows.append(flow)
+        links = []
+        for entry in core["links"]:
+            link = dict(entry)
+            link["utilization"] = int(link["busy_ps"]) / duration_ps
+            links.append(link)
+        summary = dict(core)
+        summary.update(
+            flows=flows,
+            links=links,
+            duration_s=duration_s,
+            total_goodput_bps=sum(8 * int(f["bytes_delivered"]) for f in flows) / duration_s,
+            fatpipe_version=_version(),
+        )
+        return summary
+
+    # ---- time series ------------------------------------------------------------------
+
+    def _names(self, column: List[Any], names: List[str]) -> List[str]:
+        """Maps the core's indices to names (accepts names already, for robustness)."""
+        return [names[v] if isinstance(v, int) else str(v) for v in column]
+
+    def _build_flow_series(self, cols: Mapping[str, List[int]]) -> pd.DataFrame:
+        time_ps = np.asarray(cols["time_ps"], dtype=np.int64)
+        df = pd.DataFrame(
+            {
+                "time_s": time_ps / PS_PER_S,
+                "flow": self._names(list(cols["flow"]), self._flow_names),
+            }
+        )
+        mss = {f["name"]: f["tcp"]["mss_bytes"] for f in self.scenario["flows"]}
+        cwnd = np.asarray(cols["cwnd_segments"], dtype=np.int64)
+        df["cwnd_segments"] = cwnd
+        df["cwnd_bytes"] = cwnd * df["flow"].map(mss).to_numpy(dtype=np.int64)
+        ssthresh = np.asarray(cols["ssthresh_segments"], dtype=np.float64)
+        df["ssthresh_segments"] = np.where(ssthresh < 0, np.nan, ssthresh)
+        df["outstanding_bytes"] = np.asarray(cols["outstanding_bytes"], dtype=np.int64)
+        srtt = np.asarray(cols["srtt_ps"], dtype=np.float64)
+        df["srtt_s"] = np.where(srtt < 0, np.nan, srtt / PS_PER_S)
+        df["delivered_bytes"] = np.asarray(cols["delivered_bytes"], dtype=np.int64)
+        df["sent_bytes"] = np.asarray(cols["sent_bytes"], dtype=np.int64)
+        df["throughput_bps"] = _rate_per_interval(df, "flow", "delivered_bytes", time_ps)
+        df["send_rate_bps"] = _rate_per_interval(df, "flow", "sent_bytes", time_ps)
+        return df[FLOW_SERIES_COLUMNS]
+
+    def _build_queue_series(self, cols: Mapping[str, List[int]]) -> pd.DataFrame:
+        time_ps = np.asarray(cols["time_ps"], dtype=np.int64)
+        df = pd.DataFrame(
+            {
+                "time_s": time_ps / PS_PER_S,
+                "link": self._names(list(cols["link"]), self._link_names),
+            }
+        )
+        for column in ("queue_packets", "queue_bytes", "drops_packets", "departed_bytes"):
+            df[column] = np.asarray(cols[column], dtype=np.int64)
+        rate = {link["name"]: link["rate_bps"] for link in self.scenario["links"]}
+        departed_bps = _rate_per_interval(df, "link", "departed_bytes", time_ps)
+        # departed_bytes counts wire bytes (framing included), so a link sending back to back
+        # shows 1.0; a frame straddling a sample boundary can push one interval slightly
+        # above 1 and the next below. Not clipped: clipping would hide that.
+        df["utilization"] = departed_bps / df["link"].map(rate).to_numpy(dtype=np.float64)
+        return df[QUEUE_SERIES_COLUMNS]
+
+    # ---- access -----------------------------------------------------------------------
+
+    def series(self, name: str) -> pd.DataFrame:
+        """A wide table of one time-series column: index time_s, one column per flow (for a
+        flow column such as ``"cwnd_segments"``) or per link (``"queue_packets"``), in
+        scenario order."""
+        for df, key, order in (
+            (self.flow_series, "flow", self._flow_names),
+            (self.queue_series, "link", self._link_names),
+        ):
+            if name in df.columns and name not in ("time_s", key):
+                wide = df.pivot(index="time_s", columns=key, values=name)
+                wide = wide[[c for c in order if c in wide.columns]]
+                wide.columns.name = key
+                return wide
+        available = [
+            c
+            for c in FLOW_SERIES_COLUMNS + QUEUE_SERIES_COLUMNS
+            if c not in ("time_s", "flow", "link")
+        ]
+        raise KeyError(f"no time series {name!r}; available: {', '.join(available)}")
+
+    def __repr__(self) -> str:
+        flows = ", ".join(
+            f"{f['name']} {f['goodput_bps'] / 1e6:.2f} Mb/s" for f in self.summary["flows"]
+        )
+        return f"<Result {self.summary['name']!r}: {self.summary['duration_s']:g} s; {flows}>"
+
+    # ---- files ------------------------------------------------------------------------
+
+    def write(self, outdir: Union[str, "os.PathLike[str]"], plots: Optional[bool] = None) -> Path:
+        """Writes the run's files into ``outdir`` (created if needed) and returns its path.
+
+        Files: ``summary.json``, ``scenario.json`` (both sorted, indented, newline-ended),
+        ``flow_series.parquet``, ``queue_series.parquet``, and, if ``plots`` (default: the
+        scenario's ``output.plots``), ``cwnd.png`` and ``throughput.png``. Every file is a
+        function of the scenario and seed only -- no clock time, no absolute paths -- so
+        two runs of the same scenario give identical files.
+        """
+        out = Path(outdir)
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(out / "summary.json", self.summary)
+        _write_json(out / "scenario.json", self.scenario)
+        _write_parquet(out / "flow_series.parquet", self.flow_series)
+        _write_parquet(out / "queue_series.parquet", self.queue_series)
+        if self.plots if plots is None else plots:
+            from .plots import plot_cwnd, plot_throughput
+
+            plot_cwnd(self, out / "cwnd.png")
+            plot_throughput(self, out / "throughput.png")
+        return out
+
+
+def _rate_per_interval(df: pd.DataFrame, key: str, column: str, time_ps: np.ndarray) -> np.ndarray:
+    """bits/s over the interval ending at each sample, per group (flow or link); 0 at each
+    group's first sample. Uses each row's own interval, so a last, shorter interval (when the
+    duration is not a multiple of the sample interval) is still right."""
+    grouped = pd.DataFrame({key: df[key], "t": time_ps, "v": df[column].to_numpy(dtype=np.int64)})
+    g = grouped.groupby(key, sort=False)
+    dt_ps = g["t"].diff().to_numpy(dtype=np.float64)
+    dv = g["v"].diff().to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = dv * 8 * PS_PER_S / dt_ps
+    return np.where(np.isfinite(rate), rate, 0.0)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    text = json.dumps(data, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def _write_parquet(path: Path, df: pd.DataFrame) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    # Drop the pandas metadata (it records the pandas version): the file then depends only
+    # on the data and the pyarrow version.
+    table = table.replace_schema_metadata(None)
+    pq.write_table(table, path, compression="snappy")

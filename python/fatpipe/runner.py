@@ -1,0 +1,120 @@
+"""Running a scenario on the Rust core.
+
+:func:`run` validates the scenario, hands the normalized document to
+``fatpipe._core.Simulation``, advances it in chunks (so a progress bar can follow and
+Ctrl-C is honoured between chunks: the core releases the GIL while it runs, and Python
+handles signals only when it gets control back) and wraps ``finish()`` in a
+:class:`~fatpipe.result.Result`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Mapping, Optional, Union
+
+from .result import Result
+from .scenario import Loaded, ScenarioError, load
+from .units import PS_PER_S, U64_MAX
+
+__all__ = ["run", "import_core", "CoreUnavailableError", "PROGRESS_CHUNKS"]
+
+#: The run is advanced in about this many steps: enough for a smooth progress bar, few
+#: enough that the per-call overhead is nothing next to the simulation.
+PROGRESS_CHUNKS = 200
+
+ScenarioSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+
+class CoreUnavailableError(ImportError):
+    """The compiled core, ``fatpipe._core``, is not importable (not built yet)."""
+
+
+def import_core() -> Any:
+    """Imports ``fatpipe._core``, or explains how to build it."""
+    try:
+        from . import _core  # type: ignore[attr-defined]
+    except ImportError as err:
+        raise CoreUnavailableError(
+            "the simulation core fatpipe._core is not built: run `maturin develop --release` "
+            f"in the repository (or `pip install .`); import failed with: {err}"
+        ) from err
+    return _core
+
+
+def _is_normalized(doc: Mapping[str, Any]) -> bool:
+    # A normalized document has base-unit keys that the user format never has.
+    return "duration_ps" in doc and "nodes" in doc
+
+
+def _prepare(scenario: ScenarioSource) -> Loaded:
+    if isinstance(scenario, Mapping) and _is_normalized(scenario):
+        # Already normalized (e.g. load_scenario()'s output, perhaps edited): the core
+        # checks it; Python's user-facing validation does not apply to base-unit keys.
+        return Loaded(core=json.loads(json.dumps(scenario)), plots=True)
+    return load(scenario)
+
+
+def run(scenario: ScenarioSource, seed: Optional[int] = None, progress: bool = False) -> Result:
+    """Runs a scenario to its end and returns the :class:`~fatpipe.result.Result`.
+
+    Args:
+        scenario: a TOML file path, a dict in the scenario format, or a normalized scenario
+            as returned by :func:`fatpipe.load_scenario`.
+        seed: overrides the scenario's seed (an integer >= 0).
+        progress: show a progress bar of simulated seconds on stderr.
+
+    Raises:
+        ScenarioError: the scenario is invalid (one line naming the field).
+        CoreUnavailableError: ``fatpipe._core`` is not built.
+    """
+    loaded = _prepare(scenario)
+    core_doc = loaded.core
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
+            raise ScenarioError(
+                f"seed: {seed!r} is not allowed: expected a whole number from 0 to {U64_MAX}",
+                "seed",
+            )
+        core_doc["seed"] = seed
+    core = import_core()
+    try:
+        sim = core.Simulation(json.dumps(core_doc))
+    except ValueError as err:
+        # The Python validator should have caught this; the core's message names the
+        # normalized field, which is still better than nothing.
+        raise ScenarioError(f"the core rejected the normalized scenario: {err}") from None
+    _advance(sim, core_doc, progress)
+    output = sim.finish()
+    return Result(output, core_doc, plots=loaded.plots)
+
+
+def _advance(sim: Any, core_doc: Mapping[str, Any], progress: bool) -> None:
+    duration_ps = int(sim.duration_ps)
+    chunk_ps = max(1, -(-duration_ps // PROGRESS_CHUNKS))  # ceiling division
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=duration_ps / PS_PER_S,
+            desc=str(core_doc.get("name", "run")),
+            unit="s",
+            unit_scale=False,
+            file=sys.stderr,
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.3g}/{total:.3g} simulated s [{elapsed}<{remaining}]",
+            leave=False,
+        )
+    try:
+        target_ps = int(sim.now_ps)
+        while target_ps < duration_ps:
+            target_ps = min(target_ps + chunk_ps, duration_ps)
+            sim.run_until(target_ps)
+            if bar is not None:
+                # Set rather than add: no floating-point drift past the total.
+                bar.n = int(sim.now_ps) / PS_PER_S
+                bar.refresh()
+    finally:
+        if bar is not None:
+            bar.close()

@@ -1,0 +1,1353 @@
+"""Scenario files: read, validate, and normalize for the core.
+
+A user writes a scenario in TOML (or passes the same structure as a Python dict) with
+quantities as people write them (``"100Mbps"``, ``"40ms"``). :func:`load_scenario` checks
+every key and value and returns the *normalized scenario* of ``docs/core-interface.md``:
+nodes, simplex links and flows, every quantity an integer in base units (bps, picoseconds,
+bytes), every field present.
+
+The module has three layers, so that later steps add shapes, queue disciplines and
+congestion-control algorithms by adding entries rather than code paths:
+
+1. **Schema** -- value kinds (:class:`Rate`, :class:`Duration`, :class:`Size`, ...) and
+   containers (:class:`Table`, :class:`TableArray`, :class:`Tagged`) made of
+   :class:`Field` entries: key, kind, meaning, default and the default's source. Parsing a
+   table checks unknown keys, missing keys, types and single-value ranges, and names the
+   field as the user wrote it. The reference in ``docs/scenario.md`` is generated from the
+   same entries (:func:`format_reference`), so docs, defaults and errors cannot drift.
+2. **Registries** -- :data:`SHAPES`, :data:`QUEUE_DISCIPLINES`, :data:`CC_ALGORITHMS`: each
+   entry pairs a table of parameters with the function that turns parsed parameters into
+   the core's JSON.
+3. **Normalization** -- :func:`load` builds the network from the shape, then the flows, and
+   checks what involves several values (MSS against MTU, stop after start, ...).
+
+Every mistake raises :class:`ScenarioError` with one line:
+``<field path>: <value> is not allowed: <what is allowed>``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+from .units import (
+    PS_PER_S,
+    U64_MAX,
+    UnitError,
+    describe_value,
+    format_duration,
+    format_size,
+    parse_duration,
+    parse_rate,
+    parse_size,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib as _toml
+else:  # pragma: no cover - exercised on Python 3.9/3.10 only
+    try:
+        import tomli as _toml
+    except ImportError:
+        _toml = None
+
+__all__ = [
+    "ScenarioError",
+    "load_scenario",
+    "load",
+    "Loaded",
+    "read_scenario_file",
+    "format_reference",
+    "SHAPES",
+    "QUEUE_DISCIPLINES",
+    "CC_ALGORITHMS",
+    "IPV4_TCP_HEADER_BYTES",
+    "TIMESTAMPS_OPTION_BYTES",
+]
+
+#: IPv4 (20) + TCP (20) header bytes without options (RFC 791, RFC 9293).
+IPV4_TCP_HEADER_BYTES = 40
+#: The RFC 7323 timestamps option: 10 bytes, padded to 12 with two NOPs (as Linux sends it).
+TIMESTAMPS_OPTION_BYTES = 12
+#: Counts of segments and packets are 32-bit in the core.
+U32_MAX = 2**32 - 1
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class ScenarioError(ValueError):
+    """A mistake in a scenario, explained on one line.
+
+    ``field`` is the path of the offending field as the user wrote it (``flows[0].tcp.mss``),
+    or None for problems of the whole document (such as a TOML syntax error).
+    """
+
+    def __init__(self, message: str, field: Optional[str] = None) -> None:
+        # One line, always: the CLI prints it after "fatpipe: error: ".
+        message = " ".join(message.splitlines())
+        super().__init__(message)
+        self.field = field
+
+
+def _fail(path: str, value: Any, allowed: str) -> ScenarioError:
+    """The standard error: ``<path>: <value> is not allowed: <allowed>``."""
+    return ScenarioError(f"{path}: {describe_value(value)} is not allowed: {allowed}", path)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+# ======================================================================================
+# 1. Schema
+# ======================================================================================
+
+
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: Default of a field that must be given.
+REQUIRED = _Marker("REQUIRED")
+#: Default of an optional field that is simply absent (None in the parsed table).
+UNSET = _Marker("UNSET")
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A default computed from other values at normalization time.
+
+    The parsed table holds None; ``text`` says (in the reference docs) how it is computed.
+    """
+
+    text: str
+
+
+class Kind:
+    """What a field's value may be. Subclasses parse a user value into a Python value."""
+
+    #: How the reference docs name the type, e.g. ``"rate"`` or ``"integer >= 1"``.
+    type_doc: str = ""
+
+    def parse(self, value: Any, path: str) -> Any:
+        raise NotImplementedError
+
+
+class Scalar(Kind):
+    """A single value. ``convert`` raises :class:`UnitError`; ``parse`` adds the path."""
+
+    def convert(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def parse(self, value: Any, path: str) -> Any:
+        try:
+            return self.convert(value)
+        except UnitError as err:
+            raise ScenarioError(f"{path}: {err}", path) from None
+
+
+class Rate(Scalar):
+    """A positive rate; parsed to int bits per second."""
+
+    type_doc = "rate (bit/s)"
+
+    def convert(self, value: Any) -> int:
+        return parse_rate(value)
+
+
+class Duration(Scalar):
+    """A duration; parsed to int picoseconds. ``positive`` refuses zero."""
+
+    def __init__(self, positive: bool = True, example: str = "40ms") -> None:
+        self.positive = positive
+        self.example = example
+        self.type_doc = "duration > 0" if positive else "duration >= 0"
+
+    def convert(self, value: Any) -> int:
+        ps = parse_duration(value)
+        if self.positive and ps == 0:
+            raise UnitError(value, f'must be positive, such as "{self.example}"')
+        return ps
+
+
+class Size(Scalar):
+    """An amount of data; parsed to int bytes within [minimum, maximum]."""
+
+    def __init__(self, minimum: int = 0, maximum: int = U64_MAX, example: Any = "64KiB") -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+        self.example = example
+        self.type_doc = "size (bytes)" if minimum == 0 else f"size (bytes) >= {minimum}"
+        if maximum != U64_MAX:
+            self.type_doc = f"size (bytes), {minimum} to {maximum}"
+
+    def convert(self, value: Any) -> int:
+        nbytes = parse_size(value)
+        if nbytes < self.minimum:
+            at_least = (
+                "must be positive"
+                if self.minimum == 1
+                else f"must be at least {self.minimum} bytes"
+            )
+            raise UnitError(value, f"{at_least}, such as {_toml_literal(self.example)}")
+        if nbytes > self.maximum:
+            raise UnitError(value, f"must be at most {self.maximum} bytes")
+        return nbytes
+
+
+class Integer(Scalar):
+    """A whole number (a TOML integer; never a boolean or a float) within [minimum, maximum]."""
+
+    def __init__(self, minimum: int = 0, maximum: int = U32_MAX, example: int = 10) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+        self.example = example
+        self.type_doc = f"integer >= {minimum}"
+
+    def convert(self, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UnitError(
+                value, f"expected a whole number >= {self.minimum}, such as {self.example}"
+            )
+        if value < self.minimum:
+            raise UnitError(value, f"must be at least {self.minimum}")
+        if value > self.maximum:
+            raise UnitError(value, f"must be at most {self.maximum}")
+        return value
+
+
+class Real(Scalar):
+    """A finite number (integer or float, never a boolean) in an open or closed interval.
+
+    ``lower``/``upper`` are bounds (None for none); the ``*_open`` flags exclude them.
+    """
+
+    def __init__(
+        self,
+        lower: Optional[float] = None,
+        upper: Optional[float] = None,
+        lower_open: bool = True,
+        upper_open: bool = True,
+        example: float = 1.0,
+    ) -> None:
+        self.lower, self.upper = lower, upper
+        self.lower_open, self.upper_open = lower_open, upper_open
+        self.example = example
+        # "0 < x < 1", "0 < x", "x <= 10": the interval as a person would write it.
+        low = f"{_num(lower)} {'<' if lower_open else '<='} " if lower is not None else ""
+        high = f" {'<' if upper_open else '<='} {_num(upper)}" if upper is not None else ""
+        self.range_doc = f"{low}x{high}"
+        self.type_doc = "number" if lower is None and upper is None else f"number, {self.range_doc}"
+
+    def convert(self, value: Any) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise UnitError(value, f"expected a number such as {_num(self.example)}")
+        x = float(value)
+        too_low = self.lower is not None and (
+            x <= self.lower if self.lower_open else x < self.lower
+        )
+        too_high = self.upper is not None and (
+            x >= self.upper if self.upper_open else x > self.upper
+        )
+        if too_low or too_high:
+            raise UnitError(value, f"expected a number x with {self.range_doc}")
+        return x
+
+
+class Boolean(Scalar):
+    type_doc = "boolean"
+
+    def convert(self, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise UnitError(value, "expected true or false")
+        return value
+
+
+class Name(Scalar):
+    """A name for a scenario or flow: printable, no path separators (names become file and
+    directory names and plot labels)."""
+
+    type_doc = "string"
+    _BAD = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+    def convert(self, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise UnitError(value, 'expected a non-empty string, such as "reno"')
+        # "." and ".." would name the parent directory in runs/<name>.
+        if self._BAD.search(value) or value != value.strip() or not value.strip("."):
+            raise UnitError(
+                value,
+                "a name may not contain control characters, / or \\, be only dots, "
+                "nor start or end with a space",
+            )
+        return value
+
+
+class Choice(Scalar):
+    """One of a fixed set of strings."""
+
+    def __init__(self, options: Sequence[str]) -> None:
+        self.options = tuple(options)
+        self.type_doc = "one of " + ", ".join(json.dumps(o) for o in self.options)
+
+    def convert(self, value: Any) -> str:
+        if not isinstance(value, str) or value not in self.options:
+            raise UnitError(
+                value, "expected one of: " + ", ".join(json.dumps(o) for o in self.options)
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a table.
+
+    ``default`` is :data:`REQUIRED`, :data:`UNSET`, a :class:`Derived` rule, or a literal
+    written as a user would write it (``"40ms"``), which is parsed by ``kind`` like user
+    input, so the reference docs show defaults in the user's notation.
+    ``source`` says where the default comes from (an RFC, Linux, a source document).
+    """
+
+    key: str
+    kind: Kind
+    doc: str
+    default: Any = REQUIRED
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Table(Kind):
+    """A TOML table with a fixed set of keys."""
+
+    fields: Tuple[Field, ...]
+    doc: str = ""
+    type_doc: str = "table"
+
+    def keys(self) -> List[str]:
+        return [f.key for f in self.fields]
+
+    def parse(self, value: Any, path: str, extra_keys: Sequence[str] = ()) -> Dict[str, Any]:
+        """Parses ``value`` (a mapping) into {key: parsed value}, defaults filled in.
+
+        Unknown keys are reported before missing ones: a misspelt required key is then
+        reported as the typo it is, not as a missing key. ``extra_keys`` are keys the
+        caller consumed (a :class:`Tagged` table's tag) and are allowed here too.
+        """
+        if not isinstance(value, Mapping):
+            raise _fail(path or "scenario", value, "expected a table")
+        allowed = list(extra_keys) + self.keys()
+        for key in value:
+            if key in extra_keys:
+                continue
+            if key not in self.keys():
+                message = (
+                    f"{_join(path, str(key))}: unknown key; allowed keys: {', '.join(allowed)}"
+                )
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                if close:
+                    message += f'; did you mean "{close[0]}"?'
+                raise ScenarioError(message, _join(path, str(key)))
+        parsed: Dict[str, Any] = {}
+        for f in self.fields:
+            sub = _join(path, f.key)
+            if f.key in value:
+                parsed[f.key] = f.kind.parse(value[f.key], sub)
+            elif f.default is REQUIRED:
+                raise ScenarioError(f"{sub}: missing; required", sub)
+            elif f.default is UNSET or isinstance(f.default, Derived):
+                parsed[f.key] = None
+            else:
+                parsed[f.key] = f.kind.parse(f.default, sub)
+        return parsed
+
+
+@dataclass(frozen=True)
+class TableArray(Kind):
+    """A TOML array of tables (``[[flows]]``) with at least ``min_items`` entries."""
+
+    table: Table
+    min_items: int = 1
+    header: str = ""
+    type_doc: str = "array of tables"
+
+    def parse(self, value: Any, path: str) -> List[Dict[str, Any]]:
+        if isinstance(value, Mapping):
+            raise _fail(
+                path,
+                value,
+                f"expected an array of tables: write [[{self.header or path}]] (double brackets), once per entry",
+            )
+        if not isinstance(value, (list, tuple)):
+            raise _fail(path, value, f"expected an array of tables, [[{self.header or path}]]")
+        if len(value) < self.min_items:
+            count = "one" if self.min_items == 1 else str(self.min_items)
+            raise _fail(
+                path, value, f"at least {count} [[{self.header or path}]] table(s) required"
+            )
+        return [self.table.parse(item, f"{path}[{i}]") for i, item in enumerate(value)]
+
+
+@dataclass(frozen=True)
+class Tagged(Kind):
+    """A table whose keys depend on one of them, the tag (``shape``, ``discipline``,
+    ``algorithm``): each tag value has its own :class:`Table` of further keys.
+
+    With ``shorthand`` the whole value may be just the tag as a string
+    (``cc = "reno"`` means ``[flows.cc] algorithm = "reno"`` with default parameters).
+    """
+
+    tag: str
+    variants: Mapping[str, Table]
+    default_tag: Optional[str] = None
+    shorthand: bool = False
+    tag_doc: str = ""
+    type_doc: str = "table"
+
+    def parse(self, value: Any, path: str) -> Dict[str, Any]:
+        choices = ", ".join(json.dumps(v) for v in self.variants)
+        if self.shorthand and isinstance(value, str):
+            table: Mapping[str, Any] = {self.tag: value}
+            tag_path = path
+        elif isinstance(value, Mapping):
+            table = value
+            tag_path = _join(path, self.tag)
+        else:
+            expected = "a table" + (f" or a name ({choices})" if self.shorthand else "")
+            raise _fail(path, value, f"expected {expected}")
+        if self.tag in table:
+            tag = table[self.tag]
+        elif self.default_tag is not None:
+            tag = self.default_tag
+        else:
+            raise ScenarioError(f"{tag_path}: missing; required", tag_path)
+        if not isinstance(tag, str) or tag not in self.variants:
+            raise _fail(tag_path, tag, f"expected one of: {choices}")
+        parsed = self.variants[tag].parse(table, path, extra_keys=(self.tag,))
+        return {self.tag: tag, **parsed}
+
+
+def _num(x: float) -> str:
+    """0.5 -> "0.5", 1.0 -> "1": numbers in messages as a person would write them."""
+    return f"{x:g}"
+
+
+def _toml_literal(value: Any) -> str:
+    """A default as it would be written in TOML."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return repr(value)
+
+
+# ======================================================================================
+# 2. Registries: shapes, queue disciplines, congestion control algorithms
+# ======================================================================================
+
+
+@dataclass
+class Network:
+    """What a topology shape produces: core nodes and links, and where flows run."""
+
+    nodes: List[Dict[str, Any]]
+    links: List[Dict[str, Any]]
+    #: direction name -> (src node index, dst node index)
+    endpoints: Dict[str, Tuple[int, int]]
+    #: the smallest MTU on any path a flow can take (MSS is checked against it)
+    path_mtu_bytes: int
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A named topology: its parameters and the function that builds the network."""
+
+    table: Table
+    build: Callable[[Dict[str, Any], str], Network]
+
+
+@dataclass(frozen=True)
+class QueueDiscipline:
+    """A queue discipline: a table of parameters given the default limit (which differs
+    between bottleneck and access queues), and the normalizer to the core's queue JSON."""
+
+    table: Callable[[str, Any, str], Table]
+    normalize: Callable[..., Dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A congestion control algorithm: its parameters and the normalizer to the core's JSON."""
+
+    table: Table
+    normalize: Callable[[Dict[str, Any], str], Dict[str, Any]]
+
+
+# ---- queue disciplines ---------------------------------------------------------------
+
+_LIMIT_KEYS = ("limit_packets", "limit_bytes", "limit_bdp")
+_LIMIT_KINDS: Dict[str, Kind] = {
+    "limit_packets": Integer(minimum=1, maximum=U64_MAX, example=100),
+    "limit_bytes": Size(example="500KB"),
+    "limit_bdp": Real(lower=0.0, example=1.0),
+}
+
+
+def _droptail_table(default_key: str, default_value: Any, default_source: str) -> Table:
+    """Drop-tail parameters; ``default_key = default_value`` applies when no limit is set."""
+
+    def default_for(key: str) -> Any:
+        if key == default_key:
+            return Derived(f"{_toml_literal(default_value)} when no limit is set")
+        return UNSET
+
+    def source_for(key: str) -> str:
+        return default_source if key == default_key else ""
+
+    return Table(
+        fields=(
+            Field(
+                "limit_packets",
+                _LIMIT_KINDS["limit_packets"],
+                "most packets waiting (not counting the one being transmitted); "
+                "an arriving packet that does not fit is dropped",
+                default_for("limit_packets"),
+                source_for("limit_packets"),
+            ),
+            Field(
+                "limit_bytes",
+                _LIMIT_KINDS["limit_bytes"],
+                "most IP bytes waiting; at least the MTU, so a full-size packet fits",
+                default_for("limit_bytes"),
+                source_for("limit_bytes"),
+            ),
+            Field(
+                "limit_bdp",
+                _LIMIT_KINDS["limit_bdp"],
+                "limit as a multiple of the bandwidth-delay product (this link's rate x the "
+                "path's rtt), converted to packets of MTU size, rounded up, at least 1",
+                default_for("limit_bdp"),
+                source_for("limit_bdp"),
+            ),
+        ),
+        doc="First in, first out; arrivals that do not fit are dropped. Set at most one of "
+        "limit_packets, limit_bytes, limit_bdp.",
+    )
+
+
+def _normalize_droptail(
+    params: Dict[str, Any],
+    path: str,
+    *,
+    rate_bps: int,
+    rtt_ps: int,
+    mtu_bytes: int,
+    default_key: str,
+    default_value: Any,
+) -> Dict[str, Any]:
+    given = [k for k in _LIMIT_KEYS if params.get(k) is not None]
+    if len(given) > 1:
+        raise ScenarioError(
+            f"{path}: {' and '.join(given)} are both set; set at most one of {', '.join(_LIMIT_KEYS)}",
+            path,
+        )
+    if given:
+        key, value = given[0], params[given[0]]
+    else:
+        # The default is written as a user would write it; parse it the same way.
+        key = default_key
+        value = _LIMIT_KINDS[key].parse(default_value, _join(path, key))
+    limit_packets: Optional[int] = None
+    limit_bytes: Optional[int] = None
+    if key == "limit_packets":
+        limit_packets = value
+    elif key == "limit_bytes":
+        if value < mtu_bytes:
+            raise ScenarioError(
+                f"{_join(path, key)}: {format_size(value)} is not allowed: must be at least the MTU "
+                f"({mtu_bytes} bytes) so that one full-size packet fits",
+                _join(path, key),
+            )
+        limit_bytes = value
+    else:
+        # BDP in bytes = rate x rtt / 8, in packets of MTU size; exact rational arithmetic so
+        # that e.g. 100 Mb/s x 40 ms = 500,000 bytes = 333.3 -> 334 packets on every machine.
+        bdp_packets = Fraction(repr(value)) * rate_bps * rtt_ps / (8 * PS_PER_S * mtu_bytes)
+        limit_packets = max(1, math.ceil(bdp_packets))
+    return {"discipline": "droptail", "limit_packets": limit_packets, "limit_bytes": limit_bytes}
+
+
+#: Queue disciplines by name. Each gives (table factory, normalizer).
+QUEUE_DISCIPLINES: Dict[str, QueueDiscipline] = {
+    "droptail": QueueDiscipline(table=_droptail_table, normalize=_normalize_droptail),
+}
+
+
+def _queue_kind(default_key: str, default_value: Any, default_source: str) -> Tagged:
+    return Tagged(
+        tag="discipline",
+        variants={
+            name: d.table(default_key, default_value, default_source)
+            for name, d in QUEUE_DISCIPLINES.items()
+        },
+        default_tag="droptail",
+        tag_doc="queue discipline",
+    )
+
+
+def _normalize_queue(parsed: Dict[str, Any], path: str, **context: Any) -> Dict[str, Any]:
+    params = {k: v for k, v in parsed.items() if k != "discipline"}
+    return QUEUE_DISCIPLINES[parsed["discipline"]].normalize(params, path, **context)
+
+
+# Defaults of the two queues of the dumbbell, with their sources.
+_BOTTLENECK_QUEUE_DEFAULT = (
+    "limit_bdp",
+    1.0,
+    "rule of thumb: a queue of one bandwidth-delay product lets one Reno flow keep the "
+    "link busy through its window halving (Villamizar & Song 1994, document 002)",
+)
+_ACCESS_QUEUE_DEFAULT = (
+    "limit_packets",
+    1000,
+    "Linux default txqueuelen of an Ethernet interface (1000 packets)",
+)
+
+
+# ---- topology shapes -----------------------------------------------------------------
+
+_COMMON_LINK_FIELDS = (
+    Field(
+        "mtu",
+        Size(minimum=68, maximum=65535, example=1500),
+        "largest IP packet, bytes, on every link",
+        1500,
+        "Ethernet (RFC 894); 68 is the IPv4 minimum (RFC 791), 65535 the maximum",
+    ),
+    Field(
+        "framing_bytes",
+        Size(maximum=65535, example=38),
+        "link-layer bytes added to every packet on the wire (they take transmission time but "
+        "carry no IP data); 0 models ns-2-style links",
+        38,
+        "Ethernet: 14 header + 4 FCS + 8 preamble and start delimiter + 12 inter-frame gap "
+        "(IEEE 802.3)",
+    ),
+)
+
+_DUMBBELL = Table(
+    fields=(
+        Field("bottleneck_rate", Rate(), "rate of the bottleneck link r1 -> r2 (and r2 -> r1)"),
+        Field(
+            "rtt",
+            Duration(positive=True),
+            "round-trip propagation delay of the whole path sender -> receiver -> sender, "
+            "without queueing or transmission time",
+        ),
+        Field(
+            "access_rate",
+            Rate(),
+            "rate of the four access links (hosts to routers)",
+            Derived("10 x bottleneck_rate"),
+            "access links faster than the bottleneck, so the queue forms at the bottleneck, "
+            "as in document 003's dumbbell",
+        ),
+        Field(
+            "access_delay",
+            Duration(positive=False, example="1ms"),
+            "one-way propagation delay of each access link; the bottleneck's one-way delay is "
+            "rtt/2 - 2 x access_delay",
+            "0ms",
+            "all of the path's delay on the bottleneck",
+        ),
+        *_COMMON_LINK_FIELDS,
+        Field(
+            "queue",
+            _queue_kind(*_BOTTLENECK_QUEUE_DEFAULT),
+            "queue of the bottleneck in each direction (r1 -> r2, and the same for r2 -> r1)",
+            {},
+            "each key's own default",
+        ),
+        Field(
+            "access_queue",
+            _queue_kind(*_ACCESS_QUEUE_DEFAULT),
+            "queue of each access link: the hosts' interface queues and the routers' queues "
+            "toward the hosts",
+            {},
+            "each key's own default",
+        ),
+    ),
+    doc="sender -> access link -> router r1 -> bottleneck -> router r2 -> access link -> "
+    "receiver, and the same links in reverse (for ACKs and reverse flows).",
+)
+
+# Node indices and link names of the dumbbell, in the order the core receives them.
+DUMBBELL_NODES = (("sender", "host"), ("r1", "router"), ("r2", "router"), ("receiver", "host"))
+#: (name, from node, to node, role) -- role selects rate, delay and queue.
+DUMBBELL_LINKS = (
+    ("access_fwd_sender", 0, 1, "access"),
+    ("bottleneck", 1, 2, "bottleneck_fwd"),
+    ("access_fwd_receiver", 2, 3, "access"),
+    ("access_rev_receiver", 3, 2, "access"),
+    ("bottleneck_rev", 2, 1, "bottleneck_rev"),
+    ("access_rev_sender", 1, 0, "access"),
+)
+
+
+def _build_dumbbell(topo: Dict[str, Any], path: str) -> Network:
+    bottleneck_bps = topo["bottleneck_rate"]
+    access_bps = topo["access_rate"] if topo["access_rate"] is not None else 10 * bottleneck_bps
+    rtt_ps = topo["rtt"]
+    access_delay_ps = topo["access_delay"]
+    mtu = topo["mtu"]
+    # The forward and reverse bottleneck delays add up to exactly rtt - 4 access delays even
+    # when rtt is an odd number of picoseconds.
+    fwd_delay_ps = rtt_ps // 2 - 2 * access_delay_ps
+    rev_delay_ps = rtt_ps - rtt_ps // 2 - 2 * access_delay_ps
+    if fwd_delay_ps < 0:
+        sub = _join(path, "access_delay")
+        raise ScenarioError(
+            f"{sub}: {format_duration(access_delay_ps)} is not allowed: the four access links "
+            f"({format_duration(4 * access_delay_ps)} in all) would take more than the rtt "
+            f"({format_duration(rtt_ps)}); the bottleneck's one-way delay is rtt/2 - 2 x access_delay",
+            sub,
+        )
+    queues = {
+        "bottleneck": _normalize_queue(
+            topo["queue"],
+            _join(path, "queue"),
+            rate_bps=bottleneck_bps,
+            rtt_ps=rtt_ps,
+            mtu_bytes=mtu,
+            default_key=_BOTTLENECK_QUEUE_DEFAULT[0],
+            default_value=_BOTTLENECK_QUEUE_DEFAULT[1],
+        ),
+        "access": _normalize_queue(
+            topo["access_queue"],
+            _join(path, "access_queue"),
+            rate_bps=access_bps,
+            rtt_ps=rtt_ps,
+            mtu_bytes=mtu,
+            default_key=_ACCESS_QUEUE_DEFAULT[0],
+            default_value=_ACCESS_QUEUE_DEFAULT[1],
+        ),
+    }
+    role_params = {
+        "access": (access_bps, access_delay_ps, queues["access"]),
+        "bottleneck_fwd": (bottleneck_bps, fwd_delay_ps, queues["bottleneck"]),
+        "bottleneck_rev": (bottleneck_bps, rev_delay_ps, queues["bottleneck"]),
+    }
+    links = []
+    for name, src, dst, role in DUMBBELL_LINKS:
+        rate_bps, delay_ps, queue = role_params[role]
+        links.append(
+            {
+                "name": name,
+                "from": src,
+                "to": dst,
+                "rate_bps": rate_bps,
+                "delay_ps": delay_ps,
+                "framing_bytes": topo["framing_bytes"],
+                "mtu_bytes": mtu,
+                "queue": dict(queue),
+            }
+        )
+    return Network(
+        nodes=[{"name": n, "kind": k} for n, k in DUMBBELL_NODES],
+        links=links,
+        endpoints={"forward": (0, 3), "reverse": (3, 0)},
+        path_mtu_bytes=mtu,
+    )
+
+
+#: Topology shapes by name.
+SHAPES: Dict[str, Shape] = {
+    "dumbbell": Shape(table=_DUMBBELL, build=_build_dumbbell),
+}
+
+
+# ---- congestion control --------------------------------------------------------------
+
+_RENO = Table(
+    fields=(
+        Field(
+            "a",
+            Real(lower=0.0, example=1.0),
+            "additive increase: segments added to cwnd per RTT in congestion avoidance",
+            1.0,
+            "RFC 5681 section 3.1",
+        ),
+        Field(
+            "b",
+            Real(lower=0.0, upper=1.0, example=0.5),
+            "multiplicative decrease: the fraction of the window given up after a loss "
+            "(ssthresh = (1 - b) x cwnd; 0.5 halves it). Same meaning as b in Scalable and "
+            "HighSpeed TCP (documents 001, 003)",
+            0.5,
+            "RFC 5681 equation 4 (ssthresh = FlightSize / 2)",
+        ),
+        Field(
+            "byte_counting",
+            Boolean(),
+            "grow cwnd by the segments each ACK covers (RFC 3465 appropriate byte counting, as "
+            "Linux does) instead of by one per ACK, which delayed ACKs slow down",
+            False,
+            "RFC 5681 grows cwnd per ACK; RFC 3465 byte counting is experimental",
+        ),
+    ),
+    doc="Standard TCP congestion control: slow start, then AIMD(a, b) congestion avoidance "
+    "(RFC 5681, Jacobson 1988).",
+)
+
+
+def _normalize_reno(params: Dict[str, Any], path: str) -> Dict[str, Any]:
+    return {
+        "algorithm": "reno",
+        "a": float(params["a"]),
+        "b": float(params["b"]),
+        "byte_counting": bool(params["byte_counting"]),
+    }
+
+
+#: Congestion control algorithms by name.
+CC_ALGORITHMS: Dict[str, Algorithm] = {
+    "reno": Algorithm(table=_RENO, normalize=_normalize_reno),
+}
+
+
+# ======================================================================================
+# The scenario schema
+# ======================================================================================
+
+_TCP = Table(
+    fields=(
+        Field(
+            "mss",
+            Size(minimum=1, maximum=65535, example=1448),
+            "maximum segment size: payload bytes per full segment; at most mtu - 40 - 12 (with "
+            "timestamps)",
+            Derived("mtu - 40 - (12 if timestamps), 1448 for Ethernet"),
+            "RFC 6691 (MSS = MTU minus the IP and TCP headers); Linux also subtracts the "
+            "12-byte timestamps option",
+        ),
+        Field(
+            "initial_window",
+            Integer(minimum=1, example=10),
+            "initial congestion window, segments",
+            10,
+            "RFC 6928; Linux default since 2.6.39",
+        ),
+        Field(
+            "rcv_buffer",
+            Size(minimum=1, example="8MiB"),
+            "receive buffer: the largest window the receiver advertises, bytes (at least one "
+            "MSS; RFC 7323 caps any window at 65535 x 2^14 bytes, about 1 GiB)",
+            "8MiB",
+            "fatpipe default, large enough not to limit paths up to ~670 Mb/s at 100 ms RTT "
+            "(Linux autotunes up to net.ipv4.tcp_rmem's maximum, 6 MiB by default)",
+        ),
+        Field(
+            "snd_buffer",
+            Size(minimum=1, example="8MiB"),
+            "send buffer: most bytes written by the application and not yet acknowledged (at "
+            "least one MSS)",
+            "8MiB",
+            "fatpipe default, as rcv_buffer (Linux autotunes up to net.ipv4.tcp_wmem's maximum, "
+            "4 MiB by default)",
+        ),
+        Field(
+            "window_scaling",
+            Boolean(),
+            "RFC 7323 window scaling; false caps the advertised window at 65535 bytes",
+            True,
+            "RFC 7323; Linux net.ipv4.tcp_window_scaling = 1",
+        ),
+        Field(
+            "timestamps",
+            Boolean(),
+            "RFC 7323 timestamps option: 12 header bytes per segment, an RTT sample from every ACK",
+            True,
+            "Linux net.ipv4.tcp_timestamps = 1",
+        ),
+        Field(
+            "delayed_ack",
+            Boolean(),
+            "delay ACKs: acknowledge every ack_every full segments or after delayed_ack_timeout",
+            True,
+            "RFC 1122 section 4.2.3.2, RFC 5681 section 4.2",
+        ),
+        Field(
+            "delayed_ack_timeout",
+            Duration(positive=True),
+            "longest time an ACK may be delayed",
+            "40ms",
+            "Linux TCP_DELACK_MIN; RFC 1122 allows up to 500 ms",
+        ),
+        Field(
+            "ack_every",
+            Integer(minimum=1, example=2),
+            "with delayed ACKs, acknowledge at least every this many full-sized segments",
+            2,
+            "RFC 5681 section 4.2 (at least every second full-sized segment)",
+        ),
+        Field(
+            "dupack_threshold",
+            Integer(minimum=1, example=3),
+            "duplicate ACKs that trigger fast retransmit",
+            3,
+            "RFC 5681 section 3.2",
+        ),
+        Field(
+            "newreno_impatient",
+            Boolean(),
+            "RFC 6582's Impatient variant: during NewReno recovery restart the retransmission "
+            "timer only on the first partial ACK; false is the Slow-but-Steady variant, which "
+            "restarts it on every partial ACK",
+            False,
+            "Linux (rearms the timer on every ACK of new data) and ns-2's NewReno",
+        ),
+        Field(
+            "min_rto",
+            Duration(positive=True, example="200ms"),
+            "lower bound of the retransmission timeout",
+            "200ms",
+            "Linux TCP_RTO_MIN; RFC 6298 section 2.4 says 1 s",
+        ),
+        Field(
+            "max_rto",
+            Duration(positive=True, example="120s"),
+            "upper bound of the retransmission timeout (at least min_rto)",
+            "120s",
+            "Linux TCP_RTO_MAX; RFC 6298 section 2.5 allows any maximum of at least 60 s",
+        ),
+        Field(
+            "initial_rto",
+            Duration(positive=True, example="1s"),
+            "retransmission timeout before the first RTT sample",
+            "1s",
+            "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT",
+        ),
+    ),
+    doc="TCP options of the flow's two endpoints.",
+)
+
+_FLOW = Table(
+    fields=(
+        Field(
+            "name",
+            Name(),
+            "label in results and plots; unique among the flows",
+            Derived('"flow0", "flow1", ... by position'),
+            "fatpipe default",
+        ),
+        Field(
+            "cc",
+            Tagged(
+                tag="algorithm",
+                variants={name: alg.table for name, alg in CC_ALGORITHMS.items()},
+                default_tag="reno",
+                shorthand=True,
+                tag_doc="congestion control algorithm",
+                type_doc="string or table",
+            ),
+            'congestion control: an algorithm name (cc = "reno") or a [flows.cc] table with '
+            "algorithm = ... and the algorithm's parameters",
+            "reno",
+            "the only algorithm so far",
+        ),
+        Field(
+            "direction",
+            Choice(("forward", "reverse")),
+            '"forward": the sender host sends to the receiver host; "reverse": the receiver '
+            "host sends to the sender host (reverse traffic, as in document 002)",
+            "forward",
+            "fatpipe default: data from sender to receiver",
+        ),
+        Field(
+            "start",
+            Duration(positive=False, example="1s"),
+            "when the application starts writing (before the end of the run)",
+            "0s",
+            "fatpipe default: flows start with the run",
+        ),
+        Field(
+            "stop",
+            Duration(positive=True, example="30s"),
+            "when the application stops writing; what it wrote is still delivered",
+            UNSET,
+            "unset: writes until the end of the run",
+        ),
+        Field(
+            "bytes",
+            Size(minimum=1, example="100MB"),
+            "the application writes this many bytes, then stops",
+            UNSET,
+            "unset: no limit",
+        ),
+        Field("tcp", _TCP, "TCP options ([flows.tcp])", {}, "each key's own default"),
+    ),
+    doc="A bulk TCP transfer: the application writes as fast as the send buffer takes data "
+    "(iperf, NetSpec full blast).",
+)
+
+_OUTPUT = Table(
+    fields=(
+        Field(
+            "sample_interval",
+            Duration(positive=True, example="10ms"),
+            "interval of the time series (cwnd, queue length, throughput); at most duration",
+            "10ms",
+            "fatpipe default: a few samples per RTT on paths of 20 ms and more",
+        ),
+        Field("plots", Boolean(), "write cwnd.png and throughput.png", True, "fatpipe default"),
+    ),
+    doc="What is recorded and written.",
+)
+
+#: The whole scenario.
+SCENARIO = Table(
+    fields=(
+        Field(
+            "name",
+            Name(),
+            "name of the run, in results and plots",
+            Derived('file name without extension, or "scenario"'),
+            "fatpipe default",
+        ),
+        Field("duration", Duration(positive=True, example="60s"), "simulated time"),
+        Field(
+            "seed",
+            Integer(minimum=0, maximum=U64_MAX, example=1),
+            "seed of the random number generator; the same scenario and seed give the same results",
+            1,
+            "fatpipe default",
+        ),
+        Field(
+            "topology",
+            Tagged(
+                tag="shape",
+                variants={name: shape.table for name, shape in SHAPES.items()},
+                default_tag="dumbbell",
+                tag_doc="topology shape",
+            ),
+            "the network ([topology])",
+        ),
+        Field(
+            "flows",
+            TableArray(_FLOW, min_items=1, header="flows"),
+            "the TCP flows, at least one ([[flows]])",
+        ),
+        Field("output", _OUTPUT, "recording and output ([output])", {}, "each key's own default"),
+    ),
+)
+
+
+# ======================================================================================
+# 3. Normalization
+# ======================================================================================
+
+
+@dataclass
+class Loaded:
+    """A validated scenario: ``core`` is the normalized document for the core (exactly the
+    keys of ``docs/core-interface.md``); ``plots`` is the Python-side output option."""
+
+    core: Dict[str, Any]
+    plots: bool = True
+
+
+def read_scenario_file(path: PathLike) -> Dict[str, Any]:
+    """Reads a TOML file (or ``.json`` with the same structure) into a dict.
+
+    Raises ``OSError`` if the file cannot be read and :class:`ScenarioError` if it is not
+    valid TOML/JSON (the message gives the line).
+    """
+    p = Path(path)
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"not UTF-8 text (byte {err.start})") from None
+    if p.suffix.lower() == ".json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ScenarioError(
+                f"invalid JSON: {err.msg} (at line {err.lineno}, column {err.colno})"
+            ) from None
+    else:
+        if _toml is None:
+            raise ImportError(
+                "reading TOML on Python < 3.11 needs the tomli package (pip install tomli)"
+            )
+        try:
+            doc = _toml.loads(text)
+        except _toml.TOMLDecodeError as err:
+            raise ScenarioError(f"invalid TOML: {err}") from None
+    if not isinstance(doc, dict):
+        raise _fail("scenario", doc, "expected a table at the top level")
+    return doc
+
+
+def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
+    """Validates a scenario (a file path or a dict in the user format) and normalizes it."""
+    if isinstance(source, Mapping):
+        doc: Mapping[str, Any] = source
+        default_name = "scenario"
+    elif not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"a scenario is a file path or a dict, not {type(source).__name__}")
+    else:
+        doc = read_scenario_file(source)
+        default_name = Path(source).stem or "scenario"
+    top = SCENARIO.parse(doc, "")
+    duration_ps = top["duration"]
+    output = top["output"]
+    if output["sample_interval"] > duration_ps:
+        raise ScenarioError(
+            f"output.sample_interval: {format_duration(output['sample_interval'])} is not allowed: "
+            f"must be at most the duration ({format_duration(duration_ps)})",
+            "output.sample_interval",
+        )
+    name = top["name"] if top["name"] is not None else default_name
+    topo = top["topology"]
+    shape = SHAPES[topo["shape"]]
+    network = shape.build({k: v for k, v in topo.items() if k != "shape"}, "topology")
+    flows = [
+        _normalize_flow(flow, f"flows[{i}]", i, network, duration_ps)
+        for i, flow in enumerate(top["flows"])
+    ]
+    _check_unique_names(top["flows"], flows)
+    core = {
+        "name": name,
+        "seed": top["seed"],
+        "duration_ps": duration_ps,
+        "sample_interval_ps": output["sample_interval"],
+        "nodes": network.nodes,
+        "links": network.links,
+        "flows": flows,
+    }
+    return Loaded(core=core, plots=output["plots"])
+
+
+def load_scenario(source: Union[PathLike, Mapping[str, Any]]) -> Dict[str, Any]:
+    """Reads and validates a scenario; returns the normalized, JSON-ready document.
+
+    ``source`` is a path to a TOML file or a dict of the same structure. Raises
+    :class:`ScenarioError` (one line naming the field) for any mistake, ``OSError`` if the
+    file cannot be read.
+    """
+    return load(source).core
+
+
+def _normalize_flow(
+    flow: Dict[str, Any], path: str, index: int, network: Network, duration_ps: int
+) -> Dict[str, Any]:
+    tcp = flow["tcp"]
+    tcp_path = _join(path, "tcp")
+    header_bytes = IPV4_TCP_HEADER_BYTES + (TIMESTAMPS_OPTION_BYTES if tcp["timestamps"] else 0)
+    max_mss = network.path_mtu_bytes - header_bytes
+    mss = tcp["mss"] if tcp["mss"] is not None else max_mss
+    if max_mss < 1 or mss > max_mss:
+        raise ScenarioError(
+            f"{tcp_path}.mss: {mss} bytes is larger than the link MTU {network.path_mtu_bytes} "
+            f"minus {header_bytes} bytes of IP/TCP headers (max {max_mss})",
+            f"{tcp_path}.mss",
+        )
+    for key in ("rcv_buffer", "snd_buffer"):
+        if tcp[key] < mss:
+            raise ScenarioError(
+                f"{tcp_path}.{key}: {format_size(tcp[key])} is not allowed: must hold at least one "
+                f"segment (the MSS, {mss} bytes)",
+                f"{tcp_path}.{key}",
+            )
+    if tcp["min_rto"] > tcp["max_rto"]:
+        raise ScenarioError(
+            f"{tcp_path}.min_rto: {format_duration(tcp['min_rto'])} is not allowed: must be at most "
+            f"max_rto ({format_duration(tcp['max_rto'])})",
+            f"{tcp_path}.min_rto",
+        )
+    start_ps, stop_ps = flow["start"], flow["stop"]
+    if start_ps >= duration_ps:
+        raise ScenarioError(
+            f"{path}.start: {format_duration(start_ps)} is not allowed: must be before the end of "
+            f"the run (duration {format_duration(duration_ps)})",
+            f"{path}.start",
+        )
+    if stop_ps is not None and stop_ps <= start_ps:
+        raise ScenarioError(
+            f"{path}.stop: {format_duration(stop_ps)} is not allowed: must be after start "
+            f"({format_duration(start_ps)})",
+            f"{path}.stop",
+        )
+    src, dst = network.endpoints[flow["direction"]]
+    cc = flow["cc"]
+    algorithm = CC_ALGORITHMS[cc["algorithm"]]
+    return {
+        "name": flow["name"] if flow["name"] is not None else f"flow{index}",
+        "src": src,
+        "dst": dst,
+        "source": {
+            "kind": "bulk",
+            "start_ps": start_ps,
+            "stop_ps": stop_ps,
+            "bytes": flow["bytes"],
+        },
+        "tcp": {
+            "mss_bytes": mss,
+            "initial_window_segments": tcp["initial_window"],
+            "rcv_buffer_bytes": tcp["rcv_buffer"],
+            "snd_buffer_bytes": tcp["snd_buffer"],
+            "window_scaling": tcp["window_scaling"],
+            "timestamps": tcp["timestamps"],
+            "delayed_ack": tcp["delayed_ack"],
+            "delayed_ack_timeout_ps": tcp["delayed_ack_timeout"],
+            "ack_every_segments": tcp["ack_every"],
+            "dupack_threshold": tcp["dupack_threshold"],
+            "newreno_impatient": tcp["newreno_impatient"],
+            "min_rto_ps": tcp["min_rto"],
+            "max_rto_ps": tcp["max_rto"],
+            "initial_rto_ps": tcp["initial_rto"],
+        },
+        "cc": algorithm.normalize(
+            {k: v for k, v in cc.items() if k != "algorithm"}, _join(path, "cc")
+        ),
+    }
+
+
+def _check_unique_names(parsed: List[Dict[str, Any]], flows: List[Dict[str, Any]]) -> None:
+    seen: Dict[str, int] = {}
+    for i, flow in enumerate(flows):
+        name = flow["name"]
+        if name in seen:
+            j = seen[name]
+            if parsed[i]["name"] is None:
+                raise ScenarioError(
+                    f'flows[{i}].name: the default name "{name}" is already the name of flows[{j}]; '
+                    "give this flow a name",
+                    f"flows[{i}].name",
+                )
+            raise _fail(
+                f"flows[{i}].name",
+                name,
+                f"flow names must be unique, and flows[{j}] is named {json.dumps(name)} too",
+            )
+        seen[name] = i
+
+
+# ======================================================================================
+# Reference documentation, generated from the schema
+# ======================================================================================
+
+REFERENCE_BEGIN = "<!-- BEGIN GENERATED REFERENCE: fatpipe reference --update docs/scenario.md -->"
+REFERENCE_END = "<!-- END GENERATED REFERENCE -->"
+
+
+def _default_doc(f: Field) -> str:
+    if f.default is REQUIRED:
+        return "**required**"
+    if f.default is UNSET:
+        return "unset"
+    if isinstance(f.default, Derived):
+        return f.default.text
+    if isinstance(f.default, Mapping):
+        return "all defaults"
+    return f"`{_toml_literal(f.default)}`"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _section(
+    title: str, doc: str, table: Table, tag: Optional[Tuple[str, str, str]] = None
+) -> List[str]:
+    """One Markdown section: a heading, the table's description, and one row per key."""
+    lines = [f"### {title}", ""]
+    if doc:
+        lines += [doc, ""]
+    lines += [
+        "| key | type | default | source of the default | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    if tag is not None:
+        key, value, meaning = tag
+        lines.append(f"| `{key}` | string | `{json.dumps(value)}` | | {_md(meaning)} |")
+    for f in table.fields:
+        lines.append(
+            f"| `{f.key}` | {_md(f.kind.type_doc)} | {_md(_default_doc(f))} | {_md(f.source)} | {_md(f.doc)} |"
+        )
+    return lines + [""]
+
+
+def _walk(
+    title: str, header: str, doc: str, table: Table, tag: Optional[Tuple[str, str, str]] = None
+) -> List[str]:
+    lines = _section(title, doc, table, tag)
+    for f in table.fields:
+        child = f"{header}.{f.key}" if header else f.key
+        kind = f.kind
+        if isinstance(kind, TableArray):
+            lines += _walk(f"`[[{child}]]`", child, kind.table.doc, kind.table)
+        elif isinstance(kind, Tagged):
+            for value, variant in kind.variants.items():
+                default_note = " (the default)" if value == kind.default_tag else ""
+                lines += _walk(
+                    f"`[{child}]` with `{kind.tag} = {json.dumps(value)}`{default_note}",
+                    child,
+                    f"{f.doc[:1].upper()}{f.doc[1:]}. {variant.doc}".strip(),
+                    variant,
+                    tag=(
+                        kind.tag,
+                        value,
+                        f"{kind.tag_doc}; one of {', '.join(json.dumps(v) for v in kind.variants)}",
+                    ),
+                )
+        elif isinstance(kind, Table):
+            lines += _walk(f"`[{child}]`", child, kind.doc, kind)
+    return lines
+
+
+def format_reference() -> str:
+    """The reference of every scenario key (Markdown), generated from the schema."""
+    return (
+        "\n".join(
+            _walk("Top level", "", "Keys at the top of the file, before any [table].", SCENARIO)
+        ).rstrip()
+        + "\n"
+    )
+
+
+def update_reference(doc_path: PathLike) -> bool:
+    """Rewrites the generated block of ``doc_path`` (between the markers); True if changed."""
+    p = Path(doc_path)
+    text = p.read_text(encoding="utf-8")
+    begin, end = text.index(REFERENCE_BEGIN), text.index(REFERENCE_END)
+    new = text[: begin + len(REFERENCE_BEGIN)] + "\n\n" + format_reference() + "\n" + text[end:]
+    if new != text:
+        p.write_text(new, encoding="utf-8")
+        return True
+    return False

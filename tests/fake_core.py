@@ -1,0 +1,97 @@
+"""A stand-in for `fatpipe._core` with exactly the API of docs/core-interface.md.
+
+It does not simulate: it produces a clean, predictable run (every flow delivers at a
+constant rate, every link is busy a fixed fraction) so the Python layer's arithmetic --
+goodput, utilization, per-interval rates, names, files -- can be checked exactly, with or
+without the real core.
+"""
+
+import json
+
+PS_PER_S = 10**12
+
+
+class Simulation:
+    #: Every instance records its run_until calls here, for the tests.
+    calls = []
+
+    def __init__(self, json_text):
+        self.doc = json.loads(json_text)
+        if self.doc["duration_ps"] <= 0:
+            raise ValueError("duration_ps: 0 is not allowed: must be positive")
+        self.now_ps = 0
+        self.duration_ps = self.doc["duration_ps"]
+        Simulation.calls = []
+
+    def run_until(self, t_ps):
+        Simulation.calls.append(t_ps)
+        self.now_ps = min(t_ps, self.duration_ps)
+
+    def finish(self):
+        self.run_until(self.duration_ps)
+        return fake_output(self.doc)
+
+
+def version():
+    return "0.0.0-fake"
+
+
+def delivery_rate_bytes_per_s(flow_index):
+    """Flow i delivers (i + 1) MB/s."""
+    return (flow_index + 1) * 1_000_000
+
+
+def fake_output(doc):
+    interval = doc["sample_interval_ps"]
+    duration = doc["duration_ps"]
+    times = list(range(0, duration + 1, interval))
+    if times[-1] != duration:
+        times.append(duration)
+    fs = {k: [] for k in ("time_ps", "flow", "cwnd_segments", "ssthresh_segments", "outstanding_bytes",
+                          "srtt_ps", "delivered_bytes", "sent_bytes")}
+    qs = {k: [] for k in ("time_ps", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes")}
+    for t in times:
+        for i in range(len(doc["flows"])):
+            delivered = delivery_rate_bytes_per_s(i) * t // PS_PER_S
+            fs["time_ps"].append(t)
+            fs["flow"].append(i)
+            fs["cwnd_segments"].append(10 + t // interval)
+            fs["ssthresh_segments"].append(-1 if t < duration // 2 else 50)
+            fs["outstanding_bytes"].append(14480)
+            fs["srtt_ps"].append(-1 if t == 0 else 40 * 10**9)
+            fs["delivered_bytes"].append(delivered)
+            fs["sent_bytes"].append(2 * delivered)
+        for j, link in enumerate(doc["links"]):
+            # Every link is busy half the time: departed wire bytes at half the rate.
+            qs["time_ps"].append(t)
+            qs["link"].append(j)
+            qs["queue_packets"].append(j)
+            qs["queue_bytes"].append(1500 * j)
+            qs["drops_packets"].append(t // interval)
+            qs["departed_bytes"].append(link["rate_bps"] // 16 * t // PS_PER_S)
+    flows = []
+    for i, flow in enumerate(doc["flows"]):
+        delivered = delivery_rate_bytes_per_s(i) * duration // PS_PER_S
+        flows.append({
+            "name": flow["name"], "algorithm": flow["cc"]["algorithm"],
+            "mss_bytes": flow["tcp"]["mss_bytes"], "header_bytes": 52,
+            "start_ps": flow["source"]["start_ps"],
+            # Flow 0 delivers its last byte at half time; the others at the end.
+            "end_ps": duration // 2 if i == 0 else duration,
+            "completed": False, "bytes_delivered": delivered, "bytes_sent": 2 * delivered,
+            "segments_sent": 100, "segments_retransmitted": 3, "fast_retransmits": 1,
+            "timeouts": 1, "dupacks_received": 9, "acks_sent": 50,
+            "cwnd_segments": 20, "ssthresh_segments": None, "srtt_ps": 40 * 10**9, "min_rtt_ps": None,
+        })
+    links = [{
+        "name": link["name"], "from": link["from"], "to": link["to"], "rate_bps": link["rate_bps"],
+        "delay_ps": link["delay_ps"], "packets_sent": 10, "bytes_sent": 15380,
+        "busy_ps": duration // 4, "drops_packets": j, "drops_bytes": 1500 * j,
+        "max_queue_packets": j, "max_queue_bytes": 1500 * j,
+    } for j, link in enumerate(doc["links"])]
+    return {
+        "summary": {"name": doc["name"], "seed": doc["seed"], "duration_ps": duration,
+                    "events": 12345, "flows": flows, "links": links},
+        "flow_series": fs,
+        "queue_series": qs,
+    }
