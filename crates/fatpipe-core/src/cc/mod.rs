@@ -33,6 +33,11 @@ pub struct CcState {
     /// Smoothed and minimum RTT, picoseconds (None before the first sample).
     pub srtt: Option<Time>,
     pub min_rtt: Option<Time>,
+    /// Limited Slow Start (RFC 3742) threshold, segments; 0 turns it off. [`slow_start`]
+    /// honours it, so every algorithm that grows through it gets LSS.
+    pub max_ssthresh: u32,
+    /// Bytes delivered to the receiver (cumulatively ACKed or SACKed) since the start.
+    pub delivered_bytes: u64,
 }
 
 impl CcState {
@@ -46,25 +51,47 @@ impl CcState {
 pub enum CaState {
     /// Normal operation.
     Open,
-    /// Fast recovery after duplicate ACKs.
+    /// Fast recovery after duplicate ACKs (or SACK-detected loss).
     Recovery,
     /// Recovery after a retransmission timeout.
     Loss,
 }
 
-/// What one ACK acknowledged.
-#[derive(Clone, Copy, Debug)]
+/// Events outside the ACK stream (Linux `tcp_ca_event`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CwndEvent {
+    /// The first transmission after the connection was idle (nothing in flight), Linux
+    /// `CA_EVENT_TX_START`: time-based algorithms (BIC, CUBIC) restart their epoch.
+    TxStart,
+}
+
+/// What one ACK told the sender.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct AckSample {
-    /// Newly acknowledged segments (Linux's `acked`).
+    /// Newly cumulatively acknowledged segments (Linux's `acked`).
     pub acked_segments: u32,
     pub acked_bytes: u64,
     /// RTT measured from this ACK, if any.
     pub rtt: Option<Time>,
+    /// Bytes newly delivered: cumulatively ACKed plus newly SACKed.
+    pub delivered_bytes: u64,
+    /// Delivery rate over the sampling interval (Linux `tcp_rate.c`), bits per second;
+    /// None when no valid sample.
+    pub delivery_rate_bps: Option<u64>,
+    /// The sample was taken while the application, not the network, limited sending.
+    pub is_app_limited: bool,
+    /// Bytes in flight before this ACK.
+    pub prior_in_flight_bytes: u64,
+    /// Bytes newly considered lost by this ACK.
+    pub newly_lost_bytes: u64,
 }
 
 pub trait CongestionControl: Send + Sync {
     /// Short name as used in scenarios ("reno").
     fn name(&self) -> &'static str;
+
+    /// Called once before the first transmission (Linux `init`).
+    fn init(&mut self, _s: &mut CcState) {}
 
     /// The slow-start threshold after a congestion signal, segments (Linux `ssthresh`).
     fn ssthresh(&mut self, s: &CcState) -> u32;
@@ -72,16 +99,50 @@ pub trait CongestionControl: Send + Sync {
     /// Grows the window on an ACK of new data outside loss recovery (Linux `cong_avoid`).
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample);
 
-    /// The connection entered a new loss-recovery state (Linux `set_state`).
-    fn set_state(&mut self, _s: &CcState, _new: CaState) {}
+    /// The connection entered a new loss-recovery state (Linux `set_state`). Called after the
+    /// core has set cwnd for the transition (ssthresh + dupthresh entering NewReno recovery,
+    /// ssthresh leaving it, 1 after a timeout), so an algorithm may override it.
+    fn set_state(&mut self, _s: &mut CcState, _new: CaState) {}
+
+    /// An event outside the ACK stream (Linux `cwnd_event`).
+    fn cwnd_event(&mut self, _s: &mut CcState, _ev: CwndEvent) {}
 
     /// Every ACK that acknowledges data, with its RTT sample (Linux `pkts_acked`).
     fn pkts_acked(&mut self, _s: &CcState, _ack: &AckSample) {}
+
+    /// An algorithm that sets cwnd itself on every ACK, in recovery too (Linux
+    /// `cong_control`, as BBR). When true the core calls [`CongestionControl::cong_control`]
+    /// instead of `cong_avoid` and leaves cwnd alone on entering and leaving recovery.
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+
+    /// Sets cwnd (and pacing) from a delivery-rate sample (Linux `cong_control`).
+    fn cong_control(&mut self, _s: &mut CcState, _ack: &AckSample) {}
+
+    /// The rate the sender must pace at, bits per second, if the algorithm paces (BBR).
+    fn pacing_rate_bps(&self, _s: &CcState) -> Option<u64> {
+        None
+    }
 }
 
 /// Standard slow start (Linux `tcp_slow_start`): grow by the acknowledged segments up to
 /// ssthresh; return the part of `acked` left over for congestion avoidance.
+///
+/// With Limited Slow Start (RFC 3742, `s.max_ssthresh > 0`), above max_ssthresh the window
+/// grows by 1/K segment per acknowledged segment, K = int(cwnd / (max_ssthresh / 2)), so at
+/// most max_ssthresh/2 segments per RTT.
 pub fn slow_start(s: &mut CcState, acked: u32) -> u32 {
+    if s.max_ssthresh > 0 && s.cwnd > s.max_ssthresh {
+        let k = (s.cwnd / (s.max_ssthresh / 2).max(1)).max(1);
+        s.cwnd_cnt += acked;
+        if s.cwnd_cnt >= k {
+            let add = s.cwnd_cnt / k;
+            s.cwnd_cnt -= add * k;
+            s.cwnd = s.cwnd.saturating_add(add).min(s.ssthresh.max(s.cwnd));
+        }
+        return 0;
+    }
     let cwnd = s.cwnd.saturating_add(acked).min(s.ssthresh);
     let used = cwnd - s.cwnd;
     s.cwnd = cwnd;

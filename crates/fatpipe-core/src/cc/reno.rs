@@ -75,11 +75,13 @@ mod tests {
             now: 0,
             srtt: None,
             min_rtt: None,
+            max_ssthresh: 0,
+            delivered_bytes: 0,
         }
     }
 
     fn ack(segments: u32) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: segments as u64 * 1448, rtt: None }
+        AckSample { acked_segments: segments, acked_bytes: segments as u64 * 1448, ..Default::default() }
     }
 
     fn reno(byte_counting: bool) -> Reno {

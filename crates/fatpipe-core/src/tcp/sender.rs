@@ -78,7 +78,7 @@ pub struct TcpSender {
 impl TcpSender {
     pub fn new(flow: u32, node: u32, peer: u32, cfg: &TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
         let mss = cfg.mss_bytes;
-        TcpSender {
+        let mut sender = TcpSender {
             flow,
             node,
             peer,
@@ -105,6 +105,8 @@ impl TcpSender {
                 now: 0,
                 srtt: None,
                 min_rtt: None,
+                max_ssthresh: 0,
+                delivered_bytes: 0,
             },
             cc,
             ca_state: CaState::Open,
@@ -116,7 +118,9 @@ impl TcpSender {
             rto_deadline: None,
             timed_segment: None,
             stats: SenderStats::default(),
-        }
+        };
+        sender.cc.init(&mut sender.cc_state);
+        sender
     }
 
     pub fn algorithm(&self) -> &'static str {
@@ -193,7 +197,7 @@ impl TcpSender {
     fn set_ca_state(&mut self, now: Time, state: CaState) {
         self.ca_state = state;
         self.sync_cc_view(now);
-        self.cc.set_state(&self.cc_state, state);
+        self.cc.set_state(&mut self.cc_state, state);
     }
 
     /// Sends as much new (or, after a timeout, resent) data as the windows allow.
@@ -317,6 +321,8 @@ impl TcpSender {
             acked_segments: self.segments(acked_bytes),
             acked_bytes,
             rtt: rtt_sample,
+            delivered_bytes: acked_bytes,
+            ..Default::default()
         };
         self.snd_una = ack;
         if self.snd_nxt < ack {
