@@ -81,6 +81,11 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "ack_every_segments": 2,
         "dupack_threshold": 3,
         "newreno_impatient": False,
+        "recovery": "newreno",  # RFC 6582
+        "fack": False,
+        "dcr_div": None,
+        "max_ssthresh_segments": 0,  # Limited Slow Start off
+        "pacing_gain": None,
         "min_rto_ps": 200 * PS_PER_MS,
         "max_rto_ps": 120 * PS_PER_S,
         "initial_rto_ps": 1 * PS_PER_S,
@@ -184,6 +189,7 @@ def test_tcp_options():
         "window_scaling": False, "timestamps": False, "delayed_ack": False,
         "delayed_ack_timeout": "200ms", "ack_every": 1, "dupack_threshold": 5,
         "min_rto": "1s", "max_rto": "60s", "initial_rto": "3s", "newreno_impatient": True,
+        "recovery": "sack", "fack": True, "dcr_div": 2, "max_ssthresh": 100, "pacing_gain": 1.25,
     }
     got = load_scenario(scenario(tcp=tcp))["flows"][0]["tcp"]
     assert got == {
@@ -191,8 +197,15 @@ def test_tcp_options():
         "snd_buffer_bytes": 5209300, "window_scaling": False, "timestamps": False,
         "delayed_ack": False, "delayed_ack_timeout_ps": 200 * PS_PER_MS, "ack_every_segments": 1,
         "dupack_threshold": 5, "newreno_impatient": True, "min_rto_ps": PS_PER_S, "max_rto_ps": 60 * PS_PER_S,
-        "initial_rto_ps": 3 * PS_PER_S,
+        "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
+        "max_ssthresh_segments": 100, "pacing_gain": 1.25,
     }
+
+
+def test_recovery_must_be_known():
+    message = error(scenario(tcp={"recovery": "vegas"}))
+    assert message.startswith("flows[0].tcp.recovery: ")
+    assert '"tahoe", "reno", "newreno", "sack"' in message
 
 
 def test_cc_shorthand_and_table():

@@ -922,6 +922,51 @@ _TCP = Table(
             "RFC 5681 section 3.2",
         ),
         Field(
+            "recovery",
+            Choice(("tahoe", "reno", "newreno", "sack")),
+            "loss recovery in the TCP core: tahoe (fast retransmit, then slow start from one "
+            "segment), reno (RFC 5681 fast recovery, left on the first new ACK), newreno "
+            "(RFC 6582: stays in recovery until all data outstanding at the loss is "
+            "acknowledged), sack (RFC 2018 selective acknowledgments with RFC 6675 recovery)",
+            "newreno",
+            "RFC 6582, the standard recovery of a TCP without SACK",
+        ),
+        Field(
+            "fack",
+            Boolean(),
+            "with recovery = sack: forward acknowledgment loss detection (Mathis and Mahdavi "
+            "1996): every hole more than dupack_threshold segments below the highest SACKed "
+            "byte is lost",
+            False,
+            "RFC 6675 detects loss by the SACKed bytes above a hole; Linux dropped FACK in 4.15",
+        ),
+        Field(
+            "dcr_div",
+            Integer(minimum=1, example=1),
+            "Delayed Congestion Response: on the first duplicate ACK raise the threshold to "
+            "max(dupack_threshold, cwnd / dcr_div) and send one new segment per duplicate ACK "
+            "meanwhile, so reordering within about an RTT does not cut the window",
+            UNSET,
+            "unset: off. Document 004 section 4.3 and draft-ietf-tcpm-tcp-dcr use 1 (respond "
+            "one RTT later)",
+        ),
+        Field(
+            "max_ssthresh",
+            Integer(minimum=1, example=100),
+            "Limited Slow Start: above this many segments slow start adds at most "
+            "max_ssthresh / 2 segments per RTT",
+            UNSET,
+            "unset: off. RFC 3742 suggests 100; document 004's GridDT tests used 8000",
+        ),
+        Field(
+            "pacing_gain",
+            Real(lower=0.0, lower_open=True, example=1.0),
+            "pace transmissions at pacing_gain x cwnd / smoothed RTT instead of sending bursts "
+            "(BBR always paces at its own rate)",
+            UNSET,
+            "unset: no pacing, as a TCP without the fq queue discipline",
+        ),
+        Field(
             "newreno_impatient",
             Boolean(),
             "RFC 6582's Impatient variant: during NewReno recovery restart the retransmission "
@@ -1228,6 +1273,11 @@ def _normalize_flow(
             "ack_every_segments": tcp["ack_every"],
             "dupack_threshold": tcp["dupack_threshold"],
             "newreno_impatient": tcp["newreno_impatient"],
+            "recovery": tcp["recovery"],
+            "fack": tcp["fack"],
+            "dcr_div": tcp["dcr_div"],
+            "max_ssthresh_segments": tcp["max_ssthresh"] or 0,
+            "pacing_gain": tcp["pacing_gain"],
             "min_rto_ps": tcp["min_rto"],
             "max_rto_ps": tcp["max_rto"],
             "initial_rto_ps": tcp["initial_rto"],

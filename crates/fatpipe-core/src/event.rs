@@ -32,6 +32,8 @@ pub enum TimerKind {
     Retransmission,
     /// The receiver's delayed-ACK timer (RFC 1122 4.2.3.2).
     DelayedAck,
+    /// The sender's pacing timer: the next segment may go.
+    Pacing,
 }
 
 #[derive(Clone, Copy, Debug)]

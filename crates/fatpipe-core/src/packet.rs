@@ -10,6 +10,46 @@ pub const IPV4_TCP_HEADER_BYTES: u32 = 40;
 /// The TCP timestamps option (RFC 7323): 10 bytes, padded to 12.
 pub const TCP_TIMESTAMPS_OPTION_BYTES: u32 = 12;
 
+/// SACK option bytes: kind and length (2) plus 8 per block, padded with two NOPs to a
+/// multiple of 4 (RFC 2018).
+pub fn sack_option_bytes(blocks: usize) -> u32 {
+    if blocks == 0 {
+        0
+    } else {
+        4 + 8 * blocks as u32
+    }
+}
+
+/// Up to four SACK blocks (RFC 2018: four fit the 40 option bytes, three beside timestamps),
+/// stored as offsets from the cumulative ACK so that a packet stays small.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackBlocks {
+    count: u8,
+    blocks: [(u32, u32); 4],
+}
+
+impl SackBlocks {
+    /// Adds the block `[start, end)` of an ACK whose cumulative ACK is `ack`.
+    pub fn push(&mut self, ack: u64, start: u64, end: u64) {
+        debug_assert!(start >= ack && end > start && (self.count as usize) < 4);
+        self.blocks[self.count as usize] = ((start - ack) as u32, (end - ack) as u32);
+        self.count += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The blocks as absolute byte ranges, most recent first.
+    pub fn iter(&self, ack: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.blocks[..self.count as usize].iter().map(move |&(s, e)| (ack + s as u64, ack + e as u64))
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PacketKind {
     /// A TCP segment carrying data from the flow's sender to its receiver.
@@ -37,6 +77,8 @@ pub struct Packet {
     pub ack: u64,
     /// ACK: advertised receive window in bytes (already scaled).
     pub window_bytes: u32,
+    /// ACK: selective acknowledgment blocks (RFC 2018).
+    pub sack: SackBlocks,
     /// RFC 7323 timestamp value: when the sender sent this packet.
     pub ts_val: Time,
     /// RFC 7323 timestamp echo reply.

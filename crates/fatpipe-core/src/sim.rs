@@ -30,6 +30,7 @@ pub struct Flow {
     pub receiver: TcpReceiver,
     rto_timer: LazyTimer,
     delayed_ack_timer: LazyTimer,
+    pacing_timer: LazyTimer,
 }
 
 pub struct Simulation {
@@ -64,6 +65,7 @@ impl Simulation {
                 receiver: TcpReceiver::new(i as u32, f.dst, f.src, &f.tcp),
                 rto_timer: LazyTimer::default(),
                 delayed_ack_timer: LazyTimer::default(),
+                pacing_timer: LazyTimer::default(),
             })
             .collect();
         let mut events = EventQueue::default();
@@ -222,6 +224,7 @@ impl Simulation {
         let timer = match kind {
             TimerKind::Retransmission => &mut flow.rto_timer,
             TimerKind::DelayedAck => &mut flow.delayed_ack_timer,
+            TimerKind::Pacing => &mut flow.pacing_timer,
         };
         match timer.fire(now) {
             Fired::Ignore => {}
@@ -236,6 +239,10 @@ impl Simulation {
                     TimerKind::DelayedAck => {
                         flow.receiver.on_delayed_ack_timer(now, &mut out);
                         flow.dst
+                    }
+                    TimerKind::Pacing => {
+                        flow.sender.on_pacing_timer(now, &mut out);
+                        flow.src
                     }
                 };
                 self.transmit(node, &mut out);
@@ -253,6 +260,9 @@ impl Simulation {
         }
         if let Some(t) = flow.delayed_ack_timer.set(flow.receiver.delayed_ack_deadline()) {
             self.events.schedule(t, Event::Timer(f, TimerKind::DelayedAck));
+        }
+        if let Some(t) = flow.pacing_timer.set(flow.sender.pacing_deadline()) {
+            self.events.schedule(t, Event::Timer(f, TimerKind::Pacing));
         }
     }
 

@@ -4,6 +4,21 @@
 use crate::time::Time;
 use serde::Deserialize;
 
+/// How the sender detects and repairs losses (all in the TCP core, as in Linux).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recovery {
+    /// Fast retransmit, then slow start from one segment (Jacobson 1988; 4.3BSD Tahoe).
+    Tahoe,
+    /// Fast retransmit and fast recovery, left on the first new ACK (RFC 5681).
+    Reno,
+    /// Fast recovery that stays until all data outstanding at the loss is acknowledged,
+    /// retransmitting on partial ACKs (RFC 6582).
+    Newreno,
+    /// Selective acknowledgments (RFC 2018) with conservative SACK-based recovery (RFC 6675).
+    Sack,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpConfig {
@@ -27,6 +42,18 @@ pub struct TcpConfig {
     pub ack_every_segments: u32,
     /// Duplicate ACKs that trigger fast retransmit (RFC 5681: 3).
     pub dupack_threshold: u32,
+    pub recovery: Recovery,
+    /// With SACK: forward acknowledgment (Mathis and Mahdavi 1996): every hole more than
+    /// DupThresh segments below the highest SACKed byte is lost.
+    pub fack: bool,
+    /// Delayed Congestion Response (document 004, draft-ietf-tcpm-tcp-dcr): on the first
+    /// duplicate ACK the threshold becomes max(dupack_threshold, cwnd / dcr_div) and each
+    /// duplicate ACK sends one new segment meanwhile. None: off.
+    pub dcr_div: Option<u32>,
+    /// Limited Slow Start (RFC 3742) max_ssthresh, segments; 0: off.
+    pub max_ssthresh_segments: u32,
+    /// Pace transmissions at gain x cwnd / SRTT; None: no pacing (unless the algorithm paces).
+    pub pacing_gain: Option<f64>,
     /// RFC 6582's "Impatient" variant: restart the retransmission timer only on the first
     /// partial ACK of a recovery. Off ("Slow-but-Steady"), every partial ACK restarts it, as
     /// Linux (which rearms on every ACK of new data) and ns-2's NewReno do.

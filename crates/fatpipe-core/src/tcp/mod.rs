@@ -5,6 +5,7 @@ pub mod config;
 pub mod ranges;
 pub mod receiver;
 pub mod rtt;
+pub mod scoreboard;
 pub mod sender;
 
 pub use config::TcpConfig;

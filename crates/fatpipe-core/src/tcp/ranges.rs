@@ -11,32 +11,37 @@ pub struct RangeSet {
 }
 
 impl RangeSet {
-    /// Adds `[start, end)`, merging with overlapping or adjacent ranges.
-    pub fn insert(&mut self, start: u64, end: u64) {
+    /// Adds `[start, end)`, merging with overlapping or adjacent ranges; returns how many
+    /// bytes were not covered before.
+    pub fn insert(&mut self, start: u64, end: u64) -> u64 {
         if start >= end {
-            return;
+            return 0;
         }
         // Fast path: the range continues (or overlaps the end of) the last range.
         if let Some(last) = self.ranges.last_mut() {
             if start >= last.0 && start <= last.1 {
+                let added = end.saturating_sub(last.1);
                 last.1 = last.1.max(end);
-                return;
+                return added;
             }
             if start > last.1 {
                 self.ranges.push((start, end));
-                return;
+                return end - start;
             }
         } else {
             self.ranges.push((start, end));
-            return;
+            return end - start;
         }
         // General case: first range whose end reaches `start`.
         let i = self.ranges.partition_point(|r| r.1 < start);
         let mut j = i;
         let (mut s, mut e) = (start, end);
+        let mut covered = 0;
         while j < self.ranges.len() && self.ranges[j].0 <= e {
-            s = s.min(self.ranges[j].0);
-            e = e.max(self.ranges[j].1);
+            let (rs, re) = self.ranges[j];
+            covered += re.min(end).saturating_sub(rs.max(start));
+            s = s.min(rs);
+            e = e.max(re);
             j += 1;
         }
         if i == j {
@@ -45,6 +50,52 @@ impl RangeSet {
             self.ranges[i] = (s, e);
             self.ranges.drain(i + 1..j);
         }
+        (end - start) - covered
+    }
+
+    /// Forgets everything below `point`; returns the bytes removed. Amortized O(1) per range.
+    pub fn remove_below(&mut self, point: u64) -> u64 {
+        let whole = self.ranges.partition_point(|r| r.1 <= point);
+        let mut removed: u64 = self.ranges[..whole].iter().map(|r| r.1 - r.0).sum();
+        self.ranges.drain(..whole);
+        if let Some(first) = self.ranges.first_mut() {
+            if first.0 < point {
+                removed += point - first.0;
+                first.0 = point;
+            }
+        }
+        removed
+    }
+
+    /// The range containing byte `x`, if any.
+    pub fn containing(&self, x: u64) -> Option<(u64, u64)> {
+        let i = self.ranges.partition_point(|r| r.1 <= x);
+        self.ranges.get(i).copied().filter(|r| r.0 <= x)
+    }
+
+    /// The first uncovered byte at or after `x`, and where that gap ends (the start of the
+    /// next range, or None when nothing is covered above it).
+    pub fn gap_at_or_after(&self, x: u64) -> (u64, Option<u64>) {
+        let i = self.ranges.partition_point(|r| r.1 <= x);
+        match self.ranges.get(i) {
+            Some(&(s, e)) if s <= x => (e, self.ranges.get(i + 1).map(|r| r.0)),
+            Some(&(s, _)) => (x, Some(s)),
+            None => (x, None),
+        }
+    }
+
+    /// One past the highest covered byte.
+    pub fn highest_end(&self) -> Option<u64> {
+        self.ranges.last().map(|r| r.1)
+    }
+
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+    }
+
+    /// Ranges from the highest down.
+    pub fn iter_rev(&self) -> impl Iterator<Item = &(u64, u64)> {
+        self.ranges.iter().rev()
     }
 
     /// Removes and returns the end of the first range if it starts at or before `point`
@@ -110,6 +161,35 @@ mod tests {
     fn inserts_between_without_touching() {
         let s = set(&[(0, 10), (40, 50), (20, 30)]);
         assert_eq!(s.iter().copied().collect::<Vec<_>>(), vec![(0, 10), (20, 30), (40, 50)]);
+    }
+
+    #[test]
+    fn insert_reports_newly_covered_bytes() {
+        let mut s = set(&[(10, 20), (30, 40)]);
+        assert_eq!(s.insert(15, 35), 10, "20..30 was new");
+        assert_eq!(s.insert(0, 50), 20, "0..10 and 40..50");
+        assert_eq!(s.insert(5, 45), 0);
+        assert_eq!(s.insert(50, 60), 10, "adjacent append");
+    }
+
+    #[test]
+    fn remove_below_trims_and_counts() {
+        let mut s = set(&[(10, 20), (30, 40), (50, 60)]);
+        assert_eq!(s.remove_below(35), 15);
+        assert_eq!(s.iter().copied().collect::<Vec<_>>(), vec![(35, 40), (50, 60)]);
+        assert_eq!(s.remove_below(0), 0);
+    }
+
+    #[test]
+    fn gaps_and_containing() {
+        let s = set(&[(10, 20), (30, 40)]);
+        assert_eq!(s.gap_at_or_after(0), (0, Some(10)));
+        assert_eq!(s.gap_at_or_after(12), (20, Some(30)));
+        assert_eq!(s.gap_at_or_after(20), (20, Some(30)));
+        assert_eq!(s.gap_at_or_after(35), (40, None));
+        assert_eq!(s.containing(15), Some((10, 20)));
+        assert_eq!(s.containing(20), None);
+        assert_eq!(s.highest_end(), Some(40));
     }
 
     #[test]

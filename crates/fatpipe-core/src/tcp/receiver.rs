@@ -5,7 +5,7 @@
 
 use super::config::TcpConfig;
 use super::ranges::RangeSet;
-use crate::packet::{Packet, PacketKind, IPV4_TCP_HEADER_BYTES};
+use crate::packet::{sack_option_bytes, Packet, PacketKind, SackBlocks};
 use crate::time::Time;
 
 #[derive(Clone, Debug, Default)]
@@ -33,6 +33,11 @@ pub struct TcpReceiver {
     delayed_ack_timeout: Time,
     timestamps: bool,
     header_bytes: u32,
+    /// SACK blocks per ACK (RFC 2018: 3 beside timestamps, else 4); 0 without SACK.
+    max_sack_blocks: usize,
+    /// Blocks reported most recently, most recent first (RFC 2018 section 4).
+    recent_blocks: [(u64, u64); 4],
+    recent_count: usize,
     /// Segments received since the last ACK.
     unacked_segments: u32,
     /// When the delayed ACK must go out, if one is pending.
@@ -57,6 +62,13 @@ impl TcpReceiver {
             delayed_ack_timeout: cfg.delayed_ack_timeout_ps,
             timestamps: cfg.timestamps,
             header_bytes: cfg.header_bytes(),
+            max_sack_blocks: match cfg.recovery {
+                super::config::Recovery::Sack if cfg.timestamps => 3,
+                super::config::Recovery::Sack => 4,
+                _ => 0,
+            },
+            recent_blocks: [(0, 0); 4],
+            recent_count: 0,
             unacked_segments: 0,
             delayed_ack_deadline: None,
             ts_recent: 0,
@@ -93,6 +105,7 @@ impl TcpReceiver {
             // Above a hole: buffer it and send an immediate duplicate ACK (RFC 5681 4.2).
             self.stats.out_of_order_segments += 1;
             self.ooo.insert(start, end);
+            self.update_sack_blocks(start);
             self.send_ack(out);
         } else {
             let had_hole = !self.ooo.is_empty();
@@ -102,6 +115,9 @@ impl TcpReceiver {
             }
             self.stats.last_delivery_ps = Some(now);
             self.unacked_segments += 1;
+            if had_hole {
+                self.update_sack_blocks(self.rcv_nxt);
+            }
             if had_hole || !self.delayed_ack || self.unacked_segments >= self.ack_every_segments {
                 // A segment that fills a hole is acknowledged at once (RFC 5681 4.2).
                 self.send_ack(out);
@@ -119,11 +135,39 @@ impl TcpReceiver {
         self.delayed_ack_deadline = None;
     }
 
+    /// RFC 2018 section 4: the first block holds the segment that just arrived (if it is above
+    /// a hole); then the blocks reported before, as they stand now, most recent first.
+    fn update_sack_blocks(&mut self, newest: u64) {
+        if self.max_sack_blocks == 0 {
+            return;
+        }
+        let mut blocks = [(0u64, 0u64); 4];
+        let mut n = 0;
+        let candidates = std::iter::once(newest).chain(self.recent_blocks[..self.recent_count].iter().map(|b| b.0));
+        for seq in candidates {
+            if n == self.max_sack_blocks {
+                break;
+            }
+            if let Some(r) = self.ooo.containing(seq) {
+                if !blocks[..n].contains(&r) {
+                    blocks[n] = r;
+                    n += 1;
+                }
+            }
+        }
+        self.recent_blocks = blocks;
+        self.recent_count = n;
+    }
+
     fn send_ack(&mut self, out: &mut Vec<Packet>) {
         self.unacked_segments = 0;
         self.delayed_ack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;
+        let mut sack = SackBlocks::default();
+        for &(s, e) in &self.recent_blocks[..self.recent_count] {
+            sack.push(self.rcv_nxt, s, e);
+        }
         out.push(Packet {
             flow: self.flow,
             src: self.node,
@@ -131,9 +175,10 @@ impl TcpReceiver {
             kind: PacketKind::Ack,
             seq: 0,
             payload_bytes: 0,
-            ip_bytes: self.header_bytes.max(IPV4_TCP_HEADER_BYTES),
+            ip_bytes: self.header_bytes + sack_option_bytes(sack.len()),
             ack: self.rcv_nxt,
             window_bytes: self.window_bytes,
+            sack,
             ts_val: 0,
             ts_ecr: self.ts_recent,
             retransmission: false,

@@ -1,22 +1,33 @@
-//! The TCP sender: windowing, RTT and retransmission timeout, and loss recovery.
+//! The TCP sender: windowing, RTT and retransmission timeout, pacing, and loss recovery.
 //!
-//! Loss recovery lives here, not in the congestion control algorithms (as in Linux):
-//! - fast retransmit on the `dupack_threshold`-th duplicate ACK (RFC 5681 3.2);
-//! - NewReno fast recovery with window inflation and partial ACKs (RFC 6582), with the
-//!   `recover` guard against repeated fast retransmits; every partial ACK restarts the
-//!   retransmission timer ("Slow-but-Steady", as Linux and ns-2) unless the "Impatient"
-//!   variant is chosen, which restarts it on the first only;
-//! - retransmission timeout per RFC 6298 with Karn's algorithm and exponential backoff, then
-//!   go-back-N from the first unacknowledged byte in slow start from one segment (RFC 5681 3.1).
+//! Loss recovery lives here, not in the congestion control algorithms (as in Linux), in four
+//! variants chosen per flow (`Recovery`):
+//! - Tahoe: fast retransmit on the `dupack_threshold`-th duplicate ACK, then slow start from
+//!   one segment, resending from the first unacknowledged byte (go-back-N);
+//! - Reno (RFC 5681 3.2): fast retransmit and fast recovery with window inflation, left on the
+//!   first ACK of new data, so several losses in a window usually end in a timeout;
+//! - NewReno (RFC 6582): fast recovery lasts until everything outstanding at the loss is
+//!   acknowledged; each partial ACK retransmits the next hole. The `recover` guard prevents
+//!   repeated fast retransmits. Every partial ACK restarts the retransmission timer
+//!   ("Slow-but-Steady", as Linux and ns-2) unless the "Impatient" variant is chosen;
+//! - SACK (RFC 2018, RFC 6675): a scoreboard (`scoreboard.rs`) says which holes are lost;
+//!   during recovery cwnd = ssthresh and segments go out while pipe < cwnd, lost holes first
+//!   (NextSeg), then new data; optional FACK loss detection.
+//! Delayed Congestion Response (document 004) raises the duplicate-ACK threshold to cwnd/div
+//! and sends a new segment per duplicate ACK meanwhile.
+//! A retransmission timeout (RFC 6298, Karn, exponential backoff) sets cwnd to one segment;
+//! without SACK the sender goes back to the first unacknowledged byte, with SACK it resends
+//! the holes (every unSACKed byte counts as lost, as in Linux).
 //!
 //! Sequence numbers are 64-bit byte offsets from the start of the stream (no wrap-around).
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
 
-use super::config::TcpConfig;
+use super::config::{Recovery, TcpConfig};
 use super::rtt::RttEstimator;
-use crate::cc::{AckSample, CaState, CcState, CongestionControl, INFINITE_SSTHRESH};
+use super::scoreboard::Scoreboard;
+use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
 use crate::packet::{Packet, PacketKind};
-use crate::time::Time;
+use crate::time::{transmission_time, Time, PS_PER_S};
 
 #[derive(Clone, Debug, Default)]
 pub struct SenderStats {
@@ -25,6 +36,7 @@ pub struct SenderStats {
     pub segments_retransmitted: u64,
     /// Payload bytes put on the wire, retransmissions included.
     pub bytes_sent: u64,
+    /// Recoveries started by duplicate ACKs or SACK information (fast retransmits).
     pub fast_retransmits: u64,
     pub timeouts: u64,
     pub dupacks_received: u64,
@@ -38,9 +50,13 @@ pub struct TcpSender {
     mss: u32,
     header_bytes: u32,
     dupack_threshold: u32,
+    recovery: Recovery,
+    fack: bool,
+    dcr_div: Option<u32>,
     newreno_impatient: bool,
     timestamps: bool,
     snd_buffer: u64,
+    pacing_gain: Option<f64>,
     /// Oldest unacknowledged byte (RFC 793 SND.UNA).
     pub snd_una: u64,
     /// Next byte to send (SND.NXT); below `snd_max` after a timeout (go-back-N).
@@ -67,8 +83,14 @@ pub struct TcpSender {
     pub prior_cwnd: u32,
     /// No partial ACK yet in this recovery (the Impatient variant restarts the timer on the first).
     first_partial_ack: bool,
+    /// SACK scoreboard (used only with `Recovery::Sack`).
+    pub scoreboard: Scoreboard,
     pub rtt: RttEstimator,
     rto_deadline: Option<Time>,
+    /// Earliest time pacing lets the next segment go.
+    next_send_ps: Time,
+    /// Set while pacing holds back data that the window would allow.
+    pacing_deadline: Option<Time>,
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
     /// algorithm discards the measurement if that segment is retransmitted.
     timed_segment: Option<(u64, Time)>,
@@ -85,9 +107,13 @@ impl TcpSender {
             mss,
             header_bytes: cfg.header_bytes(),
             dupack_threshold: cfg.dupack_threshold.max(1),
+            recovery: cfg.recovery,
+            fack: cfg.fack,
+            dcr_div: cfg.dcr_div.filter(|&d| d > 0),
             newreno_impatient: cfg.newreno_impatient,
             timestamps: cfg.timestamps,
             snd_buffer: cfg.snd_buffer_bytes,
+            pacing_gain: cfg.pacing_gain,
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
@@ -105,17 +131,20 @@ impl TcpSender {
                 now: 0,
                 srtt: None,
                 min_rtt: None,
-                max_ssthresh: 0,
+                max_ssthresh: cfg.max_ssthresh_segments,
                 delivered_bytes: 0,
             },
             cc,
             ca_state: CaState::Open,
             dupacks: 0,
             recover: None,
-            first_partial_ack: false,
             prior_cwnd: 0,
+            first_partial_ack: false,
+            scoreboard: Scoreboard::default(),
             rtt: RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps, cfg.max_rto_ps),
             rto_deadline: None,
+            next_send_ps: 0,
+            pacing_deadline: None,
             timed_segment: None,
             stats: SenderStats::default(),
         };
@@ -138,6 +167,11 @@ impl TcpSender {
     /// When the retransmission timer expires, if it runs.
     pub fn rto_deadline(&self) -> Option<Time> {
         self.rto_deadline
+    }
+
+    /// When pacing next lets a segment go, if it is holding one back.
+    pub fn pacing_deadline(&self) -> Option<Time> {
+        self.pacing_deadline
     }
 
     /// Bytes sent and not yet acknowledged.
@@ -200,17 +234,88 @@ impl TcpSender {
         self.cc.set_state(&mut self.cc_state, state);
     }
 
-    /// Sends as much new (or, after a timeout, resent) data as the windows allow.
+    fn sack(&self) -> bool {
+        self.recovery == Recovery::Sack
+    }
+
+    /// The duplicate-ACK threshold in force: with DCR, max(dupthresh, cwnd / dcr_div).
+    fn dupthresh(&self) -> u32 {
+        match self.dcr_div {
+            Some(div) => self.dupack_threshold.max(self.cc_state.cwnd / div),
+            None => self.dupack_threshold,
+        }
+    }
+
+    /// The pacing rate in force, bits per second: the algorithm's own (BBR), else
+    /// gain x cwnd / SRTT when pacing is on and an RTT is known.
+    pub fn pacing_rate_bps(&self) -> Option<u64> {
+        if let Some(rate) = self.cc.pacing_rate_bps(&self.cc_state) {
+            return Some(rate.max(1));
+        }
+        let gain = self.pacing_gain?;
+        let srtt = self.rtt.srtt?.max(1);
+        let bits = self.cc_state.cwnd as f64 * self.mss as f64 * 8.0;
+        Some(((gain * bits * PS_PER_S as f64 / srtt as f64) as u64).max(1))
+    }
+
+    /// Whether pacing holds the next segment back; if so the pacing timer is set.
+    fn paced_out(&mut self, now: Time) -> bool {
+        if self.pacing_gain.is_none() && !self.cc.has_cong_control() {
+            return false;
+        }
+        if self.pacing_rate_bps().is_some() && now < self.next_send_ps {
+            self.pacing_deadline = Some(self.next_send_ps);
+            return true;
+        }
+        false
+    }
+
+    /// The pacing timer expired.
+    pub fn on_pacing_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.pacing_deadline = None;
+        self.send(now, out);
+    }
+
+    /// Sends what the windows (and pacing) allow.
     pub fn send(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.refill();
-        let cwnd_bytes = self.cc_state.cwnd as u64 * self.mss as u64;
+        self.pacing_deadline = None;
+        if self.sack() && self.ca_state != CaState::Open {
+            self.send_sack_recovery(now, out);
+        } else {
+            self.send_window(now, out);
+        }
+        if self.snd_max > self.snd_una && self.rto_deadline.is_none() {
+            // RFC 6298 5.1: start the timer when data goes out and it is not running.
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// Sending outside SACK recovery: everything up to SND.UNA + min(cwnd, rwnd, buffer).
+    fn send_window(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mss = self.mss as u64;
+        let mut cwnd_bytes = self.cc_state.cwnd as u64 * mss;
+        if self.dcr_div.is_some() && self.ca_state == CaState::Open {
+            // DCR: each duplicate ACK releases one new segment while the response waits.
+            cwnd_bytes += self.dupacks as u64 * mss;
+        }
         let window = cwnd_bytes.min(self.rwnd).min(self.snd_buffer);
         let end = (self.snd_una + window).min(self.written);
         while self.snd_nxt < end {
-            let len = (end - self.snd_nxt).min(self.mss as u64);
+            if self.sack() && self.snd_nxt < self.snd_max {
+                // Never resend what the receiver has SACKed.
+                self.snd_nxt = self.scoreboard.next_unsacked(self.snd_nxt).min(self.snd_max).max(self.snd_nxt);
+                if self.snd_nxt >= end {
+                    break;
+                }
+            }
+            let len = (end - self.snd_nxt).min(mss);
             // Sender silly-window avoidance (RFC 1122 4.2.3.4): no runt segment while a full
             // one may follow, unless nothing is in flight (which would stall the connection).
-            if len < self.mss as u64 && self.snd_nxt + len < self.written && self.snd_nxt > self.snd_una {
+            if len < mss && self.snd_nxt + len < self.written && self.snd_nxt > self.snd_una {
+                break;
+            }
+            if self.paced_out(now) {
                 break;
             }
             self.emit(now, self.snd_nxt, len as u32, out);
@@ -225,13 +330,45 @@ impl TcpSender {
         } else {
             flight >= self.cc_state.cwnd
         };
-        if self.snd_max > self.snd_una && self.rto_deadline.is_none() {
-            // RFC 6298 5.1: start the timer when data goes out and it is not running.
-            self.rto_deadline = Some(now + self.rtt.rto());
+    }
+
+    /// RFC 6675 section 5 (C): while cwnd - pipe >= 1 SMSS, send lost holes first (NextSeg
+    /// rule 1), then new data (rule 2).
+    fn send_sack_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mss = self.mss as u64;
+        let lost = self.scoreboard.loss_boundary(self.snd_una, mss, self.dupthresh() as u64, self.fack);
+        let mut pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, lost);
+        let cwnd_bytes = self.cc_state.cwnd as u64 * mss;
+        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
+        while pipe + mss <= cwnd_bytes {
+            if self.paced_out(now) {
+                break;
+            }
+            if let Some((seq, len)) = self.scoreboard.next_lost_hole(self.snd_una, self.snd_max, lost, mss) {
+                self.emit(now, seq, len as u32, out);
+                self.scoreboard.on_retransmit(seq, len);
+                pipe += len;
+            } else if self.snd_max < new_data_end {
+                let len = (new_data_end - self.snd_max).min(mss);
+                if len < mss && self.snd_max + len < self.written {
+                    break;
+                }
+                self.emit(now, self.snd_max, len as u32, out);
+                self.snd_max += len;
+                self.snd_nxt = self.snd_max;
+                pipe += len;
+            } else {
+                break;
+            }
         }
+        self.cc_state.cwnd_limited = pipe + mss > cwnd_bytes;
     }
 
     fn emit(&mut self, now: Time, seq: u64, len: u32, out: &mut Vec<Packet>) {
+        if self.snd_max == self.snd_una {
+            // Nothing in flight: time-based algorithms restart their clocks (Linux CA_EVENT_TX_START).
+            self.cc.cwnd_event(&mut self.cc_state, CwndEvent::TxStart);
+        }
         let retransmission = seq < self.snd_max;
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len as u64;
@@ -244,6 +381,12 @@ impl TcpSender {
         } else if !self.timestamps && self.timed_segment.is_none() {
             self.timed_segment = Some((seq + len as u64, now));
         }
+        let ip_bytes = self.header_bytes + len;
+        if let Some(rate) = self.pacing_rate_bps() {
+            if self.pacing_gain.is_some() || self.cc.has_cong_control() {
+                self.next_send_ps = now + transmission_time(ip_bytes as u64, rate);
+            }
+        }
         out.push(Packet {
             flow: self.flow,
             src: self.node,
@@ -251,9 +394,10 @@ impl TcpSender {
             kind: PacketKind::Data,
             seq,
             payload_bytes: len,
-            ip_bytes: self.header_bytes + len,
+            ip_bytes,
             ack: 0,
             window_bytes: 0,
+            sack: Default::default(),
             ts_val: now,
             ts_ecr: 0,
             retransmission,
@@ -261,9 +405,12 @@ impl TcpSender {
     }
 
     fn retransmit_first_unacked(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let len = (self.snd_max - self.snd_una).min(self.mss as u64) as u32;
+        let len = (self.snd_max - self.snd_una).min(self.mss as u64);
         if len > 0 {
-            self.emit(now, self.snd_una, len, out);
+            self.emit(now, self.snd_una, len as u32, out);
+            if self.sack() {
+                self.scoreboard.on_retransmit(self.snd_una, len);
+            }
         }
     }
 
@@ -277,30 +424,61 @@ impl TcpSender {
         }
         let window_changed = ack_pkt.window_bytes as u64 != self.rwnd;
         self.rwnd = ack_pkt.window_bytes as u64;
+        let prior_in_flight = self.snd_max - self.snd_una;
+
+        let mut newly_sacked = 0;
+        if self.sack() {
+            if ack > self.snd_una {
+                self.scoreboard.on_cumulative_ack(self.snd_una, ack);
+            }
+            let una = ack.max(self.snd_una);
+            for (s, e) in ack_pkt.sack.iter(ack) {
+                newly_sacked += self.scoreboard.on_sack_block(s, e.min(self.snd_max), una);
+            }
+        }
 
         if ack > self.snd_una {
-            self.on_new_ack(now, ack_pkt, out);
+            self.on_new_ack(now, ack_pkt, newly_sacked, prior_in_flight, out);
         } else if ack == self.snd_una && self.snd_max > self.snd_una && !window_changed {
             // A duplicate ACK (RFC 5681 section 2).
             self.stats.dupacks_received += 1;
             self.dupacks += 1;
-            match self.ca_state {
-                CaState::Recovery => {
-                    // Each duplicate ACK means a segment left the network: inflate (RFC 6582 3.2 step 4).
-                    self.cc_state.cwnd += 1;
-                }
-                CaState::Open | CaState::Loss => {
-                    let past_recover = self.recover.is_none_or(|r| ack >= r);
-                    if self.dupacks == self.dupack_threshold && past_recover {
-                        self.enter_fast_recovery(now, out);
-                    }
-                }
-            }
+            self.cc_state.delivered_bytes += newly_sacked;
+            self.on_duplicate_ack(now, out);
         }
         self.send(now, out);
     }
 
-    fn on_new_ack(&mut self, now: Time, ack_pkt: &Packet, out: &mut Vec<Packet>) {
+    fn on_duplicate_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        match self.ca_state {
+            CaState::Recovery => {
+                if matches!(self.recovery, Recovery::Reno | Recovery::Newreno) && !self.cc.has_cong_control() {
+                    // Each duplicate ACK means a segment left the network: inflate
+                    // (RFC 5681 3.2 step 4).
+                    self.cc_state.cwnd = self.cc_state.cwnd.saturating_add(1);
+                }
+            }
+            CaState::Open | CaState::Loss => {
+                // Classic Reno has no guard: three more duplicate ACKs start another recovery.
+                let guarded = !(self.recovery == Recovery::Reno && self.ca_state == CaState::Open);
+                let past_recover = !guarded || self.recover.is_none_or(|r| self.snd_una >= r);
+                let sack_says_lost = self.sack()
+                    && self.ca_state == CaState::Open
+                    && self
+                        .scoreboard
+                        .loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack)
+                        .below
+                        > self.snd_una;
+                if past_recover && (self.dupacks >= self.dupthresh() || sack_says_lost) {
+                    if self.ca_state == CaState::Open || self.recovery != Recovery::Sack {
+                        self.enter_recovery(now, out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_new_ack(&mut self, now: Time, ack_pkt: &Packet, newly_sacked: u64, prior_in_flight: u64, out: &mut Vec<Packet>) {
         let ack = ack_pkt.ack;
         let acked_bytes = ack - self.snd_una;
         let rtt_sample = if self.timestamps {
@@ -321,7 +499,8 @@ impl TcpSender {
             acked_segments: self.segments(acked_bytes),
             acked_bytes,
             rtt: rtt_sample,
-            delivered_bytes: acked_bytes,
+            delivered_bytes: acked_bytes + newly_sacked,
+            prior_in_flight_bytes: prior_in_flight,
             ..Default::default()
         };
         self.snd_una = ack;
@@ -329,29 +508,49 @@ impl TcpSender {
             // After go-back-N the receiver may already hold data we were about to resend.
             self.snd_nxt = ack;
         }
+        self.cc_state.delivered_bytes += sample.delivered_bytes;
         self.sync_cc_view(now);
         self.cc.pkts_acked(&self.cc_state, &sample);
+        let controls = self.cc.has_cong_control();
 
         let mut restart_timer = true;
         match self.ca_state {
             CaState::Recovery => {
-                if self.recover.is_some_and(|r| ack >= r) {
-                    // Full ACK: deflate to min(ssthresh, FlightSize + 1 segment) so that the
-                    // window does not release a burst (RFC 6582 3.2 step 3, option 1).
-                    let flight = self.segments(self.snd_max - self.snd_una).max(1);
-                    self.cc_state.cwnd = self.cc_state.ssthresh.min(flight + 1);
-                    self.cc_state.cwnd_cnt = 0;
-                    self.dupacks = 0;
-                    self.set_ca_state(now, CaState::Open);
-                } else {
-                    // Partial ACK: the next hole is lost too. Retransmit it, deflate by what was
-                    // acknowledged and add back one segment (RFC 6582 3.2 step 5).
-                    self.retransmit_first_unacked(now, out);
-                    let cwnd = self.cc_state.cwnd.saturating_sub(sample.acked_segments);
-                    let add_back = u32::from(acked_bytes >= self.mss as u64);
-                    self.cc_state.cwnd = (cwnd + add_back).max(1);
-                    restart_timer = !self.newreno_impatient || self.first_partial_ack;
-                    self.first_partial_ack = false;
+                let full = self.recover.is_some_and(|r| ack >= r);
+                match self.recovery {
+                    Recovery::Reno => {
+                        // RFC 5681 3.2 step 6: the first new ACK ends recovery; deflate.
+                        if !controls {
+                            self.cc_state.cwnd = self.cc_state.ssthresh;
+                        }
+                        self.exit_recovery(now);
+                    }
+                    Recovery::Newreno | Recovery::Tahoe if full => {
+                        // Full ACK: deflate to min(ssthresh, FlightSize + 1 segment) so that
+                        // the window does not release a burst (RFC 6582 3.2 step 3, option 1).
+                        if !controls {
+                            let flight = self.segments(self.snd_max - self.snd_una).max(1);
+                            self.cc_state.cwnd = self.cc_state.ssthresh.min(flight + 1);
+                        }
+                        self.exit_recovery(now);
+                    }
+                    Recovery::Newreno | Recovery::Tahoe => {
+                        // Partial ACK: the next hole is lost too. Retransmit it, deflate by what
+                        // was acknowledged and add back one segment (RFC 6582 3.2 step 5).
+                        self.retransmit_first_unacked(now, out);
+                        if !controls {
+                            let cwnd = self.cc_state.cwnd.saturating_sub(sample.acked_segments);
+                            let add_back = u32::from(acked_bytes >= self.mss as u64);
+                            self.cc_state.cwnd = (cwnd + add_back).max(1);
+                        }
+                        restart_timer = !self.newreno_impatient || self.first_partial_ack;
+                        self.first_partial_ack = false;
+                    }
+                    Recovery::Sack if full => {
+                        // cwnd stays at ssthresh, where recovery set it (RFC 6675 section 5).
+                        self.exit_recovery(now);
+                    }
+                    Recovery::Sack => {}
                 }
             }
             CaState::Loss => {
@@ -359,12 +558,19 @@ impl TcpSender {
                 if self.recover.is_some_and(|r| ack >= r) {
                     self.set_ca_state(now, CaState::Open);
                 }
-                self.cc.cong_avoid(&mut self.cc_state, &sample);
+                if !controls {
+                    self.cc.cong_avoid(&mut self.cc_state, &sample);
+                }
             }
             CaState::Open => {
                 self.dupacks = 0;
-                self.cc.cong_avoid(&mut self.cc_state, &sample);
+                if !controls {
+                    self.cc.cong_avoid(&mut self.cc_state, &sample);
+                }
             }
+        }
+        if controls {
+            self.cc.cong_control(&mut self.cc_state, &sample);
         }
         if self.snd_una == self.snd_max {
             self.rto_deadline = None; // RFC 6298 5.2
@@ -373,19 +579,51 @@ impl TcpSender {
         }
     }
 
-    fn enter_fast_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn exit_recovery(&mut self, now: Time) {
+        self.cc_state.cwnd_cnt = 0;
+        self.dupacks = 0;
+        self.set_ca_state(now, CaState::Open);
+    }
+
+    /// Duplicate ACKs (or SACK information) signal a loss.
+    fn enter_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.stats.fast_retransmits += 1;
         self.sync_cc_view(now);
         self.prior_cwnd = self.cc_state.cwnd;
-        let ssthresh = self.cc.ssthresh(&self.cc_state);
-        self.cc_state.ssthresh = ssthresh;
+        let dupthresh = self.dupthresh();
+        self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
         self.recover = Some(self.snd_max);
-        self.retransmit_first_unacked(now, out);
-        // RFC 6582 3.2 step 2 / RFC 5681 3.2 step 3: inflate by the segments that left.
-        self.cc_state.cwnd = ssthresh + self.dupack_threshold;
         self.cc_state.cwnd_cnt = 0;
-        self.first_partial_ack = true;
-        self.set_ca_state(now, CaState::Recovery);
+        let controls = self.cc.has_cong_control();
+        match self.recovery {
+            Recovery::Tahoe => {
+                // Slow start from one segment, resending from the hole (go-back-N).
+                if !controls {
+                    self.cc_state.cwnd = 1;
+                }
+                self.snd_nxt = self.snd_una;
+                self.timed_segment = None;
+                self.set_ca_state(now, CaState::Loss);
+            }
+            Recovery::Reno | Recovery::Newreno => {
+                self.retransmit_first_unacked(now, out);
+                // RFC 5681 3.2 step 3: inflate by the segments that have left the network.
+                if !controls {
+                    self.cc_state.cwnd = self.cc_state.ssthresh.saturating_add(dupthresh);
+                }
+                self.first_partial_ack = true;
+                self.set_ca_state(now, CaState::Recovery);
+            }
+            Recovery::Sack => {
+                self.scoreboard.start_recovery(self.snd_una);
+                if !controls {
+                    self.cc_state.cwnd = self.cc_state.ssthresh; // RFC 6675 section 5 step 4.2
+                }
+                // The first hole goes out at once, lost by the rule or not (RFC 6675 step 4.3).
+                self.retransmit_first_unacked(now, out);
+                self.set_ca_state(now, CaState::Recovery);
+            }
+        }
     }
 
     /// The retransmission timer expired.
@@ -405,13 +643,18 @@ impl TcpSender {
             // was already reduced for this congestion event.
             self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
         }
-        // Loss window of one segment, then slow start (RFC 5681 3.1); resend everything
-        // from the first unacknowledged byte (go-back-N, as a cumulative-ACK sender must).
+        // Loss window of one segment, then slow start (RFC 5681 3.1).
         self.cc_state.cwnd = 1;
         self.cc_state.cwnd_cnt = 0;
         self.recover = Some(self.snd_max);
         self.dupacks = 0;
-        self.snd_nxt = self.snd_una;
+        if self.sack() {
+            // Resend every hole; SACKed data stays delivered (as Linux's tcp_enter_loss).
+            self.scoreboard.mark_all_lost(self.snd_una, self.snd_max);
+        } else {
+            // A cumulative-ACK sender can only go back to the first unacknowledged byte.
+            self.snd_nxt = self.snd_una;
+        }
         self.timed_segment = None;
         self.rtt.back_off();
         self.set_ca_state(now, CaState::Loss);

@@ -10,7 +10,7 @@ use fatpipe_core::scenario::{FlowSpec, NodeKind, NodeSpec, Scenario};
 use fatpipe_core::source::{bulk::BulkConfig, SourceSpec};
 use fatpipe_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 
 pub fn tcp_config() -> TcpConfig {
     TcpConfig {
@@ -25,6 +25,11 @@ pub fn tcp_config() -> TcpConfig {
         ack_every_segments: 2,
         dupack_threshold: 3,
         newreno_impatient: false,
+        recovery: fatpipe_core::tcp::config::Recovery::Newreno,
+        fack: false,
+        dcr_div: None,
+        max_ssthresh_segments: 0,
+        pacing_gain: None,
         min_rto_ps: 200 * PS_PER_MS,
         max_rto_ps: 120 * PS_PER_S,
         initial_rto_ps: PS_PER_S,
@@ -91,8 +96,11 @@ pub struct Harness {
     pub receiver: TcpReceiver,
     pub now: Time,
     one_way: Time,
-    /// (arrival time, packet) in both directions, kept in time order.
-    in_flight: VecDeque<(Time, Packet)>,
+    /// Packets in both directions by (arrival time, sequence of sending): a path may reorder.
+    in_flight: BTreeMap<(Time, u64), Packet>,
+    sent_count: u64,
+    /// Extra one-way delay of each data segment (zero: a FIFO path).
+    pub extra_delay: Box<dyn FnMut(&Packet) -> Time>,
     /// Returns true for a data segment to drop (sees each transmission once).
     drop: Box<dyn FnMut(&Packet) -> bool>,
     pub dropped: Vec<Packet>,
@@ -107,7 +115,9 @@ impl Harness {
             receiver: TcpReceiver::new(0, 1, 0, &tcp),
             now: 0,
             one_way: rtt / 2,
-            in_flight: VecDeque::new(),
+            in_flight: BTreeMap::new(),
+            sent_count: 0,
+            extra_delay: Box::new(|_| 0),
             drop,
             dropped: Vec::new(),
             sent: Vec::new(),
@@ -123,8 +133,9 @@ impl Harness {
                     continue;
                 }
             }
-            // Constant delay keeps the FIFO sorted by arrival time.
-            self.in_flight.push_back((self.now + self.one_way, p));
+            let extra = if p.kind == PacketKind::Data { (self.extra_delay)(&p) } else { 0 };
+            self.sent_count += 1;
+            self.in_flight.insert((self.now + self.one_way + extra, self.sent_count), p);
         }
     }
 
@@ -138,23 +149,26 @@ impl Harness {
     pub fn run_until(&mut self, until: Time) {
         let mut out = Vec::new();
         loop {
-            let next_pkt = self.in_flight.front().map(|p| p.0);
+            let next_pkt = self.in_flight.first_key_value().map(|(k, _)| k.0);
             let rto = self.sender.rto_deadline();
             let delack = self.receiver.delayed_ack_deadline();
-            let next = [next_pkt, rto, delack].into_iter().flatten().min();
+            let pacing = self.sender.pacing_deadline();
+            let next = [next_pkt, rto, delack, pacing].into_iter().flatten().min();
             let Some(t) = next else { break };
             if t > until {
                 break;
             }
             self.now = t;
             if next_pkt == Some(t) {
-                let (_, p) = self.in_flight.pop_front().unwrap();
+                let (_, p) = self.in_flight.pop_first().unwrap();
                 match p.kind {
                     PacketKind::Data => self.receiver.on_segment(t, &p, &mut out),
                     PacketKind::Ack => self.sender.on_ack(t, &p, &mut out),
                 }
             } else if rto == Some(t) {
                 self.sender.on_rto_timer(t, &mut out);
+            } else if pacing == Some(t) {
+                self.sender.on_pacing_timer(t, &mut out);
             } else {
                 self.receiver.on_delayed_ack_timer(t, &mut out);
             }

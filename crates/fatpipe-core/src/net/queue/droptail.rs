@@ -77,6 +77,7 @@ mod tests {
             ip_bytes,
             ack: 0,
             window_bytes: 0,
+            sack: Default::default(),
             ts_val: 0,
             ts_ecr: 0,
             retransmission: false,

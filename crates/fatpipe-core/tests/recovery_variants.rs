@@ -1,0 +1,167 @@
+//! Step-2 acceptance checks of loss recovery in the TCP core (Tahoe, Reno, NewReno, SACK),
+//! Limited Slow Start and Delayed Congestion Response, driven packet by packet.
+
+mod support;
+use fatpipe_core::cc::CaState;
+use fatpipe_core::packet::Packet;
+use fatpipe_core::rng::Rng;
+use fatpipe_core::tcp::config::Recovery;
+use fatpipe_core::tcp::TcpConfig;
+use fatpipe_core::time::{Time, PS_PER_MS};
+use std::collections::HashSet;
+use support::*;
+
+const MSS: u64 = 1448;
+const RTT: Time = 40 * PS_PER_MS;
+
+fn config(recovery: Recovery) -> TcpConfig {
+    let mut tcp = tcp_config();
+    tcp.recovery = recovery;
+    tcp.delayed_ack = false;
+    tcp
+}
+
+/// Drops the first transmission of the given segments (numbered from 0).
+fn drop_first_transmission(segments: &[u64]) -> Box<dyn FnMut(&Packet) -> bool> {
+    let mut victims: HashSet<u64> = segments.iter().map(|s| s * MSS).collect();
+    Box::new(move |p: &Packet| !p.retransmission && victims.remove(&p.seq))
+}
+
+fn run(recovery: Recovery, drops: &[u64], total_segments: u64) -> Harness {
+    let mut h = Harness::new(config(recovery), reno(), RTT, drop_first_transmission(drops));
+    h.start(Some(total_segments * MSS));
+    h.run_until(30_000 * PS_PER_MS);
+    assert_eq!(h.receiver.rcv_nxt, total_segments * MSS, "{recovery:?}: everything delivered");
+    h
+}
+
+#[test]
+fn tahoe_returns_to_one_segment_after_a_fast_retransmit() {
+    let mut h = Harness::new(config(Recovery::Tahoe), reno(), RTT, drop_first_transmission(&[60]));
+    h.start(Some(400 * MSS));
+    while h.sender.stats.fast_retransmits == 0 {
+        let t = h.now + PS_PER_MS / 10;
+        h.run_until(t);
+    }
+    assert_eq!(h.sender.cc_state.cwnd, 1, "Tahoe: slow start from one segment");
+    assert_eq!(h.sender.ca_state, CaState::Loss);
+    h.run_until(h.now + 10_000 * PS_PER_MS);
+    assert_eq!(h.receiver.rcv_nxt, 400 * MSS);
+    assert_eq!(h.sender.stats.timeouts, 0);
+}
+
+#[test]
+fn a_burst_of_drops_times_reno_out_but_not_newreno_or_sack() {
+    // Three losses in the window of cwnd 40 (segments 30-69 travel together).
+    let drops = [40, 44, 48];
+    let reno = run(Recovery::Reno, &drops, 300);
+    let newreno = run(Recovery::Newreno, &drops, 300);
+    let sack = run(Recovery::Sack, &drops, 300);
+    eprintln!(
+        "timeouts: reno {}, newreno {}, sack {}",
+        reno.sender.stats.timeouts, newreno.sender.stats.timeouts, sack.sender.stats.timeouts
+    );
+    assert!(reno.sender.stats.timeouts >= 1, "Reno leaves recovery on the first partial ACK");
+    assert_eq!(newreno.sender.stats.timeouts, 0);
+    assert_eq!(sack.sender.stats.timeouts, 0);
+    // SACK and NewReno retransmit exactly the three lost segments.
+    assert_eq!(newreno.sender.stats.segments_retransmitted, 3);
+    assert_eq!(sack.sender.stats.segments_retransmitted, 3);
+}
+
+/// Time from the first fast retransmit until every dropped segment is delivered.
+fn repair_time(recovery: Recovery, drops: &[u64]) -> f64 {
+    let last = *drops.iter().max().unwrap();
+    let mut h = Harness::new(config(recovery), reno(), RTT, drop_first_transmission(drops));
+    h.start(Some(4000 * MSS));
+    while h.sender.stats.fast_retransmits == 0 {
+        let t = h.now + PS_PER_MS / 10;
+        h.run_until(t);
+    }
+    let start = h.now;
+    while h.receiver.rcv_nxt <= last * MSS {
+        let t = h.now + PS_PER_MS / 10;
+        h.run_until(t);
+        assert!(h.now < start + 200 * RTT, "{recovery:?} never repaired");
+    }
+    assert_eq!(h.sender.stats.timeouts, 0, "{recovery:?}");
+    (h.now - start) as f64 / RTT as f64
+}
+
+#[test]
+fn sack_repairs_ten_drops_in_one_window_within_two_rtts() {
+    // Ten losses spread over one window of ~160 segments.
+    let drops: Vec<u64> = (0..10).map(|i| 200 + 12 * i).collect();
+    let sack = repair_time(Recovery::Sack, &drops);
+    let newreno = repair_time(Recovery::Newreno, &drops);
+    eprintln!("repair of 10 drops: SACK {sack:.2} RTT, NewReno {newreno:.2} RTT");
+    assert!(sack <= 2.2, "SACK took {sack} RTTs");
+    assert!(newreno >= 9.0, "NewReno repairs one hole per RTT: {newreno}");
+}
+
+#[test]
+fn sack_receiver_reports_most_recent_block_first() {
+    let mut h = Harness::new(config(Recovery::Sack), reno(), RTT, drop_first_transmission(&[1, 3, 5]));
+    h.start(Some(7 * MSS));
+    let mut out = Vec::new();
+    // Deliver the surviving segments 0, 2, 4, 6 straight to the receiver.
+    for seg in [0u64, 2, 4, 6] {
+        let p = h.sent.iter().find(|(_, p)| p.seq == seg * MSS).unwrap().1;
+        h.receiver.on_segment(0, &p, &mut out);
+    }
+    let last = out.last().unwrap();
+    let blocks: Vec<_> = last.sack.iter(last.ack).map(|(s, e)| (s / MSS, e / MSS)).collect();
+    // Three blocks beside timestamps (RFC 2018), newest first.
+    assert_eq!(blocks, vec![(6, 7), (4, 5), (2, 3)]);
+    assert_eq!(last.ack, MSS);
+}
+
+#[test]
+fn limited_slow_start_adds_half_max_ssthresh_per_rtt() {
+    let mut tcp = config(Recovery::Sack);
+    tcp.max_ssthresh_segments = 100;
+    let mut h = Harness::new(tcp, reno(), RTT, Box::new(|_| false));
+    h.start(None);
+    // Sample cwnd once per RTT, half an RTT after the ACKs of a round arrive.
+    let mut cwnds = Vec::new();
+    h.run_until(RTT / 2);
+    for _ in 0..40 {
+        cwnds.push(h.sender.cc_state.cwnd);
+        h.run_until(h.now + RTT);
+    }
+    eprintln!("cwnd per RTT: {cwnds:?}");
+    // Below max_ssthresh: doubling.
+    assert_eq!(&cwnds[..4], &[10, 20, 40, 80]);
+    // Well above it (K >= 10): max_ssthresh / 2 = 50 segments per RTT, within 10%.
+    for w in cwnds.windows(2).filter(|w| w[0] >= 500) {
+        let growth = (w[1] - w[0]) as f64;
+        assert!((growth / 50.0 - 1.0).abs() <= 0.1, "growth {growth} at cwnd {}", w[0]);
+    }
+    assert!(*cwnds.last().unwrap() > 1000);
+}
+
+fn reordering_run(dcr_div: Option<u32>) -> Harness {
+    let mut tcp = config(Recovery::Sack);
+    tcp.dcr_div = dcr_div;
+    let mut h = Harness::new(tcp, reno(), RTT, Box::new(|_| false));
+    // One data segment in twenty takes a 10 ms longer path: reordering, never loss.
+    let mut rng = Rng::for_element(1, "reordering");
+    h.extra_delay = Box::new(move |_| if rng.bernoulli(0.05) { 10 * PS_PER_MS } else { 0 });
+    h.start(Some(2000 * MSS));
+    h.run_until(60_000 * PS_PER_MS);
+    assert_eq!(h.receiver.rcv_nxt, 2000 * MSS);
+    h
+}
+
+#[test]
+fn dcr_rides_out_reordering_that_triggers_fast_retransmits_without_it() {
+    let plain = reordering_run(None);
+    let dcr = reordering_run(Some(1));
+    eprintln!(
+        "spurious fast retransmits: without DCR {}, with DCR {}",
+        plain.sender.stats.fast_retransmits, dcr.sender.stats.fast_retransmits
+    );
+    assert!(plain.sender.stats.fast_retransmits > 0);
+    assert_eq!(dcr.sender.stats.fast_retransmits, 0);
+    assert_eq!(dcr.sender.stats.segments_retransmitted, 0);
+}
