@@ -75,6 +75,12 @@ impl Scenario {
             if l.rate_bps == 0 {
                 return Err(format!("links[{i}].rate_bps: 0 is not allowed: must be positive"));
             }
+            for imp in &l.impairments {
+                let crate::net::impairment::ImpairmentSpec::Bernoulli(b) = imp;
+                if !(0.0..=1.0).contains(&b.probability) {
+                    return Err(format!("links[{i}].impairments: probability {} is not allowed: must be in [0, 1]", b.probability));
+                }
+            }
             if l.mtu_bytes <= crate::packet::IPV4_TCP_HEADER_BYTES {
                 return Err(format!("links[{i}].mtu_bytes: {} is not allowed: must exceed 40", l.mtu_bytes));
             }

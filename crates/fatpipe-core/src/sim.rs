@@ -51,7 +51,7 @@ impl Simulation {
     pub fn new(scenario: Scenario) -> Result<Simulation, String> {
         scenario.validate()?;
         let routes = shortest_path_table(scenario.nodes.len(), &scenario.links);
-        let links: Vec<Link> = scenario.links.iter().cloned().map(Link::new).collect();
+        let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
         let flows: Vec<Flow> = scenario
             .flows
             .iter()
@@ -207,6 +207,9 @@ impl Simulation {
         let l = self.routes[node as usize][pkt.dst as usize].expect("validated: every flow has a route");
         let now = self.now;
         let link = &mut self.links[l as usize];
+        if link.impaired(now, &pkt) {
+            return;
+        }
         if link.transmitting.is_none() {
             let done = link.start_tx(now, pkt);
             self.events.schedule(done, Event::LinkTxDone(l));
@@ -340,6 +343,7 @@ impl Simulation {
                     "busy_ps": st.busy_ps,
                     "drops_packets": st.drops_packets,
                     "drops_bytes": st.drops_bytes,
+                    "impairment_drops_packets": st.impairment_drops_packets,
                     "max_queue_packets": st.max_queue_packets,
                     "max_queue_bytes": st.max_queue_bytes,
                 })

@@ -4,8 +4,10 @@
 //! pending event for the head only, so a link's cost per packet does not depend on how many
 //! packets are in flight on it (htsim's pipe).
 
+use super::impairment::ImpairmentSpec;
 use super::queue::{QueueDiscipline, QueueSpec};
 use crate::packet::Packet;
+use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -24,6 +26,9 @@ pub struct LinkSpec {
     /// Largest IP packet the link carries.
     pub mtu_bytes: u32,
     pub queue: QueueSpec,
+    /// Losses applied to packets entering the link, in order (none by default).
+    #[serde(default)]
+    pub impairments: Vec<ImpairmentSpec>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -33,8 +38,11 @@ pub struct LinkStats {
     pub bytes_sent: u64,
     /// Time spent transmitting.
     pub busy_ps: Time,
+    /// Packets dropped because the queue was full.
     pub drops_packets: u64,
     pub drops_bytes: u64,
+    /// Packets lost to impairments (random loss) on entering the link.
+    pub impairment_drops_packets: u64,
     pub max_queue_packets: u64,
     pub max_queue_bytes: u64,
 }
@@ -47,13 +55,35 @@ pub struct Link {
     /// Packets propagating, with the time each reaches the far end (FIFO: a link does not
     /// reorder).
     pub propagating: VecDeque<(Time, Packet)>,
+    /// This link's random numbers, from the scenario seed and the link's name.
+    rng: Rng,
     pub stats: LinkStats,
 }
 
 impl Link {
-    pub fn new(spec: LinkSpec) -> Self {
+    pub fn new(spec: LinkSpec, seed: u64) -> Self {
         let queue = spec.queue.build();
-        Link { spec, queue, transmitting: None, propagating: VecDeque::with_capacity(1024), stats: LinkStats::default() }
+        let rng = Rng::for_element(seed, &spec.name);
+        Link {
+            spec,
+            queue,
+            transmitting: None,
+            propagating: VecDeque::with_capacity(1024),
+            rng,
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// Whether an impairment takes the packet entering the link now (and counts it).
+    #[inline]
+    pub fn impaired(&mut self, now: Time, pkt: &Packet) -> bool {
+        for imp in &self.spec.impairments {
+            if imp.drops(now, pkt, &mut self.rng) {
+                self.stats.impairment_drops_packets += 1;
+                return true;
+            }
+        }
+        false
     }
 
     /// Serialization time of `pkt` on this link.

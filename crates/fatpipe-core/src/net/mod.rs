@@ -1,5 +1,6 @@
 //! Network elements: links with their queues, and nodes with static routes.
 
+pub mod impairment;
 pub mod link;
 pub mod queue;
 pub mod routing;

@@ -54,6 +54,7 @@ mod tests {
             framing_bytes: 0,
             mtu_bytes: 1500,
             queue: QueueSpec::Droptail(DropTailConfig { limit_packets: None, limit_bytes: None }),
+            impairments: Vec::new(),
         }
     }
 

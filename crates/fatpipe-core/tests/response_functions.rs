@@ -1,0 +1,54 @@
+//! Response functions: mean congestion window under random (Bernoulli) loss rate p, one ACK
+//! per segment, on a path fast enough never to queue (step 2, acceptance 2).
+//!   Standard TCP: w = 1.22 / sqrt(p)  (Mathis et al. 1997; RFC 3649 section 5)
+
+mod support;
+use fatpipe_core::cc::CcSpec;
+use fatpipe_core::net::impairment::{bernoulli::BernoulliConfig, ImpairmentSpec};
+use fatpipe_core::tcp::config::Recovery;
+use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
+use fatpipe_core::Simulation;
+use support::*;
+
+/// Time-averaged cwnd (segments) of one flow under loss rate `p`, over about `cycles` loss
+/// events after the first ten.
+pub fn mean_cwnd(cc: CcSpec, p: f64, expected_w: f64) -> f64 {
+    let rtt: Time = 10 * PS_PER_MS;
+    // Each loss event comes every 1/p packets, w packets per RTT: 1/(p w) RTTs apart.
+    let rtts_per_loss = 1.0 / (p * expected_w);
+    let duration = ((60.0 * rtts_per_loss * rtt as f64) as Time).max(10 * PS_PER_S);
+    let warmup = duration / 6;
+    let mut tcp = tcp_config();
+    tcp.delayed_ack = false;
+    tcp.recovery = Recovery::Sack;
+    tcp.rcv_buffer_bytes = 1 << 30;
+    tcp.snd_buffer_bytes = 1 << 31;
+    // Fast enough that even three times the expected window never queues.
+    let rate = ((3.0 * expected_w * 1538.0 * 8.0 / 0.010) as u64).max(1_000_000_000);
+    let mut s = dumbbell(rate, rtt, 1_000_000, duration, tcp);
+    s.flows[0].cc = cc;
+    s.links[1].impairments = vec![ImpairmentSpec::Bernoulli(BernoulliConfig { probability: p })];
+    s.sample_interval_ps = rtt;
+    let mut sim = Simulation::new(s).unwrap();
+    sim.run();
+    assert_eq!(sim.links[1].stats.drops_packets, 0, "no queue overflow: losses are the Bernoulli ones");
+    let fs = &sim.flow_series;
+    let samples: Vec<f64> = fs
+        .time_ps
+        .iter()
+        .zip(&fs.cwnd_segments)
+        .filter(|(&t, _)| t >= warmup)
+        .map(|(_, &c)| c as f64)
+        .collect();
+    samples.iter().sum::<f64>() / samples.len() as f64
+}
+
+#[test]
+fn standard_tcp_follows_1_22_over_sqrt_p() {
+    for p in [1e-5f64, 1e-4, 1e-3] {
+        let expected = 1.22 / p.sqrt();
+        let got = mean_cwnd(reno(), p, expected);
+        eprintln!("reno p={p:e}: mean cwnd {got:.1}, 1.22/sqrt(p) = {expected:.1}");
+        assert!((got / expected - 1.0).abs() < 0.2, "p={p}: {got} vs {expected}");
+    }
+}
