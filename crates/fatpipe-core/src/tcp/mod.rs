@@ -4,6 +4,7 @@
 pub mod config;
 pub mod ranges;
 pub mod receiver;
+pub mod rate;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;

@@ -53,6 +53,29 @@ impl RangeSet {
         (end - start) - covered
     }
 
+    /// Calls `newly(start, end)` for each part of `[start, end)` not covered yet, in order,
+    /// then inserts the range. Costs O(ranges overlapping it + log ranges).
+    pub fn insert_reporting(&mut self, start: u64, end: u64, mut newly: impl FnMut(u64, u64)) -> u64 {
+        if start >= end {
+            return 0;
+        }
+        let mut cursor = start;
+        let i = self.ranges.partition_point(|r| r.1 <= start);
+        for &(rs, re) in &self.ranges[i..] {
+            if rs >= end {
+                break;
+            }
+            if rs > cursor {
+                newly(cursor, rs);
+            }
+            cursor = cursor.max(re);
+        }
+        if cursor < end {
+            newly(cursor, end);
+        }
+        self.insert(start, end)
+    }
+
     /// Forgets everything below `point`; returns the bytes removed. Amortized O(1) per range.
     pub fn remove_below(&mut self, point: u64) -> u64 {
         let whole = self.ranges.partition_point(|r| r.1 <= point);
@@ -170,6 +193,15 @@ mod tests {
         assert_eq!(s.insert(0, 50), 20, "0..10 and 40..50");
         assert_eq!(s.insert(5, 45), 0);
         assert_eq!(s.insert(50, 60), 10, "adjacent append");
+    }
+
+    #[test]
+    fn insert_reporting_names_the_new_parts() {
+        let mut s = set(&[(10, 20), (30, 40)]);
+        let mut parts = Vec::new();
+        let n = s.insert_reporting(5, 45, |a, b| parts.push((a, b)));
+        assert_eq!(parts, vec![(5, 10), (20, 30), (40, 45)]);
+        assert_eq!(n, 20);
     }
 
     #[test]

@@ -81,20 +81,21 @@ impl Scoreboard {
         self.high_rxt = self.high_rxt.max(new_una);
     }
 
-    /// Records one SACK block; returns the bytes it newly SACKs.
-    pub fn on_sack_block(&mut self, start: u64, end: u64, snd_una: u64) -> u64 {
+    /// Records one SACK block; returns the bytes it newly SACKs, and calls `on_new` for each
+    /// newly SACKed part (the delivery-rate sampler needs them).
+    pub fn on_sack_block(&mut self, start: u64, end: u64, snd_una: u64, mut on_new: impl FnMut(u64, u64)) -> u64 {
         let start = start.max(snd_una);
         if end <= start {
             return 0;
         }
         let mut newly = 0;
         if start < self.high_rxt {
-            let n = self.sacked.insert(start, end.min(self.high_rxt));
+            let n = self.sacked.insert_reporting(start, end.min(self.high_rxt), &mut on_new);
             self.rxt_in_flight -= n; // a retransmitted hole was SACKed
             newly += n;
         }
         if end > self.high_rxt {
-            newly += self.sacked.insert(start.max(self.high_rxt), end);
+            newly += self.sacked.insert_reporting(start.max(self.high_rxt), end, &mut on_new);
         }
         self.sacked_bytes += newly;
         newly
@@ -165,7 +166,7 @@ mod tests {
     fn board() -> Scoreboard {
         let mut b = Scoreboard::default();
         for seg in [1u64, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19] {
-            b.on_sack_block(seg * MSS, (seg + 1) * MSS, 0);
+            b.on_sack_block(seg * MSS, (seg + 1) * MSS, 0, |_, _| {});
         }
         b.on_cumulative_ack(0, MSS); // segment 0 arrived in order
         b
@@ -207,7 +208,7 @@ mod tests {
             b.on_retransmit(seq, len);
         }
         // The retransmission of 5 is SACKed, then 2 arrives and the cumulative ACK jumps to 5.
-        b.on_sack_block(5 * MSS, 6 * MSS, una);
+        b.on_sack_block(5 * MSS, 6 * MSS, una, |_, _| {});
         b.on_cumulative_ack(una, 5 * MSS);
         let lost = b.loss_boundary(5 * MSS, MSS, 3, false);
         assert_eq!(b.pipe(5 * MSS, max, lost), MSS, "only the retransmission of 6 is in flight");
@@ -216,7 +217,7 @@ mod tests {
     #[test]
     fn fack_counts_everything_three_segments_below_the_highest_sack_as_lost() {
         let mut b = Scoreboard::default();
-        b.on_sack_block(10 * MSS, 11 * MSS, 0);
+        b.on_sack_block(10 * MSS, 11 * MSS, 0, |_, _| {});
         let rfc = b.loss_boundary(0, MSS, 3, false);
         assert_eq!(rfc.below, 0, "one SACKed segment is not enough under RFC 6675");
         let fack = b.loss_boundary(0, MSS, 3, true);
@@ -226,7 +227,7 @@ mod tests {
     #[test]
     fn after_a_timeout_every_hole_is_lost() {
         let mut b = Scoreboard::default();
-        b.on_sack_block(5 * MSS, 6 * MSS, 0);
+        b.on_sack_block(5 * MSS, 6 * MSS, 0, |_, _| {});
         b.mark_all_lost(0, 10 * MSS);
         let lost = b.loss_boundary(0, MSS, 3, false);
         assert_eq!(lost.below, 10 * MSS);

@@ -23,6 +23,7 @@
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
 
 use super::config::{Recovery, TcpConfig};
+use super::rate::RateSampler;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
@@ -85,6 +86,8 @@ pub struct TcpSender {
     first_partial_ack: bool,
     /// SACK scoreboard (used only with `Recovery::Sack`).
     pub scoreboard: Scoreboard,
+    /// Delivery-rate sampling, for algorithms that control the window from it (BBR).
+    rate: Option<RateSampler>,
     pub rtt: RttEstimator,
     rto_deadline: Option<Time>,
     /// Earliest time pacing lets the next segment go.
@@ -141,6 +144,7 @@ impl TcpSender {
             prior_cwnd: 0,
             first_partial_ack: false,
             scoreboard: Scoreboard::default(),
+            rate: None,
             rtt: RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps, cfg.max_rto_ps),
             rto_deadline: None,
             next_send_ps: 0,
@@ -149,6 +153,9 @@ impl TcpSender {
             stats: SenderStats::default(),
         };
         sender.cc.init(&mut sender.cc_state);
+        if sender.cc.has_cong_control() {
+            sender.rate = Some(RateSampler::default());
+        }
         sender
     }
 
@@ -289,6 +296,13 @@ impl TcpSender {
             // RFC 6298 5.1: start the timer when data goes out and it is not running.
             self.rto_deadline = Some(now + self.rtt.rto());
         }
+        if let Some(rate) = &mut self.rate {
+            let in_flight = self.snd_max - self.snd_una;
+            let unsent = self.written - self.snd_max;
+            if unsent < self.mss as u64 && in_flight < self.cc_state.cwnd as u64 * self.mss as u64 {
+                rate.mark_app_limited(self.cc_state.delivered_bytes, in_flight);
+            }
+        }
     }
 
     /// Sending outside SACK recovery: everything up to SND.UNA + min(cwnd, rwnd, buffer).
@@ -381,6 +395,9 @@ impl TcpSender {
         } else if !self.timestamps && self.timed_segment.is_none() {
             self.timed_segment = Some((seq + len as u64, now));
         }
+        if let Some(rate) = &mut self.rate {
+            rate.on_send(now, seq, seq + len as u64, self.cc_state.delivered_bytes, self.snd_max == self.snd_una);
+        }
         let ip_bytes = self.header_bytes + len;
         if let Some(rate) = self.pacing_rate_bps() {
             if self.pacing_gain.is_some() || self.cc.has_cong_control() {
@@ -432,9 +449,17 @@ impl TcpSender {
                 self.scoreboard.on_cumulative_ack(self.snd_una, ack);
             }
             let una = ack.max(self.snd_una);
+            let rate = &mut self.rate;
             for (s, e) in ack_pkt.sack.iter(ack) {
-                newly_sacked += self.scoreboard.on_sack_block(s, e.min(self.snd_max), una);
+                newly_sacked += self.scoreboard.on_sack_block(s, e.min(self.snd_max), una, |a, b| {
+                    if let Some(r) = rate.as_mut() {
+                        r.on_sacked(a, b);
+                    }
+                });
             }
+        }
+        if let Some(r) = &mut self.rate {
+            r.on_cumulative_ack(ack);
         }
 
         if ack > self.snd_una {
@@ -445,6 +470,13 @@ impl TcpSender {
             self.dupacks += 1;
             self.cc_state.delivered_bytes += newly_sacked;
             self.on_duplicate_ack(now, out);
+            if self.cc.has_cong_control() {
+                // Rate-based algorithms see every ACK, duplicates included (Linux cong_control).
+                let mut sample = AckSample { delivered_bytes: newly_sacked, prior_in_flight_bytes: prior_in_flight, ..Default::default() };
+                self.fill_rate_sample(now, &mut sample);
+                self.sync_cc_view(now);
+                self.cc.cong_control(&mut self.cc_state, &sample);
+            }
         }
         self.send(now, out);
     }
@@ -509,6 +541,8 @@ impl TcpSender {
             self.snd_nxt = ack;
         }
         self.cc_state.delivered_bytes += sample.delivered_bytes;
+        let mut sample = sample;
+        self.fill_rate_sample(now, &mut sample);
         self.sync_cc_view(now);
         self.cc.pkts_acked(&self.cc_state, &sample);
         let controls = self.cc.has_cong_control();
@@ -576,6 +610,14 @@ impl TcpSender {
             self.rto_deadline = None; // RFC 6298 5.2
         } else if restart_timer {
             self.rto_deadline = Some(now + self.rtt.rto()); // RFC 6298 5.3
+        }
+    }
+
+    fn fill_rate_sample(&mut self, now: Time, sample: &mut AckSample) {
+        if let Some(r) = &mut self.rate {
+            let rs = r.finish_ack(now, self.cc_state.delivered_bytes, self.rtt.min_rtt);
+            sample.delivery_rate_bps = rs.delivery_rate_bps;
+            sample.is_app_limited = rs.is_app_limited;
         }
     }
 
