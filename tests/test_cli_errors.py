@@ -67,7 +67,7 @@ def write(tmp_path, text, name="s.toml"):
         ('name = "reno"', 'name = "reno"\n[flows.tcp]\nmss = 9000',
          ["flows[0].tcp.mss: 9000 bytes is larger than the link MTU 1500 minus 52 bytes of IP/TCP headers (max 1448)"]),
         ('name = "reno"', 'name = "reno"\n[flows.tcp]\ninitial_window = true', ["flows[0].tcp.initial_window", "true"]),
-        ('name = "reno"', 'name = "reno"\ncc = "cubic"', ["flows[0].cc", '"cubic"', '"reno"']),
+        ('name = "reno"', 'name = "reno"\ncc = "turbo"', ["flows[0].cc", '"turbo"', 'expected a preset']),
     ],
 )
 def test_invalid_scenarios(tmp_path, command, replace, add, fragments):

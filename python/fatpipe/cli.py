@@ -112,6 +112,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_reference)
 
     p = commands.add_parser(
+        "algorithms",
+        help="list congestion control presets, algorithms and modifiers",
+        description="List every preset (cc = \"name\"), every algorithm with its parameters, "
+        "defaults and their sources, and the modifiers any algorithm can take (Markdown).",
+    )
+    p.set_defaults(func=_cmd_algorithms)
+
+    p = commands.add_parser(
         "bench",
         help="measure the simulator's speed",
         description="Time one window-limited Reno flow at 100 Mb/s, 1 Gb/s and 10 Gb/s with "
@@ -208,6 +216,13 @@ def _cmd_reference(args: argparse.Namespace) -> int:
     except OSError as err:
         raise CliError(f"{args.update}: {err.strerror or err}") from None
     print(f"{args.update}: {'updated' if changed else 'up to date'}")
+    return EXIT_OK
+
+
+def _cmd_algorithms(args: argparse.Namespace) -> int:
+    from .scenario import format_algorithms
+
+    sys.stdout.write(format_algorithms())
     return EXIT_OK
 
 

@@ -33,7 +33,7 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import (
@@ -235,6 +235,29 @@ class Integer(Scalar):
         if value > self.maximum:
             raise UnitError(value, f"must be at most {self.maximum}")
         return value
+
+
+class InitialWindow(Integer):
+    """Segments, or ``"rfc3390"`` for RFC 3390's min(4 MSS, max(2 MSS, 4380 bytes)), which
+    depends on the MSS and is computed at normalization."""
+
+    RFC3390 = "rfc3390"
+
+    def __init__(self) -> None:
+        super().__init__(minimum=1, example=10)
+        self.type_doc = 'integer >= 1, or "rfc3390"'
+
+    def convert(self, value: Any) -> Any:
+        if value == self.RFC3390:
+            return value
+        if isinstance(value, str):
+            raise UnitError(value, 'expected a number of segments such as 10, or "rfc3390"')
+        return super().convert(value)
+
+
+def rfc3390_initial_window(mss_bytes: int) -> int:
+    """RFC 3390: IW = min(4 * MSS, max(2 * MSS, 4380 bytes)), in whole segments."""
+    return max(1, min(4 * mss_bytes, max(2 * mss_bytes, 4380)) // mss_bytes)
 
 
 class Real(Scalar):
@@ -839,6 +862,69 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
 }
 
 
+# ---- presets: the documents' "TCP versions" ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named TCP version: an algorithm with parameters and a loss recovery, as the
+    documents compare them (document 003's eight versions; documents 001 and 004's tunings)."""
+
+    algorithm: str
+    recovery: str
+    doc: str
+    source: str
+    #: Algorithm parameters, written as a user would write them in [flows.cc].
+    params: Mapping[str, Any] = field(default_factory=dict)
+    #: Defaults for [flows.tcp] keys the user leaves unset (already in base units).
+    tcp: Mapping[str, Any] = field(default_factory=dict)
+
+
+PRESETS: Dict[str, Preset] = {
+    "tahoe": Preset(
+        "reno", "tahoe", "fast retransmit, then slow start from one segment", "Jacobson 1988; 4.3BSD Tahoe"
+    ),
+    "reno": Preset("reno", "reno", "fast recovery, left on the first new ACK", "RFC 5681"),
+    "newreno": Preset(
+        "reno", "newreno", "fast recovery until all data outstanding at the loss is acknowledged", "RFC 6582"
+    ),
+    "sack": Preset("reno", "sack", "standard TCP with selective acknowledgments", "RFC 2018, RFC 6675"),
+}
+
+#: The preset of a flow that names none.
+DEFAULT_PRESET = "newreno"
+
+
+def preset_for_algorithm(algorithm: str) -> str:
+    """The preset a [flows.cc] table with ``algorithm = ...`` takes its recovery from."""
+    return DEFAULT_PRESET if algorithm == "reno" else algorithm
+
+
+class CongestionControlChoice(Tagged):
+    """``cc``: a preset name (``cc = "newreno"``, ``cc = "griddt-doc004"``) or a table with
+    ``algorithm = ...`` and parameters. The parsed value carries the preset's name."""
+
+    def parse(self, value: Any, path: str) -> Dict[str, Any]:
+        if isinstance(value, str):
+            if value not in PRESETS:
+                names = ", ".join(json.dumps(n) for n in PRESETS)
+                raise _fail(path, value, f"expected a preset, one of: {names}; or a [flows.cc] table")
+            preset = PRESETS[value]
+            parsed = super().parse({self.tag: preset.algorithm, **preset.params}, path)
+            return {**parsed, "preset": value}
+        parsed = super().parse(value, path)
+        return {**parsed, "preset": preset_for_algorithm(parsed[self.tag])}
+
+
+def format_presets() -> str:
+    """The presets as a Markdown table (for the reference and `fatpipe algorithms`)."""
+    rows = ["| preset | algorithm | recovery | settings | what it is | source |", "|---|---|---|---|---|---|"]
+    for name, p in PRESETS.items():
+        settings = ", ".join(f"{k} = {_toml_literal(v)}" for k, v in {**p.params, **p.tcp}.items())
+        rows.append(f"| `{name}` | {p.algorithm} | {p.recovery} | {settings or '-'} | {p.doc} | {p.source} |")
+    return "\n".join(rows) + "\n"
+
+
 # ======================================================================================
 # The scenario schema
 # ======================================================================================
@@ -856,8 +942,9 @@ _TCP = Table(
         ),
         Field(
             "initial_window",
-            Integer(minimum=1, example=10),
-            "initial congestion window, segments",
+            InitialWindow(),
+            'initial congestion window, segments; "rfc3390" for min(4 MSS, max(2 MSS, 4380 '
+            'bytes)) (3 segments of 1448 bytes)',
             10,
             "RFC 6928; Linux default since 2.6.39",
         ),
@@ -928,8 +1015,9 @@ _TCP = Table(
             "segment), reno (RFC 5681 fast recovery, left on the first new ACK), newreno "
             "(RFC 6582: stays in recovery until all data outstanding at the loss is "
             "acknowledged), sack (RFC 2018 selective acknowledgments with RFC 6675 recovery)",
-            "newreno",
-            "RFC 6582, the standard recovery of a TCP without SACK",
+            Derived("the cc preset's: tahoe, reno, newreno for those presets, sack for the others"),
+            "the documents' TCP versions (document 003); SACK for the newer algorithms, as "
+            "Linux and document 001's hosts had it",
         ),
         Field(
             "fack",
@@ -1011,7 +1099,7 @@ _FLOW = Table(
         ),
         Field(
             "cc",
-            Tagged(
+            CongestionControlChoice(
                 tag="algorithm",
                 variants={name: alg.table for name, alg in CC_ALGORITHMS.items()},
                 default_tag="reno",
@@ -1019,10 +1107,11 @@ _FLOW = Table(
                 tag_doc="congestion control algorithm",
                 type_doc="string or table",
             ),
-            'congestion control: an algorithm name (cc = "reno") or a [flows.cc] table with '
-            "algorithm = ... and the algorithm's parameters",
-            "reno",
-            "the only algorithm so far",
+            'congestion control: a preset name (cc = "newreno"; see the presets below and '
+            "`fatpipe algorithms`) or a [flows.cc] table with algorithm = ... and the "
+            "algorithm's parameters",
+            DEFAULT_PRESET,
+            "RFC 6582 NewReno: standard TCP congestion control and recovery without SACK",
         ),
         Field(
             "direction",
@@ -1251,6 +1340,12 @@ def _normalize_flow(
     src, dst = network.endpoints[flow["direction"]]
     cc = flow["cc"]
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
+    preset = PRESETS.get(cc["preset"])
+    recovery = tcp["recovery"] or (preset.recovery if preset else "sack")
+    max_ssthresh = tcp["max_ssthresh"] if tcp["max_ssthresh"] is not None else (preset.tcp.get("max_ssthresh") if preset else None)
+    initial_window = tcp["initial_window"]
+    if initial_window == InitialWindow.RFC3390:
+        initial_window = rfc3390_initial_window(mss)
     return {
         "name": flow["name"] if flow["name"] is not None else f"flow{index}",
         "src": src,
@@ -1263,7 +1358,7 @@ def _normalize_flow(
         },
         "tcp": {
             "mss_bytes": mss,
-            "initial_window_segments": tcp["initial_window"],
+            "initial_window_segments": initial_window,
             "rcv_buffer_bytes": tcp["rcv_buffer"],
             "snd_buffer_bytes": tcp["snd_buffer"],
             "window_scaling": tcp["window_scaling"],
@@ -1273,17 +1368,17 @@ def _normalize_flow(
             "ack_every_segments": tcp["ack_every"],
             "dupack_threshold": tcp["dupack_threshold"],
             "newreno_impatient": tcp["newreno_impatient"],
-            "recovery": tcp["recovery"],
+            "recovery": recovery,
             "fack": tcp["fack"],
             "dcr_div": tcp["dcr_div"],
-            "max_ssthresh_segments": tcp["max_ssthresh"] or 0,
+            "max_ssthresh_segments": max_ssthresh or 0,
             "pacing_gain": tcp["pacing_gain"],
             "min_rto_ps": tcp["min_rto"],
             "max_rto_ps": tcp["max_rto"],
             "initial_rto_ps": tcp["initial_rto"],
         },
         "cc": algorithm.normalize(
-            {k: v for k, v in cc.items() if k != "algorithm"}, _join(path, "cc")
+            {k: v for k, v in cc.items() if k not in ("algorithm", "preset")}, _join(path, "cc")
         ),
     }
 
@@ -1381,13 +1476,40 @@ def _walk(
     return lines
 
 
+#: The [flows.tcp] keys that modify how any algorithm runs (listed by `fatpipe algorithms`).
+MODIFIER_KEYS = ("recovery", "fack", "dcr_div", "max_ssthresh", "pacing_gain", "initial_window")
+
+
+def format_algorithms() -> str:
+    """Every preset, algorithm (with parameters) and modifier, with defaults and sources
+    (Markdown), for `fatpipe algorithms`."""
+    lines = [
+        "## Presets (`cc = \"name\"`)",
+        "",
+        format_presets(),
+        "## Algorithms (`[flows.cc]` with `algorithm = \"name\"`)",
+        "",
+    ]
+    for name, alg in CC_ALGORITHMS.items():
+        lines += _section(f"`{name}`", alg.table.doc, alg.table) + [""]
+    modifiers = Table(
+        fields=tuple(f for f in _TCP.fields if f.key in MODIFIER_KEYS),
+        doc="Loss recovery and the modifiers any algorithm can take.",
+    )
+    lines += ["## Modifiers (`[flows.tcp]`)", ""] + _section("", modifiers.doc, modifiers)[2:]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def format_reference() -> str:
     """The reference of every scenario key (Markdown), generated from the schema."""
     return (
         "\n".join(
             _walk("Top level", "", "Keys at the top of the file, before any [table].", SCENARIO)
         ).rstrip()
-        + "\n"
+        + "\n\n### Presets (`cc = \"name\"`)\n\n"
+        + "A preset names a TCP version: an algorithm, its parameters and a loss recovery. "
+        + "Keys set in [flows.tcp] override the preset's.\n\n"
+        + format_presets()
     )
 
 
