@@ -75,6 +75,23 @@ impl Scenario {
             if l.rate_bps == 0 {
                 return Err(format!("links[{i}].rate_bps: 0 is not allowed: must be positive"));
             }
+            match &l.queue {
+                crate::net::queue::QueueSpec::Droptail(d) => {
+                    if d.cell_bytes.is_some() != d.limit_cells.is_some() || d.cell_bytes == Some(0) {
+                        return Err(format!("links[{i}].queue: cell_bytes and limit_cells go together, cell_bytes > 0"));
+                    }
+                }
+                crate::net::queue::QueueSpec::Red(r) => {
+                    if !(r.max_p > 0.0 && r.max_p <= 1.0) || r.w_q.is_some_and(|w| !(w > 0.0 && w <= 1.0)) || r.mean_packet_bytes == 0 {
+                        return Err(format!("links[{i}].queue: RED needs 0 < max_p <= 1, 0 < w_q <= 1, mean_packet_bytes > 0"));
+                    }
+                    if let (Some(lo), Some(hi)) = (r.min_th_packets, r.max_th_packets) {
+                        if !(lo >= 0.0 && hi > lo) {
+                            return Err(format!("links[{i}].queue: RED needs 0 <= min_th < max_th (got {lo}, {hi})"));
+                        }
+                    }
+                }
+            }
             for imp in &l.impairments {
                 let crate::net::impairment::ImpairmentSpec::Bernoulli(b) = imp;
                 if !(0.0..=1.0).contains(&b.probability) {

@@ -210,14 +210,14 @@ impl Simulation {
         if link.impaired(now, &pkt) {
             return;
         }
-        if link.transmitting.is_none() {
-            let done = link.start_tx(now, pkt);
-            self.events.schedule(done, Event::LinkTxDone(l));
-        } else {
-            match link.queue.enqueue(now, pkt) {
-                Ok(()) => link.note_queue_length(),
-                Err(dropped) => link.record_drop(&dropped),
+        match link.queue.enqueue(now, pkt) {
+            Err((dropped, why)) => link.record_drop(&dropped, why),
+            Ok(()) if link.transmitting.is_none() => {
+                let next = link.queue.dequeue(now).expect("just enqueued");
+                let done = link.start_tx(now, next);
+                self.events.schedule(done, Event::LinkTxDone(l));
             }
+            Ok(()) => link.note_queue_length(),
         }
     }
 
@@ -343,6 +343,7 @@ impl Simulation {
                     "busy_ps": st.busy_ps,
                     "drops_packets": st.drops_packets,
                     "drops_bytes": st.drops_bytes,
+                    "early_drops_packets": st.early_drops_packets,
                     "impairment_drops_packets": st.impairment_drops_packets,
                     "max_queue_packets": st.max_queue_packets,
                     "max_queue_bytes": st.max_queue_bytes,

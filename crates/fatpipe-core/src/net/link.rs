@@ -41,6 +41,8 @@ pub struct LinkStats {
     /// Packets dropped because the queue was full.
     pub drops_packets: u64,
     pub drops_bytes: u64,
+    /// Packets dropped early by an active queue manager (RED).
+    pub early_drops_packets: u64,
     /// Packets lost to impairments (random loss) on entering the link.
     pub impairment_drops_packets: u64,
     pub max_queue_packets: u64,
@@ -62,7 +64,7 @@ pub struct Link {
 
 impl Link {
     pub fn new(spec: LinkSpec, seed: u64) -> Self {
-        let queue = spec.queue.build();
+        let queue = spec.queue.build(spec.rate_bps, Rng::for_element(seed, &format!("{}/queue", spec.name)));
         let rng = Rng::for_element(seed, &spec.name);
         Link {
             spec,
@@ -104,9 +106,14 @@ impl Link {
     }
 
     #[inline]
-    pub fn record_drop(&mut self, pkt: &Packet) {
-        self.stats.drops_packets += 1;
-        self.stats.drops_bytes += pkt.ip_bytes as u64;
+    pub fn record_drop(&mut self, pkt: &Packet, why: super::queue::Admission) {
+        match why {
+            super::queue::Admission::Overflow => {
+                self.stats.drops_packets += 1;
+                self.stats.drops_bytes += pkt.ip_bytes as u64;
+            }
+            super::queue::Admission::EarlyDrop => self.stats.early_drops_packets += 1,
+        }
     }
 
     #[inline]

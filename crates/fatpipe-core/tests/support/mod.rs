@@ -51,7 +51,7 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
         delay_ps,
         framing_bytes: 38,
         mtu_bytes: 1500,
-        queue: QueueSpec::Droptail(DropTailConfig { limit_packets: Some(limit), limit_bytes: None }),
+        queue: QueueSpec::Droptail(DropTailConfig { limit_packets: Some(limit), limit_bytes: None, cell_bytes: None, limit_cells: None }),
         impairments: Vec::new(),
     };
     let node = |name: &str, kind| NodeSpec { name: name.into(), kind };

@@ -1,7 +1,9 @@
 //! Drop-tail FIFO: admit a packet while it fits the limits, drop arrivals otherwise.
-//! Limits count packets, IP bytes, or both (a packet must fit both).
+//! Limits count packets, IP bytes, or fixed-size buffer cells (a packet must fit all that
+//! are set). Cells model routers that store packets in buffers of a fixed size, such as the
+//! 2 KB buffers of document 002's ANSNET routers, where a packet takes ceil(size / cell).
 
-use super::QueueDiscipline;
+use super::{Admission, QueueDiscipline};
 use crate::packet::Packet;
 use crate::time::Time;
 use serde::Deserialize;
@@ -14,12 +16,25 @@ pub struct DropTailConfig {
     pub limit_packets: Option<u64>,
     /// Most IP bytes waiting (None: no byte limit).
     pub limit_bytes: Option<u64>,
+    /// Size of one buffer cell, bytes, and how many cells there are (both or neither).
+    #[serde(default)]
+    pub cell_bytes: Option<u32>,
+    #[serde(default)]
+    pub limit_cells: Option<u64>,
+}
+
+impl DropTailConfig {
+    /// Cells a packet of `ip_bytes` occupies (0 without cell accounting).
+    pub fn cells(&self, ip_bytes: u32) -> u64 {
+        self.cell_bytes.map_or(0, |c| ip_bytes.div_ceil(c.max(1)) as u64)
+    }
 }
 
 pub struct DropTail {
     cfg: DropTailConfig,
     packets: VecDeque<Packet>,
     bytes: u64,
+    cells: u64,
 }
 
 impl DropTail {
@@ -27,20 +42,23 @@ impl DropTail {
         // Reserve what the limit can hold (bounded, so a huge byte limit does not reserve
         // gigabytes): the hot path then never reallocates.
         let reserve = cfg.limit_packets.unwrap_or(1024).min(1 << 16) as usize;
-        DropTail { cfg, packets: VecDeque::with_capacity(reserve), bytes: 0 }
+        DropTail { cfg, packets: VecDeque::with_capacity(reserve), bytes: 0, cells: 0 }
     }
 }
 
 impl QueueDiscipline for DropTail {
     #[inline]
-    fn enqueue(&mut self, _now: Time, pkt: Packet) -> Result<(), Packet> {
+    fn enqueue(&mut self, _now: Time, pkt: Packet) -> Result<(), (Packet, Admission)> {
         let size = pkt.ip_bytes as u64;
+        let cells = self.cfg.cells(pkt.ip_bytes);
         let over_packets = self.cfg.limit_packets.is_some_and(|l| self.packets.len() as u64 + 1 > l);
         let over_bytes = self.cfg.limit_bytes.is_some_and(|l| self.bytes + size > l);
-        if over_packets || over_bytes {
-            return Err(pkt);
+        let over_cells = self.cfg.limit_cells.is_some_and(|l| self.cells + cells > l);
+        if over_packets || over_bytes || over_cells {
+            return Err((pkt, Admission::Overflow));
         }
         self.bytes += size;
+        self.cells += cells;
         self.packets.push_back(pkt);
         Ok(())
     }
@@ -49,6 +67,7 @@ impl QueueDiscipline for DropTail {
     fn dequeue(&mut self, _now: Time) -> Option<Packet> {
         let pkt = self.packets.pop_front()?;
         self.bytes -= pkt.ip_bytes as u64;
+        self.cells -= self.cfg.cells(pkt.ip_bytes);
         Some(pkt)
     }
 
@@ -65,6 +84,22 @@ impl QueueDiscipline for DropTail {
 mod tests {
     use super::*;
     use crate::packet::PacketKind;
+
+    fn no_limits() -> DropTailConfig {
+        DropTailConfig { limit_packets: None, limit_bytes: None, cell_bytes: None, limit_cells: None }
+    }
+
+    #[test]
+    fn cells_of_two_kilobytes_hold_twenty_packets_of_4148_bytes() {
+        // Document 002: 60 buffers of 2 KB; a 4096-byte segment + 52 header bytes takes 3.
+        let mut q = DropTail::new(DropTailConfig { cell_bytes: Some(2048), limit_cells: Some(60), ..no_limits() });
+        let admitted = (0..25).filter(|&i| q.enqueue(0, pkt(i, 4148)).is_ok()).count();
+        assert_eq!(admitted, 20);
+        // A small packet (one cell) no longer fits either: 60 of 60 cells are taken.
+        assert!(q.enqueue(0, pkt(99, 100)).is_err());
+        q.dequeue(0);
+        assert!(q.enqueue(0, pkt(100, 4148)).is_ok(), "freed three cells");
+    }
 
     fn pkt(seq: u64, ip_bytes: u32) -> Packet {
         Packet {
@@ -86,10 +121,10 @@ mod tests {
 
     #[test]
     fn packet_limit_drops_the_arrival_and_keeps_fifo_order() {
-        let mut q = DropTail::new(DropTailConfig { limit_packets: Some(2), limit_bytes: None });
+        let mut q = DropTail::new(DropTailConfig { limit_packets: Some(2), ..no_limits() });
         assert!(q.enqueue(0, pkt(0, 1500)).is_ok());
         assert!(q.enqueue(0, pkt(1, 1500)).is_ok());
-        assert_eq!(q.enqueue(0, pkt(2, 1500)).unwrap_err().seq, 2);
+        assert_eq!(q.enqueue(0, pkt(2, 1500)).unwrap_err().0.seq, 2);
         assert_eq!(q.dequeue(0).unwrap().seq, 0);
         assert_eq!(q.dequeue(0).unwrap().seq, 1);
         assert!(q.dequeue(0).is_none());
@@ -97,7 +132,7 @@ mod tests {
 
     #[test]
     fn byte_limit_counts_ip_bytes() {
-        let mut q = DropTail::new(DropTailConfig { limit_packets: None, limit_bytes: Some(3000) });
+        let mut q = DropTail::new(DropTailConfig { limit_bytes: Some(3000), ..no_limits() });
         assert!(q.enqueue(0, pkt(0, 1500)).is_ok());
         assert!(q.enqueue(0, pkt(1, 1000)).is_ok());
         assert!(q.enqueue(0, pkt(2, 1500)).is_err(), "2500 + 1500 > 3000");

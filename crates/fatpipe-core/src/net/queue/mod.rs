@@ -4,14 +4,26 @@
 //! only asks it to enqueue and dequeue.
 
 pub mod droptail;
+pub mod red;
 
 use crate::packet::Packet;
+use crate::rng::Rng;
 use crate::time::Time;
 use serde::Deserialize;
 
+/// Why a discipline refused a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// The queue was full.
+    Overflow,
+    /// An active queue manager (RED) dropped it early.
+    EarlyDrop,
+}
+
 pub trait QueueDiscipline: Send + Sync {
-    /// Admits `pkt`, or hands it back when it is dropped.
-    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), Packet>;
+    /// Admits `pkt`, or hands it back with the reason it is dropped. Every packet that enters
+    /// the link comes here, even when the link is idle (RED must see every arrival).
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, Admission)>;
     /// The next packet to transmit.
     fn dequeue(&mut self, now: Time) -> Option<Packet>;
     /// Packets waiting.
@@ -25,12 +37,16 @@ pub trait QueueDiscipline: Send + Sync {
 #[serde(tag = "discipline", rename_all = "lowercase", deny_unknown_fields)]
 pub enum QueueSpec {
     Droptail(droptail::DropTailConfig),
+    Red(red::RedConfig),
 }
 
 impl QueueSpec {
-    pub fn build(&self) -> Box<dyn QueueDiscipline> {
+    /// The discipline for a link of `link_rate_bps` (RED's automatic parameters depend on it),
+    /// with its own random numbers.
+    pub fn build(&self, link_rate_bps: u64, rng: Rng) -> Box<dyn QueueDiscipline> {
         match self {
             QueueSpec::Droptail(cfg) => Box::new(droptail::DropTail::new(cfg.clone())),
+            QueueSpec::Red(cfg) => Box::new(red::Red::new(cfg.clone(), link_rate_bps, rng)),
         }
     }
 }

@@ -1,0 +1,364 @@
+//! Random Early Detection (Floyd and Jacobson, "Random Early Detection Gateways for Congestion
+//! Avoidance", IEEE/ACM ToN 1993), with the gentle variant (Floyd 2000) and ns-2's automatic
+//! parameters (Floyd, Gummadi, Shenker, "Adaptive RED", 2001), which document 003 used.
+//!
+//! On every arrival the average queue is updated, avg <- (1 - w_q) avg + w_q q; after an idle
+//! period it first decays as if m = idle time / s packets of size s had arrived to an empty
+//! queue: avg <- (1 - w_q)^m avg. Then:
+//! - avg < min_th: admit;
+//! - min_th <= avg < max_th: p_b = max_p (avg - min_th) / (max_th - min_th) and, spacing
+//!   drops by the count of packets since the last one, p_a = p_b / (1 - count p_b);
+//! - gentle, max_th <= avg < 2 max_th: p_b = max_p + (1 - max_p)(avg - max_th) / max_th;
+//! - above (max_th, or 2 max_th when gentle): drop.
+//! In byte mode p_b is scaled by the packet's size over the mean packet size. The hard limit
+//! (`limit_packets`) still drops arrivals to a full queue.
+
+use super::{Admission, QueueDiscipline};
+use crate::packet::Packet;
+use crate::rng::Rng;
+use crate::time::{transmission_time, Time};
+use serde::Deserialize;
+use std::collections::VecDeque;
+
+/// ns-2 `Queue/RED targetdelay_`: the queueing delay automatic thresholds aim at.
+pub const NS2_TARGET_DELAY_S: f64 = 0.005;
+/// ns-2 `Queue/RED mean_pktsize_`, bytes.
+pub const NS2_MEAN_PACKET_BYTES: u32 = 500;
+/// ns-2 `Queue/RED linterm_` = 10, so max_p = 1 / 10.
+pub const NS2_MAX_P: f64 = 0.1;
+/// Floyd and Jacobson's recommended floor for min_th, packets (ns-2 automatic: 5).
+pub const MIN_TH_FLOOR_PACKETS: f64 = 5.0;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedConfig {
+    /// Hard limit, packets (None: none).
+    pub limit_packets: Option<u64>,
+    /// Thresholds on the average queue, packets. None: ns-2's automatic choice,
+    /// min_th = max(5, target_delay x C / 2) and max_th = 3 x min_th, C the link rate in
+    /// packets of `mean_packet_bytes` per second.
+    pub min_th_packets: Option<f64>,
+    pub max_th_packets: Option<f64>,
+    /// Drop probability at max_th.
+    pub max_p: f64,
+    /// EWMA weight; None: ns-2's automatic 1 - exp(-1 / C), C the link rate in packets/s.
+    pub w_q: Option<f64>,
+    /// Gentle RED: the drop probability climbs from max_p to 1 between max_th and 2 max_th.
+    pub gentle: bool,
+    /// Byte mode: large packets are more likely dropped (p_b x size / mean size).
+    pub byte_mode: bool,
+    /// Typical packet size for the idle decay and byte mode, bytes.
+    pub mean_packet_bytes: u32,
+    /// ns-2 `wait_`: space drops further apart, p_a = p_b / (2 - count p_b) and none while
+    /// count p_b < 1. False: Floyd and Jacobson's p_a = p_b / (1 - count p_b).
+    pub wait: bool,
+    /// Target queueing delay of the automatic thresholds, picoseconds.
+    pub target_delay_ps: Time,
+}
+
+pub struct Red {
+    cfg: RedConfig,
+    min_th: f64,
+    max_th: f64,
+    w_q: f64,
+    /// Transmission time of a typical packet: the unit of the idle decay.
+    typical_tx_ps: Time,
+    packets: VecDeque<Packet>,
+    bytes: u64,
+    /// Average queue, packets.
+    pub avg: f64,
+    /// Packets since the last drop while avg was between the thresholds (-1: below min_th).
+    count: i64,
+    /// When the queue went idle, if it is.
+    idle_since: Option<Time>,
+    rng: Rng,
+}
+
+impl Red {
+    pub fn new(cfg: RedConfig, link_rate_bps: u64, rng: Rng) -> Self {
+        let packets_per_s = link_rate_bps as f64 / (8.0 * cfg.mean_packet_bytes as f64);
+        let target_s = cfg.target_delay_ps as f64 / crate::time::PS_PER_S as f64;
+        let min_th = cfg.min_th_packets.unwrap_or_else(|| MIN_TH_FLOOR_PACKETS.max(target_s * packets_per_s / 2.0));
+        let max_th = cfg.max_th_packets.unwrap_or(3.0 * min_th);
+        let w_q = cfg.w_q.unwrap_or_else(|| 1.0 - (-1.0 / packets_per_s).exp());
+        let typical_tx_ps = transmission_time(cfg.mean_packet_bytes as u64, link_rate_bps).max(1);
+        let reserve = cfg.limit_packets.unwrap_or(1024).min(1 << 16) as usize;
+        Red {
+            cfg,
+            min_th,
+            max_th,
+            w_q,
+            typical_tx_ps,
+            packets: VecDeque::with_capacity(reserve),
+            bytes: 0,
+            avg: 0.0,
+            count: -1,
+            idle_since: Some(0),
+            rng,
+        }
+    }
+
+    pub fn thresholds(&self) -> (f64, f64, f64) {
+        (self.min_th, self.max_th, self.w_q)
+    }
+
+    fn update_average(&mut self, now: Time) {
+        let q = self.packets.len() as f64;
+        if let Some(since) = self.idle_since.take() {
+            // As if m typical packets had arrived to an empty queue while it was idle.
+            let m = (now - since) as f64 / self.typical_tx_ps as f64;
+            self.avg *= (1.0 - self.w_q).powf(m);
+        }
+        self.avg = (1.0 - self.w_q) * self.avg + self.w_q * q;
+    }
+
+    /// The marking probability before count spacing (p_b), or None for "drop for sure".
+    fn base_probability(&self, size_bytes: u32) -> Option<f64> {
+        let (min_th, max_th, max_p) = (self.min_th, self.max_th, self.cfg.max_p);
+        let p = if self.avg < max_th {
+            max_p * (self.avg - min_th) / (max_th - min_th)
+        } else if self.cfg.gentle && self.avg < 2.0 * max_th {
+            max_p + (1.0 - max_p) * (self.avg - max_th) / max_th
+        } else {
+            return None;
+        };
+        Some(if self.cfg.byte_mode { p * size_bytes as f64 / self.cfg.mean_packet_bytes as f64 } else { p })
+    }
+
+    /// Whether the arriving packet is dropped early.
+    fn early_drop(&mut self, size_bytes: u32) -> bool {
+        if self.avg < self.min_th {
+            self.count = -1;
+            return false;
+        }
+        self.count += 1;
+        let Some(p_b) = self.base_probability(size_bytes) else {
+            self.count = 0;
+            return true;
+        };
+        let c = self.count as f64 * p_b;
+        let p_a = if self.cfg.wait {
+            if c < 1.0 {
+                0.0
+            } else if c < 2.0 {
+                p_b / (2.0 - c)
+            } else {
+                1.0
+            }
+        } else if c < 1.0 {
+            p_b / (1.0 - c)
+        } else {
+            1.0
+        };
+        if self.rng.uniform() < p_a {
+            self.count = 0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl QueueDiscipline for Red {
+    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, Admission)> {
+        self.update_average(now);
+        if self.early_drop(pkt.ip_bytes) {
+            return Err((pkt, Admission::EarlyDrop));
+        }
+        if self.cfg.limit_packets.is_some_and(|l| self.packets.len() as u64 >= l) {
+            return Err((pkt, Admission::Overflow));
+        }
+        self.bytes += pkt.ip_bytes as u64;
+        self.packets.push_back(pkt);
+        Ok(())
+    }
+
+    fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        match self.packets.pop_front() {
+            Some(p) => {
+                self.bytes -= p.ip_bytes as u64;
+                Some(p)
+            }
+            None => {
+                // The link asks for a packet and there is none: an idle period starts.
+                self.idle_since.get_or_insert(now);
+                None
+            }
+        }
+    }
+
+    fn len_packets(&self) -> usize {
+        self.packets.len()
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::PacketKind;
+    use crate::time::PS_PER_MS;
+
+    fn pkt(ip_bytes: u32) -> Packet {
+        Packet {
+            flow: 0,
+            src: 0,
+            dst: 1,
+            kind: PacketKind::Data,
+            seq: 0,
+            payload_bytes: ip_bytes - 40,
+            ip_bytes,
+            ack: 0,
+            window_bytes: 0,
+            sack: Default::default(),
+            ts_val: 0,
+            ts_ecr: 0,
+            retransmission: false,
+        }
+    }
+
+    fn config(min_th: f64, max_th: f64, w_q: f64) -> RedConfig {
+        RedConfig {
+            limit_packets: Some(10_000),
+            min_th_packets: Some(min_th),
+            max_th_packets: Some(max_th),
+            max_p: 0.1,
+            w_q: Some(w_q),
+            gentle: false,
+            byte_mode: false,
+            mean_packet_bytes: 1000,
+            wait: false,
+            target_delay_ps: 5 * PS_PER_MS,
+        }
+    }
+
+    /// The long-run drop rate of count spacing with base probability `p_b`: the k-th packet
+    /// after a drop is dropped with the hazard p_a(k); rate = 1 / E[gap].
+    fn expected_rate(p_b: f64, wait: bool) -> f64 {
+        let (mut survive, mut mean_gap) = (1.0, 0.0);
+        for k in 1..100_000 {
+            let c = k as f64 * p_b;
+            let p_a: f64 = if wait {
+                if c < 1.0 { 0.0 } else if c < 2.0 { p_b / (2.0 - c) } else { 1.0 }
+            } else if c < 1.0 {
+                p_b / (1.0 - c)
+            } else {
+                1.0
+            };
+            let p_a = p_a.min(1.0);
+            mean_gap += k as f64 * survive * p_a;
+            survive *= 1.0 - p_a;
+            if survive < 1e-12 {
+                break;
+            }
+        }
+        1.0 / mean_gap
+    }
+
+    /// Holds the instantaneous queue at `q` packets and offers `n` arrivals; returns drops.
+    fn drops_at_queue(red: &mut Red, q: usize, n: usize) -> usize {
+        while red.len_packets() < q {
+            red.packets.push_back(pkt(1000));
+        }
+        let mut drops = 0;
+        for i in 0..n {
+            match red.enqueue(i as Time, pkt(1000)) {
+                Ok(()) => {
+                    red.packets.pop_back();
+                }
+                Err(_) => drops += 1,
+            }
+        }
+        drops
+    }
+
+    #[test]
+    fn average_follows_the_ewma() {
+        let w = 0.002;
+        let mut red = Red::new(config(1000.0, 3000.0, w), 1_000_000_000, Rng::new(1));
+        drops_at_queue(&mut red, 50, 500);
+        // avg_n = q (1 - (1 - w)^n) from avg_0 = 0 with a constant queue of q.
+        let expected = 50.0 * (1.0 - (1.0 - w).powi(500));
+        assert!((red.avg - expected).abs() < 1e-9, "{} vs {}", red.avg, expected);
+    }
+
+    #[test]
+    fn drop_rate_between_thresholds_follows_max_p_with_count_spacing() {
+        // avg = q (w_q = 1): p_b = 0.1 (30 - 10) / (50 - 10) = 0.05.
+        let mut red = Red::new(config(10.0, 50.0, 1.0), 1_000_000_000, Rng::new(7));
+        let n = 200_000;
+        let rate = drops_at_queue(&mut red, 30, n) as f64 / n as f64;
+        // Floyd and Jacobson: p_a = p_b / (1 - count p_b) makes the gaps uniform in
+        // 1..1/p_b - 1, so the rate is 2 p_b = 0.1.
+        let expected = expected_rate(0.05, false);
+        assert!((expected - 0.1).abs() < 1e-9);
+        assert!((rate / expected - 1.0).abs() < 0.1, "rate {rate} vs {expected}");
+    }
+
+    #[test]
+    fn ns2_wait_spaces_drops_further() {
+        let mut cfg = config(10.0, 50.0, 1.0);
+        cfg.wait = true;
+        let mut red = Red::new(cfg, 1_000_000_000, Rng::new(7));
+        let n = 200_000;
+        let rate = drops_at_queue(&mut red, 30, n) as f64 / n as f64;
+        // Gaps uniform in 1/p_b .. 2/p_b - 1: mean 1.5 / p_b - 0.5.
+        let expected = expected_rate(0.05, true);
+        assert!((expected - 1.0 / 29.5).abs() < 1e-9);
+        assert!((rate / expected - 1.0).abs() < 0.1, "rate {rate} vs {expected}");
+    }
+
+    #[test]
+    fn gentle_region_climbs_to_one_and_plain_red_drops_all_above_max_th() {
+        let mut cfg = config(10.0, 50.0, 1.0);
+        let mut plain = Red::new(cfg.clone(), 1_000_000_000, Rng::new(3));
+        assert_eq!(drops_at_queue(&mut plain, 60, 1000), 1000);
+        cfg.gentle = true;
+        let mut gentle = Red::new(cfg, 1_000_000_000, Rng::new(3));
+        // avg 55: p_b = 0.1 + 0.9 (55 - 50) / 50 = 0.19.
+        let n = 100_000;
+        let rate = drops_at_queue(&mut gentle, 55, n) as f64 / n as f64;
+        let expected = expected_rate(0.19, false);
+        assert!((rate / expected - 1.0).abs() < 0.1, "rate {rate} vs {expected}");
+        // And at 2 max_th everything is dropped.
+        assert_eq!(drops_at_queue(&mut gentle, 100, 1000), 1000);
+    }
+
+    #[test]
+    fn average_decays_while_idle() {
+        let w = 0.01;
+        let mut red = Red::new(config(1000.0, 3000.0, w), 1_000_000_000, Rng::new(1));
+        drops_at_queue(&mut red, 100, 1000);
+        red.packets.clear();
+        red.bytes = 0;
+        let before = red.avg;
+        let idle_start = 1_000_000;
+        assert!(red.dequeue(idle_start).is_none());
+        // 1000-byte packets at 1 Gb/s take 8 us: 500 of them fit in 4 ms of idleness.
+        let now = idle_start + 4 * PS_PER_MS;
+        red.enqueue(now, pkt(1000)).unwrap();
+        let expected = before * (1.0 - w).powf(500.0) * (1.0 - w);
+        assert!((red.avg / expected - 1.0).abs() < 1e-6, "{} vs {}", red.avg, expected);
+    }
+
+    #[test]
+    fn automatic_parameters_follow_ns2() {
+        let mut cfg = config(0.0, 0.0, 0.0);
+        cfg.min_th_packets = None;
+        cfg.max_th_packets = None;
+        cfg.w_q = None;
+        cfg.mean_packet_bytes = NS2_MEAN_PACKET_BYTES;
+        // 100 Mb/s in 500-byte packets: C = 25,000 packets/s; 5 ms target queue = 125 packets.
+        let red = Red::new(cfg.clone(), 100_000_000, Rng::new(1));
+        let (min_th, max_th, w_q) = red.thresholds();
+        assert!((min_th - 62.5).abs() < 1e-9);
+        assert!((max_th - 187.5).abs() < 1e-9);
+        assert!((w_q - (1.0 - (-1.0f64 / 25_000.0).exp())).abs() < 1e-15);
+        // A slow link keeps the floor of 5 packets.
+        let slow = Red::new(cfg, 1_500_000, Rng::new(1));
+        assert_eq!(slow.thresholds().0, 5.0);
+    }
+}
