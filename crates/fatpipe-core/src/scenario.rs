@@ -92,11 +92,8 @@ impl Scenario {
                     }
                 }
             }
-            for imp in &l.impairments {
-                let crate::net::impairment::ImpairmentSpec::Bernoulli(b) = imp;
-                if !(0.0..=1.0).contains(&b.probability) {
-                    return Err(format!("links[{i}].impairments: probability {} is not allowed: must be in [0, 1]", b.probability));
-                }
+            for (j, imp) in l.impairments.iter().enumerate() {
+                imp.validate().map_err(|e| format!("links[{i}].impairments[{j}].{e}"))?;
             }
             if l.mtu_bytes <= crate::packet::IPV4_TCP_HEADER_BYTES {
                 return Err(format!("links[{i}].mtu_bytes: {} is not allowed: must exceed 40", l.mtu_bytes));

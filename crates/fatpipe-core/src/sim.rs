@@ -345,6 +345,7 @@ impl Simulation {
                     "drops_bytes": st.drops_bytes,
                     "early_drops_packets": st.early_drops_packets,
                     "impairment_drops_packets": st.impairment_drops_packets,
+                    "outage_drops_packets": st.outage_drops_packets,
                     "max_queue_packets": st.max_queue_packets,
                     "max_queue_bytes": st.max_queue_bytes,
                 })

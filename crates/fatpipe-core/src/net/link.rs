@@ -4,7 +4,7 @@
 //! pending event for the head only, so a link's cost per packet does not depend on how many
 //! packets are in flight on it (htsim's pipe).
 
-use super::impairment::ImpairmentSpec;
+use super::impairment::{Impairment, ImpairmentSpec, LossCause};
 use super::queue::{QueueDiscipline, QueueSpec};
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -43,8 +43,10 @@ pub struct LinkStats {
     pub drops_bytes: u64,
     /// Packets dropped early by an active queue manager (RED).
     pub early_drops_packets: u64,
-    /// Packets lost to impairments (random loss) on entering the link.
+    /// Packets lost to random loss (Bernoulli, Gilbert-Elliott) on entering the link.
     pub impairment_drops_packets: u64,
+    /// Packets lost to scheduled outages on entering the link.
+    pub outage_drops_packets: u64,
     pub max_queue_packets: u64,
     pub max_queue_bytes: u64,
 }
@@ -57,6 +59,8 @@ pub struct Link {
     /// Packets propagating, with the time each reaches the far end (FIFO: a link does not
     /// reorder).
     pub propagating: VecDeque<(Time, Packet)>,
+    /// The impairments with their state, in the order of the spec.
+    impairments: Vec<Impairment>,
     /// This link's random numbers, from the scenario seed and the link's name.
     rng: Rng,
     pub stats: LinkStats,
@@ -66,7 +70,9 @@ impl Link {
     pub fn new(spec: LinkSpec, seed: u64) -> Self {
         let queue = spec.queue.build(spec.rate_bps, Rng::for_element(seed, &format!("{}/queue", spec.name)));
         let rng = Rng::for_element(seed, &spec.name);
+        let impairments = spec.impairments.iter().map(ImpairmentSpec::build).collect();
         Link {
+            impairments,
             spec,
             queue,
             transmitting: None,
@@ -79,11 +85,13 @@ impl Link {
     /// Whether an impairment takes the packet entering the link now (and counts it).
     #[inline]
     pub fn impaired(&mut self, now: Time, pkt: &Packet) -> bool {
-        for imp in &self.spec.impairments {
-            if imp.drops(now, pkt, &mut self.rng) {
-                self.stats.impairment_drops_packets += 1;
-                return true;
+        for imp in &mut self.impairments {
+            match imp.drops(now, pkt, &mut self.rng) {
+                Some(LossCause::Random) => self.stats.impairment_drops_packets += 1,
+                Some(LossCause::Outage) => self.stats.outage_drops_packets += 1,
+                None => continue,
             }
+            return true;
         }
         false
     }

@@ -2,6 +2,8 @@
 //! Every impairment draws from its link's own seeded generator (`rng.rs`), so runs repeat.
 
 pub mod bernoulli;
+pub mod gilbert_elliott;
+pub mod outage;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -9,17 +11,70 @@ use crate::time::Time;
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ImpairmentSpec {
     Bernoulli(bernoulli::BernoulliConfig),
+    GilbertElliott(gilbert_elliott::GilbertElliottConfig),
+    Outage(outage::OutageConfig),
+}
+
+/// Why an impairment took a packet (counted per link).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossCause {
+    /// Random loss (Bernoulli, Gilbert-Elliott).
+    Random,
+    /// A scheduled outage.
+    Outage,
+}
+
+/// An impairment with its state.
+#[derive(Clone, Debug)]
+pub enum Impairment {
+    Bernoulli(bernoulli::BernoulliConfig),
+    GilbertElliott(gilbert_elliott::GilbertElliott),
+    Outage(outage::OutageConfig),
 }
 
 impl ImpairmentSpec {
-    /// True when the packet entering the link at `now` is lost.
-    #[inline]
-    pub fn drops(&self, _now: Time, _pkt: &Packet, rng: &mut Rng) -> bool {
+    pub fn build(&self) -> Impairment {
         match self {
-            ImpairmentSpec::Bernoulli(b) => b.drops(rng),
+            ImpairmentSpec::Bernoulli(c) => Impairment::Bernoulli(c.clone()),
+            ImpairmentSpec::GilbertElliott(c) => Impairment::GilbertElliott(gilbert_elliott::GilbertElliott::new(c.clone())),
+            ImpairmentSpec::Outage(c) => Impairment::Outage(c.clone()),
         }
+    }
+
+    /// Checks the parameters; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let prob = |name: &str, p: f64| {
+            if (0.0..=1.0).contains(&p) {
+                Ok(())
+            } else {
+                Err(format!("{name}: {p} is not allowed: a probability in [0, 1]"))
+            }
+        };
+        match self {
+            ImpairmentSpec::Bernoulli(c) => prob("probability", c.probability),
+            ImpairmentSpec::GilbertElliott(c) => {
+                prob("p_good_to_bad", c.p_good_to_bad)?;
+                prob("p_bad_to_good", c.p_bad_to_good)?;
+                prob("loss_good", c.loss_good)?;
+                prob("loss_bad", c.loss_bad)
+            }
+            ImpairmentSpec::Outage(c) => c.validate(),
+        }
+    }
+}
+
+impl Impairment {
+    /// Whether the packet entering the link at `now` is lost, and why.
+    #[inline]
+    pub fn drops(&mut self, now: Time, _pkt: &Packet, rng: &mut Rng) -> Option<LossCause> {
+        let lost = match self {
+            Impairment::Bernoulli(b) => b.drops(rng),
+            Impairment::GilbertElliott(g) => g.drops(rng),
+            Impairment::Outage(o) => return o.covers(now).then_some(LossCause::Outage),
+        };
+        lost.then_some(LossCause::Random)
     }
 }
