@@ -7,6 +7,8 @@
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
 pub mod reno;
+pub mod round;
+pub mod vegas;
 
 use crate::time::Time;
 use serde::Deserialize;
@@ -169,12 +171,14 @@ pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
 #[serde(tag = "algorithm", rename_all = "lowercase", deny_unknown_fields)]
 pub enum CcSpec {
     Reno(reno::RenoConfig),
+    Vegas(vegas::VegasConfig),
 }
 
 impl CcSpec {
     pub fn build(&self) -> Box<dyn CongestionControl> {
         match self {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
+            CcSpec::Vegas(cfg) => Box::new(vegas::Vegas::new(cfg.clone())),
         }
     }
 }
