@@ -7,12 +7,14 @@
 //! 2. Once per round-trip (`round.rs`) Vegas compares the throughput it expects with the one
 //!    it gets: Expected = cwnd / BaseRTT, Actual = cwnd / RTT, and
 //!    Diff = (Expected - Actual) x BaseRTT = cwnd x (RTT - BaseRTT) / RTT,
-//!    which is the number of its own packets sitting in queues. RTT is the *minimum* RTT
-//!    sample of the last round, as Linux `tcp_vegas.c` takes it, because a delayed ACK
-//!    inflates single samples; ns-2's `tcp-vegas.cc` averages the round's samples instead
-//!    (and counts the packets sent in the round for Actual). Using cwnd in both rates follows
-//!    Linux; the paper's Actual counts the bytes sent during the sample, which is cwnd once
-//!    the window is steady.
+//!    which is the number of its own packets sitting in queues. RTT is the *average* of the
+//!    RTT samples of the last round, as ns-2's `tcp-vegas.cc` (document 003's simulator)
+//!    computes it. Linux `tcp_vegas.c` takes the minimum instead, to shrug off delayed
+//!    ACKs, but the minimum misses the queue that a slow-start doubling builds within a round
+//!    (its first packets find the queue empty), so Vegas would double far past the pipe; and
+//!    the average makes Diff the mean queue the flow's packets meet (Little's law), which is
+//!    what alpha and beta bound. Using cwnd in both rates follows Linux; the paper's Actual
+//!    counts the bytes sent during the sample, which is cwnd once the window is steady.
 //! 3. Congestion avoidance: Diff < alpha, too little queued: cwnd + 1 for the next RTT;
 //!    Diff > beta, too much: cwnd - 1; otherwise leave it (linear increase and decrease).
 //! 4. Slow start: the window doubles only every other RTT; in between it stays fixed so that
@@ -73,15 +75,16 @@ impl VegasConfig {
 pub struct Vegas {
     cfg: VegasConfig,
     round: RoundTracker,
-    /// Smallest RTT sample of the current round, picoseconds.
-    round_min_rtt: Option<Time>,
+    /// Sum and number of the RTT samples of the current round, picoseconds.
+    round_rtt_sum_ps: u128,
+    round_rtt_samples: u64,
     /// In slow start: whether this round doubles the window (else it holds it to measure).
     growing_round: bool,
 }
 
 impl Vegas {
     pub fn new(cfg: VegasConfig) -> Self {
-        Vegas { cfg, round: RoundTracker::default(), round_min_rtt: None, growing_round: true }
+        Vegas { cfg, round: RoundTracker::default(), round_rtt_sum_ps: 0, round_rtt_samples: 0, growing_round: true }
     }
 
     /// The flow's packets queued in the network, from the last round's RTT.
@@ -96,9 +99,16 @@ impl Vegas {
         s.ssthresh = s.ssthresh.min(s.cwnd - 1);
     }
 
+    /// The average RTT of the round that just ended, and a fresh start for the next one.
+    fn take_round_rtt(&mut self) -> Option<Time> {
+        let n = std::mem::take(&mut self.round_rtt_samples);
+        let sum = std::mem::take(&mut self.round_rtt_sum_ps);
+        (n > 0).then(|| (sum / n as u128) as Time)
+    }
+
     /// The once-per-RTT decision.
     fn end_of_round(&mut self, s: &mut CcState) {
-        let rtt = self.round_min_rtt.take();
+        let rtt = self.take_round_rtt();
         if s.in_slow_start() && self.growing_round {
             // The window just doubled; hold it one round to measure it.
             self.growing_round = false;
@@ -134,7 +144,8 @@ impl CongestionControl for Vegas {
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
         if let Some(rtt) = ack.rtt {
-            self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |m| m.min(rtt)));
+            self.round_rtt_sum_ps += rtt as u128;
+            self.round_rtt_samples += 1;
         }
         if self.round.on_ack(s, ack.acked_bytes) {
             // As in Linux, the ACK that closes a round decides and does not also grow.
@@ -149,7 +160,7 @@ impl CongestionControl for Vegas {
         // The ACKs of a recovery do not measure the window sent next: start afresh. After a
         // timeout the window slow-starts again from one segment, growing first.
         self.round.restart();
-        self.round_min_rtt = None;
+        self.take_round_rtt();
         if new == CaState::Loss {
             self.growing_round = true;
         }
@@ -234,16 +245,22 @@ mod tests {
     }
 
     #[test]
-    fn the_minimum_sample_of_a_round_decides() {
-        // One delayed ACK's long sample does not count as queueing.
+    fn the_average_sample_of_a_round_decides() {
+        // Half the round's packets meet an empty queue and half meet 4 packets: 2 queued on
+        // average, between alpha and beta, so the window holds.
         let mut v = defaults();
         let mut s = state(100, 50);
         round_trip(&mut v, &mut s, BASE_RTT);
         assert_eq!(s.cwnd, 101);
-        s.in_flight_segments = s.cwnd;
-        v.cong_avoid(&mut s, &ack(1, BASE_RTT + 40 * PS_PER_MS));
-        round_trip(&mut v, &mut s, BASE_RTT);
-        assert_eq!(s.cwnd, 102);
+        let queued = rtt_for_queue(s.cwnd, 4.0);
+        let mut k = 0;
+        let rounds = v.round.rounds_completed();
+        while v.round.rounds_completed() == rounds {
+            s.in_flight_segments = s.cwnd;
+            v.cong_avoid(&mut s, &ack(1, if k % 2 == 0 { BASE_RTT } else { queued }));
+            k += 1;
+        }
+        assert_eq!(s.cwnd, 101, "held");
     }
 
     #[test]
