@@ -9,6 +9,7 @@
 pub mod reno;
 pub mod round;
 pub mod vegas;
+pub mod westwood;
 
 use crate::time::Time;
 use serde::Deserialize;
@@ -172,6 +173,9 @@ pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
 pub enum CcSpec {
     Reno(reno::RenoConfig),
     Vegas(vegas::VegasConfig),
+    Westwood(westwood::WestwoodConfig),
+    #[serde(rename = "westwood_plus")]
+    WestwoodPlus(westwood::WestwoodPlusConfig),
 }
 
 impl CcSpec {
@@ -179,6 +183,8 @@ impl CcSpec {
         match self {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
             CcSpec::Vegas(cfg) => Box::new(vegas::Vegas::new(cfg.clone())),
+            CcSpec::Westwood(cfg) => Box::new(westwood::Westwood::new(cfg.clone())),
+            CcSpec::WestwoodPlus(cfg) => Box::new(westwood::WestwoodPlus::new(cfg.clone())),
         }
     }
 }
