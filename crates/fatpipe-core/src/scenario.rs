@@ -141,6 +141,7 @@ impl Scenario {
             let cc_check = match &f.cc {
                 CcSpec::Vegas(c) => c.validate(),
                 CcSpec::Westwood(c) => c.validate(),
+                CcSpec::GridDt(c) => c.validate(),
                 _ => Ok(()),
             };
             cc_check.map_err(|e| format!("flows[{i}].cc.{e}"))?;

@@ -6,6 +6,7 @@
 //! retransmits: duplicate ACKs, fast retransmit, fast recovery and timeouts live in the TCP
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
+pub mod griddt;
 pub mod reno;
 pub mod round;
 pub mod vegas;
@@ -176,6 +177,7 @@ pub enum CcSpec {
     Westwood(westwood::WestwoodConfig),
     #[serde(rename = "westwood_plus")]
     WestwoodPlus(westwood::WestwoodPlusConfig),
+    GridDt(griddt::GridDtConfig),
 }
 
 impl CcSpec {
@@ -185,6 +187,7 @@ impl CcSpec {
             CcSpec::Vegas(cfg) => Box::new(vegas::Vegas::new(cfg.clone())),
             CcSpec::Westwood(cfg) => Box::new(westwood::Westwood::new(cfg.clone())),
             CcSpec::WestwoodPlus(cfg) => Box::new(westwood::WestwoodPlus::new(cfg.clone())),
+            CcSpec::GridDt(cfg) => Box::new(griddt::GridDt::new(cfg.clone())),
         }
     }
 }
