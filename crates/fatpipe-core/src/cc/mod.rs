@@ -7,6 +7,7 @@
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
 pub mod griddt;
+pub mod nocc;
 pub mod reno;
 pub mod round;
 pub mod vegas;
@@ -178,6 +179,7 @@ pub enum CcSpec {
     #[serde(rename = "westwood_plus")]
     WestwoodPlus(westwood::WestwoodPlusConfig),
     GridDt(griddt::GridDtConfig),
+    Nocc(nocc::NoccConfig),
 }
 
 impl CcSpec {
@@ -188,6 +190,7 @@ impl CcSpec {
             CcSpec::Westwood(cfg) => Box::new(westwood::Westwood::new(cfg.clone())),
             CcSpec::WestwoodPlus(cfg) => Box::new(westwood::WestwoodPlus::new(cfg.clone())),
             CcSpec::GridDt(cfg) => Box::new(griddt::GridDt::new(cfg.clone())),
+            CcSpec::Nocc(cfg) => Box::new(nocc::Nocc::new(cfg.clone())),
         }
     }
 }
