@@ -142,6 +142,7 @@ impl Scenario {
                 CcSpec::Vegas(c) => c.validate(),
                 CcSpec::Westwood(c) => c.validate(),
                 CcSpec::GridDt(c) => c.validate(),
+                CcSpec::Fast(c) => c.validate(),
                 CcSpec::Nocc(c) => c.validate(),
                 _ => Ok(()),
             };

@@ -6,6 +6,7 @@
 //! retransmits: duplicate ACKs, fast retransmit, fast recovery and timeouts live in the TCP
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
+pub mod fast;
 pub mod griddt;
 pub mod nocc;
 pub mod reno;
@@ -179,6 +180,7 @@ pub enum CcSpec {
     #[serde(rename = "westwood_plus")]
     WestwoodPlus(westwood::WestwoodPlusConfig),
     GridDt(griddt::GridDtConfig),
+    Fast(fast::FastConfig),
     Nocc(nocc::NoccConfig),
 }
 
@@ -190,6 +192,7 @@ impl CcSpec {
             CcSpec::Westwood(cfg) => Box::new(westwood::Westwood::new(cfg.clone())),
             CcSpec::WestwoodPlus(cfg) => Box::new(westwood::WestwoodPlus::new(cfg.clone())),
             CcSpec::GridDt(cfg) => Box::new(griddt::GridDt::new(cfg.clone())),
+            CcSpec::Fast(cfg) => Box::new(fast::Fast::new(cfg.clone())),
             CcSpec::Nocc(cfg) => Box::new(nocc::Nocc::new(cfg.clone())),
         }
     }
