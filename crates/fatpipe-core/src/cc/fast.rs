@@ -6,7 +6,7 @@
 //!    average RTT, here the mean of the samples taken since the last update (ns-2's FAST
 //!    module keeps an exponential average instead).
 //! 2. Window control, once per update period:
-//!        w <- min{ 2w, (1 - gamma) w + gamma (baseRTT / RTT x w + alpha) }.
+//!    `w <- min{ 2w, (1 - gamma) w + gamma (baseRTT / RTT x w + alpha) }`.
 //!    At its fixed point w (RTT - baseRTT) / RTT = alpha: the flow keeps alpha of its packets
 //!    queued, whatever the path's capacity; far below it the window doubles, and gamma in
 //!    (0, 1] sets how much of the way to the target one update goes. The period is one RTT

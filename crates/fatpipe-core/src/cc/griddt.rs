@@ -18,8 +18,8 @@
 //!    steadily through the RTT instead of releasing a burst. This is the printed code's
 //!    intent (`snd_cwnd_div_inc = cwnd / add`); as printed, its counter advances the window
 //!    every div_inc - 1 ACKs after the first, and only once per window when add >= cwnd.
-//!    We count acknowledged segments (RFC 3465, as Linux does since 2.6.13); the 2.6.5 patch
-//!    counted ACKs, which with delayed ACKs halves the increase.
+//!    The patch counted ACKs (Linux 2.6.5 predates byte counting, 2.6.13), so delayed ACKs
+//!    halve the increase; `byte_counting` counts acknowledged segments instead (RFC 3465).
 //! 3. Decrease (`tcp_recalc_ssthresh`, `tcp_cwnd_down`, `tcp_complete_cwr`): a loss detected
 //!    by duplicate ACKs leaves the window at max(cwnd - cwnd / cwnd_decr, 2), so cwnd_decr = 2
 //!    is standard halving and 8 gives back one eighth. Here that is the ssthresh the core
@@ -49,6 +49,9 @@ pub struct GridDtConfig {
     /// A loss takes cwnd / cwnd_decr off the window. Default 2, standard halving (document
     /// 004, `sysctl_tcp_cwnd_decr`); document 004's tests used 8.
     pub cwnd_decr: u32,
+    /// Grow by the segments each ACK covers (RFC 3465) rather than per ACK, in slow start and
+    /// congestion avoidance. Default false: the patch's kernels counted ACKs.
+    pub byte_counting: bool,
 }
 
 impl GridDtConfig {
@@ -105,7 +108,7 @@ impl CongestionControl for GridDt {
         if !s.cwnd_limited {
             return;
         }
-        let mut acked = ack.acked_segments;
+        let mut acked = if self.cfg.byte_counting { ack.acked_segments } else { 1 };
         if s.in_slow_start() {
             acked = slow_start(s, acked);
             if acked == 0 {
@@ -147,7 +150,7 @@ mod tests {
     }
 
     fn griddt(rtt_ref_ms: u64, cwnd_decr: u32) -> GridDt {
-        GridDt::new(GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: rtt_ref_ms * PS_PER_MS, cwnd_decr })
+        GridDt::new(GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: rtt_ref_ms * PS_PER_MS, cwnd_decr, byte_counting: true })
     }
 
     fn ack(segments: u32) -> AckSample {
@@ -201,6 +204,13 @@ mod tests {
             g.cong_avoid(&mut s, &ack(2));
         }
         assert_eq!(s.cwnd, 20);
+        // Counting ACKs, as the patch's kernels did: one segment per ACK.
+        let mut g = GridDt::new(GridDtConfig { byte_counting: false, ..g.cfg.clone() });
+        let mut s = state(10, INFINITE_SSTHRESH, 1448, 40);
+        for _ in 0..5 {
+            g.cong_avoid(&mut s, &ack(2));
+        }
+        assert_eq!(s.cwnd, 15);
     }
 
     #[test]
@@ -223,10 +233,12 @@ mod tests {
 
     #[test]
     fn validation_names_the_parameter() {
-        let e = GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: PS_PER_MS, cwnd_decr: 0 }.validate().unwrap_err();
+        let e = GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: PS_PER_MS, cwnd_decr: 0, byte_counting: false }.validate().unwrap_err();
         assert!(e.starts_with("cwnd_decr: 0 is not allowed"), "{e}");
         let spec: crate::cc::CcSpec =
-            serde_json::from_str(r#"{"algorithm": "griddt", "mss_ref_bytes": 1500, "rtt_ref_ps": 10000000000, "cwnd_decr": 2}"#).unwrap();
+            serde_json::from_str(
+            r#"{"algorithm": "griddt", "mss_ref_bytes": 1500, "rtt_ref_ps": 10000000000, "cwnd_decr": 2, "byte_counting": false}"#,
+        ).unwrap();
         assert_eq!(spec.build().name(), "griddt");
     }
 }

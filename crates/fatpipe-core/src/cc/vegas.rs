@@ -7,14 +7,18 @@
 //! 2. Once per round-trip (`round.rs`) Vegas compares the throughput it expects with the one
 //!    it gets: Expected = cwnd / BaseRTT, Actual = cwnd / RTT, and
 //!    Diff = (Expected - Actual) x BaseRTT = cwnd x (RTT - BaseRTT) / RTT,
-//!    which is the number of its own packets sitting in queues. RTT is the *average* of the
-//!    RTT samples of the last round, as ns-2's `tcp-vegas.cc` (document 003's simulator)
-//!    computes it. Linux `tcp_vegas.c` takes the minimum instead, to shrug off delayed
-//!    ACKs, but the minimum misses the queue that a slow-start doubling builds within a round
-//!    (its first packets find the queue empty), so Vegas would double far past the pipe; and
-//!    the average makes Diff the mean queue the flow's packets meet (Little's law), which is
-//!    what alpha and beta bound. Using cwnd in both rates follows Linux; the paper's Actual
-//!    counts the bytes sent during the sample, which is cwnd once the window is steady.
+//!    which is the number of its own packets sitting in queues. Which RTT of the round:
+//!    - in congestion avoidance the *minimum* sample, as Linux `tcp_vegas.c` takes it: a
+//!      window that does not fill the pipe ends each flight with an odd segment whose ACK the
+//!      receiver delays (40 ms here), and that one sample would lift an average by a packet's
+//!      worth of Diff each round, holding Vegas far below the pipe;
+//!    - in slow start the *average* sample, as ns-2's `tcp-vegas.cc` (document 003's
+//!      simulator) takes it: a doubling round sends two segments per ACK, so the queue
+//!      grows within the round and only its later packets see it; the minimum would miss it
+//!      until the window had doubled past the pipe twice.
+//!
+//!    Using cwnd in both rates follows Linux; the paper's Actual counts the bytes sent during
+//!    the sample, which is cwnd once the window is steady.
 //! 3. Congestion avoidance: Diff < alpha, too little queued: cwnd + 1 for the next RTT;
 //!    Diff > beta, too much: cwnd - 1; otherwise leave it (linear increase and decrease).
 //! 4. Slow start: the window doubles only every other RTT; in between it stays fixed so that
@@ -75,16 +79,24 @@ impl VegasConfig {
 pub struct Vegas {
     cfg: VegasConfig,
     round: RoundTracker,
-    /// Sum and number of the RTT samples of the current round, picoseconds.
+    /// Sum, number and minimum of the RTT samples of the current round, picoseconds.
     round_rtt_sum_ps: u128,
     round_rtt_samples: u64,
+    round_min_rtt_ps: Option<Time>,
     /// In slow start: whether this round doubles the window (else it holds it to measure).
     growing_round: bool,
 }
 
 impl Vegas {
     pub fn new(cfg: VegasConfig) -> Self {
-        Vegas { cfg, round: RoundTracker::default(), round_rtt_sum_ps: 0, round_rtt_samples: 0, growing_round: true }
+        Vegas {
+            cfg,
+            round: RoundTracker::default(),
+            round_rtt_sum_ps: 0,
+            round_rtt_samples: 0,
+            round_min_rtt_ps: None,
+            growing_round: true,
+        }
     }
 
     /// The flow's packets queued in the network, from the last round's RTT.
@@ -99,16 +111,22 @@ impl Vegas {
         s.ssthresh = s.ssthresh.min(s.cwnd - 1);
     }
 
-    /// The average RTT of the round that just ended, and a fresh start for the next one.
-    fn take_round_rtt(&mut self) -> Option<Time> {
+    /// The RTT of the round that just ended (the average in slow start, else the minimum),
+    /// and a fresh start for the next one.
+    fn take_round_rtt(&mut self, slow_start: bool) -> Option<Time> {
         let n = std::mem::take(&mut self.round_rtt_samples);
         let sum = std::mem::take(&mut self.round_rtt_sum_ps);
-        (n > 0).then(|| (sum / n as u128) as Time)
+        let min = self.round_min_rtt_ps.take();
+        if slow_start {
+            (n > 0).then(|| (sum / n as u128) as Time)
+        } else {
+            min
+        }
     }
 
     /// The once-per-RTT decision.
     fn end_of_round(&mut self, s: &mut CcState) {
-        let rtt = self.take_round_rtt();
+        let rtt = self.take_round_rtt(s.in_slow_start());
         if s.in_slow_start() && self.growing_round {
             // The window just doubled; hold it one round to measure it.
             self.growing_round = false;
@@ -146,6 +164,7 @@ impl CongestionControl for Vegas {
         if let Some(rtt) = ack.rtt {
             self.round_rtt_sum_ps += rtt as u128;
             self.round_rtt_samples += 1;
+            self.round_min_rtt_ps = Some(self.round_min_rtt_ps.map_or(rtt, |m| m.min(rtt)));
         }
         if self.round.on_ack(s, ack.acked_bytes) {
             // As in Linux, the ACK that closes a round decides and does not also grow.
@@ -160,7 +179,7 @@ impl CongestionControl for Vegas {
         // The ACKs of a recovery do not measure the window sent next: start afresh. After a
         // timeout the window slow-starts again from one segment, growing first.
         self.round.restart();
-        self.take_round_rtt();
+        self.take_round_rtt(false);
         if new == CaState::Loss {
             self.growing_round = true;
         }
@@ -244,23 +263,39 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_average_sample_of_a_round_decides() {
-        // Half the round's packets meet an empty queue and half meet 4 packets: 2 queued on
-        // average, between alpha and beta, so the window holds.
-        let mut v = defaults();
-        let mut s = state(100, 50);
-        round_trip(&mut v, &mut s, BASE_RTT);
-        assert_eq!(s.cwnd, 101);
-        let queued = rtt_for_queue(s.cwnd, 4.0);
+    /// One round with the given RTT for every other ACK and `base` for the rest.
+    fn mixed_round(v: &mut Vegas, s: &mut CcState, other: Time) {
         let mut k = 0;
         let rounds = v.round.rounds_completed();
         while v.round.rounds_completed() == rounds {
             s.in_flight_segments = s.cwnd;
-            v.cong_avoid(&mut s, &ack(1, if k % 2 == 0 { BASE_RTT } else { queued }));
+            v.cong_avoid(s, &ack(1, if k % 2 == 0 { BASE_RTT } else { other }));
             k += 1;
         }
-        assert_eq!(s.cwnd, 101, "held");
+    }
+
+    #[test]
+    fn congestion_avoidance_decides_on_the_minimum_sample_of_a_round() {
+        // Delayed ACKs lengthen some samples; the shortest shows the queue.
+        let mut v = defaults();
+        let mut s = state(100, 50);
+        round_trip(&mut v, &mut s, BASE_RTT);
+        assert_eq!(s.cwnd, 101);
+        mixed_round(&mut v, &mut s, BASE_RTT + 40 * PS_PER_MS);
+        assert_eq!(s.cwnd, 102, "no queue: grow");
+    }
+
+    #[test]
+    fn slow_start_decides_on_the_average_sample_of_a_round() {
+        // In a measuring round half the packets met an empty queue and half met 4 packets: 2
+        // on average, more than gamma, so slow start ends.
+        let mut v = defaults();
+        let mut s = state(10, INFINITE_SSTHRESH);
+        round_trip(&mut v, &mut s, BASE_RTT); // growing round
+        let w = s.cwnd;
+        mixed_round(&mut v, &mut s, rtt_for_queue(w, 4.0));
+        assert!(!s.in_slow_start());
+        assert_eq!(s.cwnd, w - w / 8);
     }
 
     #[test]

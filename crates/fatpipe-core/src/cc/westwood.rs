@@ -23,15 +23,18 @@
 //!   window the core inflated to ssthresh + dupthresh, keeping the inflation by the segments
 //!   that left the network (RFC 5681 3.2);
 //! - timeout: cwnd = 1 (the core) and ssthresh = BWE x RTTmin / MSS, at least 2.
+//!
 //! RTTmin is the minimum RTT measured (the core's `min_rtt`). Between losses the window grows
-//! as Reno's (slow start, then one segment per RTT), counting acknowledged segments.
+//! as Reno's (slow start, then one segment per RTT; `reno.rs` with a = 1), per ACK or, with
+//! `byte_counting`, per acknowledged segment.
 //!
 //! The core hands algorithms ACKs of new data only. The papers also count each duplicate ACK
 //! as one segment delivered (Linux `westwood_acked_count`, ns-2 `unaccounted_`); without them
 //! the bytes arrive with the cumulative ACK that ends the recovery, so the estimate sees them
 //! late rather than never.
 
-use super::{cong_avoid_ai, slow_start, AckSample, CaState, CcState, CongestionControl};
+use super::reno::{Reno, RenoConfig};
+use super::{AckSample, CaState, CcState, CongestionControl};
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
 use serde::Deserialize;
 
@@ -48,12 +51,20 @@ pub const WESTWOOD_PLUS_EWMA_GAIN: f64 = 1.0 / 8.0;
 /// Linux's `TCP_WESTWOOD_RTT_MIN`, the default shortest Westwood+ sampling interval.
 pub const LINUX_WESTWOOD_RTT_MIN_PS: Time = 50 * PS_PER_MS;
 
+/// Reno's growth between losses: one segment per RTT in congestion avoidance (RFC 5681).
+const RENO_INCREASE_SEGMENTS_PER_RTT: f64 = 1.0;
+/// Unused by Westwood, which sets ssthresh from its estimate; Reno's value for completeness.
+const RENO_DECREASE_FRACTION: f64 = 0.5;
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodConfig {
     /// Time constant tau of the bandwidth filter (cut-off frequency 1/tau), picoseconds.
     /// Default 1 s (ns-2's UCLA TCP Westwood, `tau_ 1.0`).
     pub filter_time_constant_ps: Time,
+    /// Grow by the segments each ACK covers (RFC 3465, as Linux) rather than per ACK.
+    /// Default false (RFC 5681, as Reno here and ns-2's Westwood, document 003's).
+    pub byte_counting: bool,
 }
 
 impl WestwoodConfig {
@@ -76,6 +87,9 @@ pub struct WestwoodPlusConfig {
     /// Default 50 ms (Linux `TCP_WESTWOOD_RTT_MIN`, which avoids estimating over short
     /// intervals).
     pub min_sample_interval_ps: Time,
+    /// Grow by the segments each ACK covers (RFC 3465, as Linux) rather than per ACK.
+    /// Default false (RFC 5681, as Reno here).
+    pub byte_counting: bool,
 }
 
 /// A bandwidth estimator fed with the ACK stream.
@@ -210,6 +224,8 @@ impl BandwidthEstimator for PerRttFilter {
 /// The Westwood response to losses on top of a bandwidth estimator.
 pub struct WestwoodFamily<E: BandwidthEstimator> {
     estimator: E,
+    /// Reno's growth between losses.
+    reno: Reno,
     /// cwnd when the last congestion signal came (the core has inflated it since).
     cwnd_at_signal: u32,
 }
@@ -217,15 +233,19 @@ pub struct WestwoodFamily<E: BandwidthEstimator> {
 pub type Westwood = WestwoodFamily<PerAckFilter>;
 pub type WestwoodPlus = WestwoodFamily<PerRttFilter>;
 
+fn reno(byte_counting: bool) -> Reno {
+    Reno::new(RenoConfig { a: RENO_INCREASE_SEGMENTS_PER_RTT, b: RENO_DECREASE_FRACTION, byte_counting })
+}
+
 impl Westwood {
     pub fn new(cfg: WestwoodConfig) -> Self {
-        WestwoodFamily { estimator: PerAckFilter::new(&cfg), cwnd_at_signal: 0 }
+        WestwoodFamily { estimator: PerAckFilter::new(&cfg), reno: reno(cfg.byte_counting), cwnd_at_signal: 0 }
     }
 }
 
 impl WestwoodPlus {
     pub fn new(cfg: WestwoodPlusConfig) -> Self {
-        WestwoodFamily { estimator: PerRttFilter::new(&cfg), cwnd_at_signal: 0 }
+        WestwoodFamily { estimator: PerRttFilter::new(&cfg), reno: reno(cfg.byte_counting), cwnd_at_signal: 0 }
     }
 }
 
@@ -255,17 +275,7 @@ impl<E: BandwidthEstimator> CongestionControl for WestwoodFamily<E> {
 
     /// Reno's probing: slow start, then one segment per RTT.
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        if !s.cwnd_limited {
-            return;
-        }
-        let mut acked = ack.acked_segments;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        cong_avoid_ai(s, s.cwnd, acked);
+        self.reno.cong_avoid(s, ack);
     }
 
     fn set_state(&mut self, s: &mut CcState, new: CaState) {
@@ -310,11 +320,11 @@ mod tests {
     }
 
     fn westwood() -> Westwood {
-        Westwood::new(WestwoodConfig { filter_time_constant_ps: PS_PER_S })
+        Westwood::new(WestwoodConfig { filter_time_constant_ps: PS_PER_S, byte_counting: true })
     }
 
     fn westwood_plus() -> WestwoodPlus {
-        WestwoodPlus::new(WestwoodPlusConfig { min_sample_interval_ps: LINUX_WESTWOOD_RTT_MIN_PS })
+        WestwoodPlus::new(WestwoodPlusConfig { min_sample_interval_ps: LINUX_WESTWOOD_RTT_MIN_PS, byte_counting: false })
     }
 
     /// Feeds one MSS-sized ACK every `gap` from `from` to `to`; returns the last ACK time.
@@ -337,7 +347,7 @@ mod tests {
         let bwe = w.bandwidth_estimate_bytes_per_s();
         assert!((bwe / 1e6 - 1.0).abs() < 0.01, "BWE {bwe}");
         // A longer time constant follows a rate change more slowly.
-        let mut slow = Westwood::new(WestwoodConfig { filter_time_constant_ps: 4 * PS_PER_S });
+        let mut slow = Westwood::new(WestwoodConfig { filter_time_constant_ps: 4 * PS_PER_S, byte_counting: true });
         let mut s = state(10, INFINITE_SSTHRESH);
         ack_stream(&mut slow, &mut s, 0, PS_PER_S, PS_PER_MS);
         let mut fast = westwood();
@@ -422,12 +432,19 @@ mod tests {
 
     #[test]
     fn grows_as_reno() {
+        // Byte counting: the segments each ACK covers; without: one per ACK.
         let mut w = westwood();
         let mut s = state(10, INFINITE_SSTHRESH);
         for _ in 0..5 {
             w.cong_avoid(&mut s, &ack(2, 100 * PS_PER_MS));
         }
         assert_eq!(s.cwnd, 20);
+        let mut w = westwood_plus();
+        let mut s = state(10, INFINITE_SSTHRESH);
+        for _ in 0..5 {
+            w.cong_avoid(&mut s, &ack(2, 100 * PS_PER_MS));
+        }
+        assert_eq!(s.cwnd, 15);
         let mut s = state(100, 50);
         for _ in 0..100 {
             w.cong_avoid(&mut s, &ack(1, 100 * PS_PER_MS));
@@ -440,13 +457,13 @@ mod tests {
         assert_eq!(westwood().name(), "westwood");
         assert_eq!(westwood_plus().name(), "westwood_plus");
         for (json, name) in [
-            (r#"{"algorithm": "westwood", "filter_time_constant_ps": 1000000000000}"#, "westwood"),
-            (r#"{"algorithm": "westwood_plus", "min_sample_interval_ps": 50000000000}"#, "westwood_plus"),
+            (r#"{"algorithm": "westwood", "filter_time_constant_ps": 1000000000000, "byte_counting": false}"#, "westwood"),
+            (r#"{"algorithm": "westwood_plus", "min_sample_interval_ps": 50000000000, "byte_counting": false}"#, "westwood_plus"),
         ] {
             let spec: crate::cc::CcSpec = serde_json::from_str(json).unwrap();
             assert_eq!(spec.build().name(), name);
         }
-        let e = WestwoodConfig { filter_time_constant_ps: 0 }.validate().unwrap_err();
+        let e = WestwoodConfig { filter_time_constant_ps: 0, byte_counting: false }.validate().unwrap_err();
         assert!(e.starts_with("filter_time_constant_ps: 0 is not allowed"), "{e}");
     }
 }
