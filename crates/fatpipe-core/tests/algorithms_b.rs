@@ -364,3 +364,20 @@ fn nocc_overloads_the_lfn() {
     assert!(sim.flows[0].sender.stats.timeouts > 0);
     assert!(goodput < 0.6 * u, "goodput {goodput} vs utilization {u}");
 }
+
+#[test]
+fn invalid_parameters_are_reported_with_their_flow_and_name() {
+    let cases = [
+        (CcSpec::Vegas(VegasConfig { alpha: 3.0, beta: 1.0, gamma: 1.0 }), "flows[0].cc.beta: 1 is not allowed: must be at least alpha (3)"),
+        (CcSpec::Fast(FastConfig { alpha: 200.0, beta: 212.0, gamma: 1.5, update_interval_ps: 0, slow_start_exit_packets: 1.0 }), "flows[0].cc.gamma: 1.5 is not allowed"),
+        (CcSpec::GridDt(GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: 0, cwnd_decr: 2, byte_counting: false }), "flows[0].cc.rtt_ref_ps: 0 is not allowed"),
+        (CcSpec::Westwood(WestwoodConfig { filter_time_constant_ps: 0, byte_counting: false }), "flows[0].cc.filter_time_constant_ps: 0 is not allowed"),
+        (nocc(Some(0)), "flows[0].cc.cwnd_segments: 0 is not allowed"),
+    ];
+    for (cc, message) in cases {
+        let mut scenario = dumbbell(LFN_RATE_BPS, LFN_RTT, 100, PS_PER_S, tcp_config());
+        scenario.flows[0].cc = cc;
+        let e = scenario.validate().unwrap_err();
+        assert!(e.starts_with(message), "{e}");
+    }
+}

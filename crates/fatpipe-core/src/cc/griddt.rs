@@ -9,8 +9,8 @@
 //!    both in integer arithmetic as the patch computes them (the report's prose omits the
 //!    square; its code squares). Flows with small segments or long paths thus grow faster,
 //!    which is GridDT's fairness goal. minRTT is the smallest RTT measured (the core's
-//!    `min_rtt`); the patch keeps the smallest smoothed RTT, and Linux's `tp->srtt` holds eight
-//!    times the smoothed RTT, so the printed `add_inc` compares 8 x RTT with rtt_ref. We follow
+//!    `min_rtt`); the patch keeps the smallest `tp->srtt`, which Linux stores scaled by 8, so
+//!    the printed `add_inc` compares 8 x RTT with rtt_ref. We follow
 //!    the stated meaning (minRTT against rtt_ref); a reproduction of document 004's figures
 //!    should keep that in mind.
 //! 2. Spread over one RTT (section 4.3.1, `tcp_cong_avoid`): rather than add segments at once,
@@ -18,7 +18,7 @@
 //!    steadily through the RTT instead of releasing a burst. This is the printed code's
 //!    intent (`snd_cwnd_div_inc = cwnd / add`); as printed, its counter advances the window
 //!    every div_inc - 1 ACKs after the first, and only once per window when add >= cwnd.
-//!    The patch counted ACKs (Linux 2.6.5 predates byte counting, 2.6.13), so delayed ACKs
+//!    The patch counted ACKs (its kernels had no appropriate byte counting), so delayed ACKs
 //!    halve the increase; `byte_counting` counts acknowledged segments instead (RFC 3465).
 //! 3. Decrease (`tcp_recalc_ssthresh`, `tcp_cwnd_down`, `tcp_complete_cwr`): a loss detected
 //!    by duplicate ACKs leaves the window at max(cwnd - cwnd / cwnd_decr, 2), so cwnd_decr = 2

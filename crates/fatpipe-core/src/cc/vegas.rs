@@ -9,9 +9,10 @@
 //!    Diff = (Expected - Actual) x BaseRTT = cwnd x (RTT - BaseRTT) / RTT,
 //!    which is the number of its own packets sitting in queues. Which RTT of the round:
 //!    - in congestion avoidance the *minimum* sample, as Linux `tcp_vegas.c` takes it: a
-//!      window that does not fill the pipe ends each flight with an odd segment whose ACK the
-//!      receiver delays (40 ms here), and that one sample would lift an average by a packet's
-//!      worth of Diff each round, holding Vegas far below the pipe;
+//!      window smaller than the pipe goes out as one flight per RTT, and when the flight is
+//!      odd the receiver delays the ACK of its last segment (40 ms by default); that one
+//!      sample lifts a round's average by about two packets' worth of Diff, whatever the
+//!      window, which held Vegas at a sixth of a 100 Mb/s x 40 ms path in our runs;
 //!    - in slow start the *average* sample, as ns-2's `tcp-vegas.cc` (document 003's
 //!      simulator) takes it: a doubling round sends two segments per ACK, so the queue
 //!      grows within the round and only its later packets see it; the minimum would miss it
@@ -46,6 +47,9 @@ pub const VEGAS_MIN_CWND_SEGMENTS: u32 = 2;
 
 /// Leaving slow start gives back cwnd / this (ns-2 `tcp-vegas.cc`, after USC's NetBSD Vegas).
 pub const SLOW_START_EXIT_DIVISOR: u32 = 8;
+
+/// Smallest ssthresh after a loss, segments (RFC 5681 eq. 4: at least 2 x SMSS).
+pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,7 +161,7 @@ impl CongestionControl for Vegas {
 
     /// As Reno: half the window, at least 2 segments (RFC 5681 eq. 4).
     fn ssthresh(&mut self, s: &CcState) -> u32 {
-        (s.cwnd / 2).max(2)
+        (s.cwnd / 2).max(MIN_SSTHRESH_SEGMENTS)
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
