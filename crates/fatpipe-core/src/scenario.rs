@@ -158,6 +158,15 @@ impl Scenario {
                     return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
                 }
             }
+            let cc_check = match &f.cc {
+                CcSpec::Vegas(c) => c.validate(),
+                CcSpec::Westwood(c) => c.validate(),
+                CcSpec::GridDt(c) => c.validate(),
+                CcSpec::Fast(c) => c.validate(),
+                CcSpec::Nocc(c) => c.validate(),
+                _ => Ok(()),
+            };
+            cc_check.map_err(|e| format!("flows[{i}].cc.{e}"))?;
         }
         Ok(())
     }

@@ -6,7 +6,13 @@
 //! retransmits: duplicate ACKs, fast retransmit, fast recovery and timeouts live in the TCP
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
+pub mod fast;
+pub mod griddt;
+pub mod nocc;
 pub mod reno;
+pub mod round;
+pub mod vegas;
+pub mod westwood;
 
 use crate::time::Time;
 use serde::Deserialize;
@@ -169,12 +175,25 @@ pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
 #[serde(tag = "algorithm", rename_all = "lowercase", deny_unknown_fields)]
 pub enum CcSpec {
     Reno(reno::RenoConfig),
+    Vegas(vegas::VegasConfig),
+    Westwood(westwood::WestwoodConfig),
+    #[serde(rename = "westwood_plus")]
+    WestwoodPlus(westwood::WestwoodPlusConfig),
+    GridDt(griddt::GridDtConfig),
+    Fast(fast::FastConfig),
+    Nocc(nocc::NoccConfig),
 }
 
 impl CcSpec {
     pub fn build(&self) -> Box<dyn CongestionControl> {
         match self {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
+            CcSpec::Vegas(cfg) => Box::new(vegas::Vegas::new(cfg.clone())),
+            CcSpec::Westwood(cfg) => Box::new(westwood::Westwood::new(cfg.clone())),
+            CcSpec::WestwoodPlus(cfg) => Box::new(westwood::WestwoodPlus::new(cfg.clone())),
+            CcSpec::GridDt(cfg) => Box::new(griddt::GridDt::new(cfg.clone())),
+            CcSpec::Fast(cfg) => Box::new(fast::Fast::new(cfg.clone())),
+            CcSpec::Nocc(cfg) => Box::new(nocc::Nocc::new(cfg.clone())),
         }
     }
 }
