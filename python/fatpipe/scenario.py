@@ -856,9 +856,95 @@ def _normalize_reno(params: Dict[str, Any], path: str) -> Dict[str, Any]:
     }
 
 
+def _simple_algorithm(name: str, doc: str, *params: Tuple[Field, str]) -> Algorithm:
+    """An algorithm whose parameters map one to one onto the core's: each (Field, core key).
+    Durations arrive in picoseconds (their core keys end in _ps), numbers as given."""
+    table = Table(fields=tuple(f for f, _ in params), doc=doc)
+    core_keys = {f.key: core_key for f, core_key in params}
+
+    def normalize(values: Dict[str, Any], path: str) -> Dict[str, Any]:
+        return {"algorithm": name, **{core_keys[k]: v for k, v in values.items()}}
+
+    return Algorithm(table=table, normalize=normalize)
+
+
+def _packets(key: str, default: float, meaning: str, source: str) -> Field:
+    return Field(key, Real(lower=0.0, lower_open=False, example=default), meaning + ", packets", default, source)
+
+
+_BYTE_COUNTING = Field(
+    "byte_counting",
+    Boolean(),
+    "grow by the segments each ACK covers (RFC 3465) instead of per ACK",
+    False,
+    "RFC 5681 (per ACK), as Reno here and the documents' kernels and ns-2",
+)
+
+_VEGAS = _simple_algorithm(
+    "vegas",
+    "TCP Vegas (Brakmo and Peterson 1995): once per RTT compares the expected rate cwnd/baseRTT "
+    "with the actual cwnd/RTT; the difference is the flow's packets queued in the network. "
+    "Slow start grows every other RTT.",
+    (_packets("alpha", 1.0, "fewer queued than this: grow one segment per RTT", "Brakmo and Peterson 1995; ns-2 v_alpha_ (Linux: 2)"), "alpha"),
+    (_packets("beta", 3.0, "more queued than this: shrink one segment per RTT", "Brakmo and Peterson 1995; ns-2 v_beta_ (Linux: 4)"), "beta"),
+    (_packets("gamma", 1.0, "more queued than this at the end of a slow-start round: leave slow start", "Brakmo and Peterson 1995; ns-2 v_gamma_"), "gamma"),
+)
+
+_WESTWOOD = _simple_algorithm(
+    "westwood",
+    "TCP Westwood (Mascolo et al. 2001): a bandwidth estimate filtered from every ACK; after a "
+    "loss ssthresh = BWE x RTTmin / MSS instead of halving.",
+    (Field("filter_time_constant", Duration(example="1s"), "time constant tau of the bandwidth filter", "1s", "ns-2 UCLA TCP Westwood, tau_ 1.0"), "filter_time_constant_ps"),
+    (_BYTE_COUNTING, "byte_counting"),
+)
+
+_WESTWOOD_PLUS = _simple_algorithm(
+    "westwood_plus",
+    "TCP Westwood+ (Grieco and Mascolo 2004): one bandwidth sample per RTT, low-pass filtered "
+    "as Linux does; the same response to losses as Westwood.",
+    (Field("min_sample_interval", Duration(positive=False, example="50ms"), "shortest bandwidth-sampling interval (a sample spans max(RTT, this))", "50ms", "Linux TCP_WESTWOOD_RTT_MIN"), "min_sample_interval_ps"),
+    (_BYTE_COUNTING, "byte_counting"),
+)
+
+_FAST = _simple_algorithm(
+    "fast",
+    "FAST TCP (Jin, Wei and Low 2004): w <- min(2w, (1 - gamma) w + gamma (baseRTT / RTT x w + "
+    "alpha)); holds about alpha of its packets in queues; beta is the top of the band where "
+    "the window is left alone (document 004).",
+    (_packets("alpha", 200.0, "the flow's packets queued in the network at equilibrium", "document 004: the prototype's default 200/212"), "alpha"),
+    (_packets("beta", 212.0, "top of the band [alpha, beta) of queued packets where the window is not changed (at least alpha)", "document 004"), "beta"),
+    (Field("gamma", Real(lower=0.0, upper=1.0, upper_open=False, example=0.5), "weight of one update's step towards the target window", 0.5, "ns-2 FAST module gamma_"), "gamma"),
+    (Field("update_interval", Duration(positive=False, example="20ms"), "time between window updates; 0 updates once per RTT", "0s", "Jin, Wei and Low 2004 (per RTT)"), "update_interval_ps"),
+    (_packets("slow_start_exit", 1.0, "slow start ends when more of the flow's packets than this are queued", "Vegas's gamma (document 004 gives no value)"), "slow_start_exit_packets"),
+)
+
+_GRIDDT = _simple_algorithm(
+    "griddt",
+    "GridDT (document 004 section 4.3): additive increase mssval x rttval segments per RTT "
+    "(mssval = max(1, mss_ref / MSS), rttval = max(1, (minRTT / rtt_ref)^2)), spread over the "
+    "RTT; a loss takes cwnd / cwnd_decr off.",
+    (Field("mss_ref", Size(minimum=1, example=1500), "reference segment size, bytes", 1500, "document 004 (sysctl_tcp_mss_ref)"), "mss_ref_bytes"),
+    (Field("rtt_ref", Duration(example="10ms"), "reference RTT", "10ms", "document 004 (sysctl_tcp_rtt_ref); its tests used 50 ms"), "rtt_ref_ps"),
+    (Field("cwnd_decr", Integer(minimum=1, example=2), "a loss takes cwnd / cwnd_decr off the window", 2, "document 004 (sysctl_tcp_cwnd_decr); its tests used 8"), "cwnd_decr"),
+    (_BYTE_COUNTING, "byte_counting"),
+)
+
+_NOCC = _simple_algorithm(
+    "nocc",
+    "No congestion control (document 000): the receiver's window alone limits the sender; no "
+    "cut on loss, no slow start after a timeout.",
+    (Field("cwnd_segments", Integer(minimum=1, example=1000), "fix the window at this many segments (document 000's TCP_SET_CWND)", UNSET, "unset: no congestion window at all (TCP_NO_CONGESTION)"), "cwnd_segments"),
+)
+
 #: Congestion control algorithms by name.
 CC_ALGORITHMS: Dict[str, Algorithm] = {
     "reno": Algorithm(table=_RENO, normalize=_normalize_reno),
+    "vegas": _VEGAS,
+    "westwood": _WESTWOOD,
+    "westwood_plus": _WESTWOOD_PLUS,
+    "fast": _FAST,
+    "griddt": _GRIDDT,
+    "nocc": _NOCC,
 }
 
 
@@ -889,6 +975,23 @@ PRESETS: Dict[str, Preset] = {
         "reno", "newreno", "fast recovery until all data outstanding at the loss is acknowledged", "RFC 6582"
     ),
     "sack": Preset("reno", "sack", "standard TCP with selective acknowledgments", "RFC 2018, RFC 6675"),
+    "vegas": Preset("vegas", "sack", "delay-based: keeps alpha..beta packets queued", "Brakmo and Peterson 1995"),
+    "westwood": Preset("westwood", "sack", "bandwidth estimate sets ssthresh after a loss", "Mascolo et al. 2001"),
+    "westwood_plus": Preset("westwood_plus", "sack", "Westwood with per-RTT samples", "Grieco and Mascolo 2004"),
+    "fast": Preset("fast", "sack", "delay-based, alpha 200 / beta 212", "Jin, Wei and Low 2004; document 004"),
+    "fast-500": Preset(
+        "fast", "sack", "FAST tuned as in document 004's tests", "document 004 section 5", params={"alpha": 500, "beta": 512}
+    ),
+    "griddt": Preset("griddt", "sack", "MSS- and RTT-scaled AIMD", "document 004 section 4.3"),
+    "griddt-doc004": Preset(
+        "griddt",
+        "sack",
+        "GridDT as document 004 tested it, with Limited Slow Start",
+        "document 004 section 5",
+        params={"cwnd_decr": 8, "rtt_ref": "50ms"},
+        tcp={"max_ssthresh": 8000},
+    ),
+    "nocc": Preset("nocc", "sack", "congestion control off: only the receiver window limits", "document 000"),
 }
 
 #: The preset of a flow that names none.
@@ -1340,6 +1443,11 @@ def _normalize_flow(
     src, dst = network.endpoints[flow["direction"]]
     cc = flow["cc"]
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
+    if cc["algorithm"] == "fast" and cc["beta"] < cc["alpha"]:
+        raise ScenarioError(
+            f"{path}.cc.beta: {_num(cc['beta'])} is not allowed: must be at least alpha ({_num(cc['alpha'])})",
+            f"{path}.cc.beta",
+        )
     preset = PRESETS.get(cc["preset"])
     recovery = tcp["recovery"] or (preset.recovery if preset else "sack")
     max_ssthresh = tcp["max_ssthresh"] if tcp["max_ssthresh"] is not None else (preset.tcp.get("max_ssthresh") if preset else None)
