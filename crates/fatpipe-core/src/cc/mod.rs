@@ -80,9 +80,21 @@ pub struct AckSample {
     pub delivery_rate_bps: Option<u64>,
     /// The sample was taken while the application, not the network, limited sending.
     pub is_app_limited: bool,
-    /// Bytes in flight before this ACK.
+    /// Bytes in the network before this ACK (Linux `prior_in_flight`, from
+    /// `tcp_packets_in_flight`): with SACK the RFC 6675 pipe (outstanding minus SACKed minus
+    /// lost plus retransmitted), otherwise every byte outstanding.
     pub prior_in_flight_bytes: u64,
-    /// Bytes newly considered lost by this ACK.
+    /// The same after this ACK. Filled only for algorithms with `cong_control`.
+    pub in_flight_bytes: u64,
+    /// The connection's delivered bytes when the segment behind the rate sample was sent
+    /// (Linux `rs->prior_delivered`); 0 without a sample. Filled only for algorithms with
+    /// `cong_control`: BBR counts round trips with it.
+    pub prior_delivered_bytes: u64,
+    /// Bytes newly marked lost by this ACK (Linux `rs->losses`): with SACK, holes that fell
+    /// below the RFC 6675 (or FACK) loss boundary; otherwise the head segment retransmitted on
+    /// entering fast recovery or on a NewReno partial ACK. Losses marked by a retransmission
+    /// timeout are not reported by any ACK, as in Linux. Filled only for algorithms with
+    /// `cong_control`.
     pub newly_lost_bytes: u64,
 }
 
@@ -123,6 +135,14 @@ pub trait CongestionControl: Send + Sync {
     /// The rate the sender must pace at, bits per second, if the algorithm paces (BBR).
     fn pacing_rate_bps(&self, _s: &CcState) -> Option<u64> {
         None
+    }
+
+    /// Asked after each `cong_control`: whether delivery-rate samples of what is sent from now
+    /// until the data in flight is delivered must count as application-limited, so that a
+    /// deliberately low sending rate does not enter a bandwidth estimate (BBR's PROBE_RTT, where
+    /// Linux sets `tp->app_limited` itself).
+    fn marks_app_limited(&self) -> bool {
+        false
     }
 }
 

@@ -137,6 +137,25 @@ impl Scoreboard {
         (outstanding - self.sacked_bytes - lost_holes) + self.rxt_in_flight
     }
 
+    /// Bytes of `[start, end)` not SACKed. Walks the SACKed ranges down from the highest, so
+    /// it is cheap when `end` is near the top of the scoreboard (the loss boundary is: only a
+    /// few segments are SACKed above it).
+    pub fn unsacked_bytes(&self, start: u64, end: u64) -> u64 {
+        if end <= start {
+            return 0;
+        }
+        let mut sacked = 0;
+        for &(s, e) in self.sacked.iter_rev() {
+            if e <= start {
+                break;
+            }
+            if s < end {
+                sacked += e.min(end) - s.max(start);
+            }
+        }
+        (end - start) - sacked
+    }
+
     /// RFC 6675 NextSeg rule 1: the first lost hole not yet retransmitted, as (seq, length).
     pub fn next_lost_hole(&self, snd_una: u64, snd_max: u64, lost: LossBoundary, mss: u64) -> Option<(u64, u64)> {
         let (seq, gap_end) = self.sacked.gap_at_or_after(self.high_rxt.max(snd_una));
@@ -222,6 +241,16 @@ mod tests {
         assert_eq!(rfc.below, 0, "one SACKed segment is not enough under RFC 6675");
         let fack = b.loss_boundary(0, MSS, 3, true);
         assert_eq!(fack.below, 8 * MSS);
+    }
+
+    #[test]
+    fn unsacked_bytes_counts_the_holes_of_a_range() {
+        let b = board();
+        // Segments 2, 5 and 6 are the holes of [1, 20); [2, 7) holds three of them.
+        assert_eq!(b.unsacked_bytes(2 * MSS, 7 * MSS), 3 * MSS);
+        assert_eq!(b.unsacked_bytes(2 * MSS + 500, 5 * MSS + 100), 500 + 100);
+        assert_eq!(b.unsacked_bytes(7 * MSS, 20 * MSS), 0);
+        assert_eq!(b.unsacked_bytes(20 * MSS, 25 * MSS), 5 * MSS);
     }
 
     #[test]
