@@ -73,7 +73,9 @@ pub struct AckSample {
     pub acked_bytes: u64,
     /// RTT measured from this ACK, if any.
     pub rtt: Option<Time>,
-    /// Bytes newly delivered: cumulatively ACKed plus newly SACKed.
+    /// Bytes newly delivered: newly SACKed, plus cumulatively ACKed but not SACKed before, so
+    /// that each byte counts once (Linux `rs->acked_sacked`; `CcState::delivered_bytes` sums
+    /// these).
     pub delivered_bytes: u64,
     /// Delivery rate over the sampling interval (Linux `tcp_rate.c`), bits per second;
     /// None when no valid sample.

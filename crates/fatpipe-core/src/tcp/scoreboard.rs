@@ -70,8 +70,9 @@ impl Scoreboard {
         self.lost_after_timeout_below = snd_max;
     }
 
-    /// The cumulative ACK moved from `old_una` to `new_una`.
-    pub fn on_cumulative_ack(&mut self, old_una: u64, new_una: u64) {
+    /// The cumulative ACK moved from `old_una` to `new_una`; returns the bytes of that range
+    /// that had been SACKed already (delivered before this ACK).
+    pub fn on_cumulative_ack(&mut self, old_una: u64, new_una: u64) -> u64 {
         // Holes below high_rxt were retransmitted: those now acknowledged leave the pipe.
         let split = new_una.min(self.high_rxt.max(old_una));
         let sacked_below_split = self.sacked.remove_below(split);
@@ -79,6 +80,7 @@ impl Scoreboard {
         let sacked_rest = self.sacked.remove_below(new_una);
         self.sacked_bytes -= sacked_below_split + sacked_rest;
         self.high_rxt = self.high_rxt.max(new_una);
+        sacked_below_split + sacked_rest
     }
 
     /// Records one SACK block; returns the bytes it newly SACKs, and calls `on_new` for each
@@ -228,7 +230,8 @@ mod tests {
         }
         // The retransmission of 5 is SACKed, then 2 arrives and the cumulative ACK jumps to 5.
         b.on_sack_block(5 * MSS, 6 * MSS, una, |_, _| {});
-        b.on_cumulative_ack(una, 5 * MSS);
+        // [1, 5) held SACKed segments 1, 3 and 4 and the retransmitted 2.
+        assert_eq!(b.on_cumulative_ack(una, 5 * MSS), 3 * MSS);
         let lost = b.loss_boundary(5 * MSS, MSS, 3, false);
         assert_eq!(b.pipe(5 * MSS, max, lost), MSS, "only the retransmission of 6 is in flight");
     }

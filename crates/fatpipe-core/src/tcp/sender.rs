@@ -465,9 +465,11 @@ impl TcpSender {
         let prior_in_flight = self.in_flight_bytes();
 
         let mut newly_sacked = 0;
+        // Bytes the cumulative ACK covers that were SACKed before: delivered already.
+        let mut sacked_before = 0;
         if self.sack() {
             if ack > self.snd_una {
-                self.scoreboard.on_cumulative_ack(self.snd_una, ack);
+                sacked_before = self.scoreboard.on_cumulative_ack(self.snd_una, ack);
             }
             let una = ack.max(self.snd_una);
             let rate = &mut self.rate;
@@ -484,7 +486,7 @@ impl TcpSender {
         }
 
         if ack > self.snd_una {
-            self.on_new_ack(now, ack_pkt, newly_sacked, prior_in_flight, out);
+            self.on_new_ack(now, ack_pkt, newly_sacked, sacked_before, prior_in_flight, out);
         } else if ack == self.snd_una && self.snd_max > self.snd_una && !window_changed {
             // A duplicate ACK (RFC 5681 section 2).
             self.stats.dupacks_received += 1;
@@ -531,7 +533,15 @@ impl TcpSender {
         }
     }
 
-    fn on_new_ack(&mut self, now: Time, ack_pkt: &Packet, newly_sacked: u64, prior_in_flight: u64, out: &mut Vec<Packet>) {
+    fn on_new_ack(
+        &mut self,
+        now: Time,
+        ack_pkt: &Packet,
+        newly_sacked: u64,
+        sacked_before: u64,
+        prior_in_flight: u64,
+        out: &mut Vec<Packet>,
+    ) {
         let ack = ack_pkt.ack;
         let acked_bytes = ack - self.snd_una;
         let rtt_sample = if self.timestamps {
@@ -552,7 +562,10 @@ impl TcpSender {
             acked_segments: self.segments(acked_bytes),
             acked_bytes,
             rtt: rtt_sample,
-            delivered_bytes: acked_bytes + newly_sacked,
+            // Each byte is delivered once: SACKed bytes counted when SACKed, not again when
+            // the cumulative ACK passes them (Linux counts SACKed segments out of `delivered`
+            // in tcp_clean_rtx_queue).
+            delivered_bytes: acked_bytes - sacked_before + newly_sacked,
             prior_in_flight_bytes: prior_in_flight,
             ..Default::default()
         };
