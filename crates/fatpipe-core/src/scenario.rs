@@ -144,6 +144,9 @@ impl Scenario {
                     return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
                 }
             }
+            if let CcSpec::Bbr(b) = &f.cc {
+                b.validate().map_err(|e| format!("flows[{i}].cc: {e}"))?;
+            }
         }
         Ok(())
     }
