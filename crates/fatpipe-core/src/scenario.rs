@@ -164,6 +164,7 @@ impl Scenario {
                 CcSpec::GridDt(c) => c.validate(),
                 CcSpec::Fast(c) => c.validate(),
                 CcSpec::Nocc(c) => c.validate(),
+                CcSpec::Bbr(c) => c.validate(),
                 _ => Ok(()),
             };
             cc_check.map_err(|e| format!("flows[{i}].cc.{e}"))?;

@@ -6,6 +6,7 @@
 //! retransmits: duplicate ACKs, fast retransmit, fast recovery and timeouts live in the TCP
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
+pub mod bbr;
 pub mod fast;
 pub mod griddt;
 pub mod nocc;
@@ -79,16 +80,30 @@ pub struct AckSample {
     pub acked_bytes: u64,
     /// RTT measured from this ACK, if any.
     pub rtt: Option<Time>,
-    /// Bytes newly delivered: cumulatively ACKed plus newly SACKed.
+    /// Bytes newly delivered: newly SACKed, plus cumulatively ACKed but not SACKed before, so
+    /// that each byte counts once (Linux `rs->acked_sacked`; `CcState::delivered_bytes` sums
+    /// these).
     pub delivered_bytes: u64,
     /// Delivery rate over the sampling interval (Linux `tcp_rate.c`), bits per second;
     /// None when no valid sample.
     pub delivery_rate_bps: Option<u64>,
     /// The sample was taken while the application, not the network, limited sending.
     pub is_app_limited: bool,
-    /// Bytes in flight before this ACK.
+    /// Bytes in the network before this ACK (Linux `prior_in_flight`, from
+    /// `tcp_packets_in_flight`): with SACK the RFC 6675 pipe (outstanding minus SACKed minus
+    /// lost plus retransmitted), otherwise every byte outstanding.
     pub prior_in_flight_bytes: u64,
-    /// Bytes newly considered lost by this ACK.
+    /// The same after this ACK. Filled only for algorithms with `cong_control`.
+    pub in_flight_bytes: u64,
+    /// The connection's delivered bytes when the segment behind the rate sample was sent
+    /// (Linux `rs->prior_delivered`); 0 without a sample. Filled only for algorithms with
+    /// `cong_control`: BBR counts round trips with it.
+    pub prior_delivered_bytes: u64,
+    /// Bytes newly marked lost by this ACK (Linux `rs->losses`): with SACK, holes that fell
+    /// below the RFC 6675 (or FACK) loss boundary; otherwise the head segment retransmitted on
+    /// entering fast recovery or on a NewReno partial ACK. Losses marked by a retransmission
+    /// timeout are not reported by any ACK, as in Linux. Filled only for algorithms with
+    /// `cong_control`.
     pub newly_lost_bytes: u64,
 }
 
@@ -129,6 +144,14 @@ pub trait CongestionControl: Send + Sync {
     /// The rate the sender must pace at, bits per second, if the algorithm paces (BBR).
     fn pacing_rate_bps(&self, _s: &CcState) -> Option<u64> {
         None
+    }
+
+    /// Asked after each `cong_control`: whether delivery-rate samples of what is sent from now
+    /// until the data in flight is delivered must count as application-limited, so that a
+    /// deliberately low sending rate does not enter a bandwidth estimate (BBR's PROBE_RTT, where
+    /// Linux sets `tp->app_limited` itself).
+    fn marks_app_limited(&self) -> bool {
+        false
     }
 }
 
@@ -182,6 +205,7 @@ pub enum CcSpec {
     GridDt(griddt::GridDtConfig),
     Fast(fast::FastConfig),
     Nocc(nocc::NoccConfig),
+    Bbr(bbr::BbrConfig),
 }
 
 impl CcSpec {
@@ -194,6 +218,7 @@ impl CcSpec {
             CcSpec::GridDt(cfg) => Box::new(griddt::GridDt::new(cfg.clone())),
             CcSpec::Fast(cfg) => Box::new(fast::Fast::new(cfg.clone())),
             CcSpec::Nocc(cfg) => Box::new(nocc::Nocc::new(cfg.clone())),
+            CcSpec::Bbr(cfg) => Box::new(bbr::Bbr::new(cfg.clone())),
         }
     }
 }

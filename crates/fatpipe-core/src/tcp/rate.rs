@@ -32,6 +32,9 @@ pub struct RateSample {
     pub delivery_rate_bps: Option<u64>,
     pub interval_ps: Time,
     pub is_app_limited: bool,
+    /// The connection's delivered bytes when the sampled segment was sent (Linux
+    /// `rs->prior_delivered`): BBR counts round trips with it.
+    pub prior_delivered_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -131,6 +134,7 @@ impl RateSampler {
             delivery_rate_bps: valid.then(|| (bytes as u128 * 8 * PS_PER_S as u128 / interval as u128) as u64),
             interval_ps: interval,
             is_app_limited: best.is_app_limited,
+            prior_delivered_bytes: best.delivered,
         }
     }
 

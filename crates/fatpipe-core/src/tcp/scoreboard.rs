@@ -70,8 +70,9 @@ impl Scoreboard {
         self.lost_after_timeout_below = snd_max;
     }
 
-    /// The cumulative ACK moved from `old_una` to `new_una`.
-    pub fn on_cumulative_ack(&mut self, old_una: u64, new_una: u64) {
+    /// The cumulative ACK moved from `old_una` to `new_una`; returns the bytes of that range
+    /// that had been SACKed already (delivered before this ACK).
+    pub fn on_cumulative_ack(&mut self, old_una: u64, new_una: u64) -> u64 {
         // Holes below high_rxt were retransmitted: those now acknowledged leave the pipe.
         let split = new_una.min(self.high_rxt.max(old_una));
         let sacked_below_split = self.sacked.remove_below(split);
@@ -79,6 +80,7 @@ impl Scoreboard {
         let sacked_rest = self.sacked.remove_below(new_una);
         self.sacked_bytes -= sacked_below_split + sacked_rest;
         self.high_rxt = self.high_rxt.max(new_una);
+        sacked_below_split + sacked_rest
     }
 
     /// Records one SACK block; returns the bytes it newly SACKs, and calls `on_new` for each
@@ -135,6 +137,25 @@ impl Scoreboard {
         let below = lost.below.min(snd_max);
         let lost_holes = (below - snd_una).saturating_sub(self.sacked_bytes - lost.sacked_above.min(self.sacked_bytes));
         (outstanding - self.sacked_bytes - lost_holes) + self.rxt_in_flight
+    }
+
+    /// Bytes of `[start, end)` not SACKed. Walks the SACKed ranges down from the highest, so
+    /// it is cheap when `end` is near the top of the scoreboard (the loss boundary is: only a
+    /// few segments are SACKed above it).
+    pub fn unsacked_bytes(&self, start: u64, end: u64) -> u64 {
+        if end <= start {
+            return 0;
+        }
+        let mut sacked = 0;
+        for &(s, e) in self.sacked.iter_rev() {
+            if e <= start {
+                break;
+            }
+            if s < end {
+                sacked += e.min(end) - s.max(start);
+            }
+        }
+        (end - start) - sacked
     }
 
     /// RFC 6675 NextSeg rule 1: the first lost hole not yet retransmitted, as (seq, length).
@@ -209,7 +230,8 @@ mod tests {
         }
         // The retransmission of 5 is SACKed, then 2 arrives and the cumulative ACK jumps to 5.
         b.on_sack_block(5 * MSS, 6 * MSS, una, |_, _| {});
-        b.on_cumulative_ack(una, 5 * MSS);
+        // [1, 5) held SACKed segments 1, 3 and 4 and the retransmitted 2.
+        assert_eq!(b.on_cumulative_ack(una, 5 * MSS), 3 * MSS);
         let lost = b.loss_boundary(5 * MSS, MSS, 3, false);
         assert_eq!(b.pipe(5 * MSS, max, lost), MSS, "only the retransmission of 6 is in flight");
     }
@@ -222,6 +244,16 @@ mod tests {
         assert_eq!(rfc.below, 0, "one SACKed segment is not enough under RFC 6675");
         let fack = b.loss_boundary(0, MSS, 3, true);
         assert_eq!(fack.below, 8 * MSS);
+    }
+
+    #[test]
+    fn unsacked_bytes_counts_the_holes_of_a_range() {
+        let b = board();
+        // Segments 2, 5 and 6 are the holes of [1, 20); [2, 7) holds three of them.
+        assert_eq!(b.unsacked_bytes(2 * MSS, 7 * MSS), 3 * MSS);
+        assert_eq!(b.unsacked_bytes(2 * MSS + 500, 5 * MSS + 100), 500 + 100);
+        assert_eq!(b.unsacked_bytes(7 * MSS, 20 * MSS), 0);
+        assert_eq!(b.unsacked_bytes(20 * MSS, 25 * MSS), 5 * MSS);
     }
 
     #[test]

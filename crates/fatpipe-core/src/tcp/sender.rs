@@ -88,6 +88,11 @@ pub struct TcpSender {
     pub scoreboard: Scoreboard,
     /// Delivery-rate sampling, for algorithms that control the window from it (BBR).
     rate: Option<RateSampler>,
+    /// Loss accounting for `AckSample::newly_lost_bytes` (kept with rate sampling only). With
+    /// SACK: every hole below this byte has been reported lost once.
+    lost_reported_below: u64,
+    /// Without SACK: bytes of head segments retransmitted as lost since the last report.
+    head_lost_bytes: u64,
     pub rtt: RttEstimator,
     rto_deadline: Option<Time>,
     /// Earliest time pacing lets the next segment go.
@@ -145,6 +150,8 @@ impl TcpSender {
             first_partial_ack: false,
             scoreboard: Scoreboard::default(),
             rate: None,
+            lost_reported_below: 0,
+            head_lost_bytes: 0,
             rtt: RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps, cfg.max_rto_ps),
             rto_deadline: None,
             next_send_ps: 0,
@@ -243,6 +250,17 @@ impl TcpSender {
 
     fn sack(&self) -> bool {
         self.recovery == Recovery::Sack
+    }
+
+    /// Bytes in the network (Linux `tcp_packets_in_flight`): with SACK the RFC 6675 pipe,
+    /// otherwise every byte outstanding.
+    fn in_flight_bytes(&self) -> u64 {
+        if self.sack() {
+            let lost = self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack);
+            self.scoreboard.pipe(self.snd_una, self.snd_max, lost)
+        } else {
+            self.snd_max - self.snd_una
+        }
     }
 
     /// The duplicate-ACK threshold in force: with DCR, max(dupthresh, cwnd / dcr_div).
@@ -427,6 +445,9 @@ impl TcpSender {
             self.emit(now, self.snd_una, len as u32, out);
             if self.sack() {
                 self.scoreboard.on_retransmit(self.snd_una, len);
+            } else if self.rate.is_some() {
+                // Without SACK the head is the one segment known lost (Linux marks it so).
+                self.head_lost_bytes += len;
             }
         }
     }
@@ -441,12 +462,14 @@ impl TcpSender {
         }
         let window_changed = ack_pkt.window_bytes as u64 != self.rwnd;
         self.rwnd = ack_pkt.window_bytes as u64;
-        let prior_in_flight = self.snd_max - self.snd_una;
+        let prior_in_flight = self.in_flight_bytes();
 
         let mut newly_sacked = 0;
+        // Bytes the cumulative ACK covers that were SACKed before: delivered already.
+        let mut sacked_before = 0;
         if self.sack() {
             if ack > self.snd_una {
-                self.scoreboard.on_cumulative_ack(self.snd_una, ack);
+                sacked_before = self.scoreboard.on_cumulative_ack(self.snd_una, ack);
             }
             let una = ack.max(self.snd_una);
             let rate = &mut self.rate;
@@ -463,7 +486,7 @@ impl TcpSender {
         }
 
         if ack > self.snd_una {
-            self.on_new_ack(now, ack_pkt, newly_sacked, prior_in_flight, out);
+            self.on_new_ack(now, ack_pkt, newly_sacked, sacked_before, prior_in_flight, out);
         } else if ack == self.snd_una && self.snd_max > self.snd_una && !window_changed {
             // A duplicate ACK (RFC 5681 section 2).
             self.stats.dupacks_received += 1;
@@ -475,7 +498,7 @@ impl TcpSender {
                 let mut sample = AckSample { delivered_bytes: newly_sacked, prior_in_flight_bytes: prior_in_flight, ..Default::default() };
                 self.fill_rate_sample(now, &mut sample);
                 self.sync_cc_view(now);
-                self.cc.cong_control(&mut self.cc_state, &sample);
+                self.cong_control(&sample);
             }
         }
         self.send(now, out);
@@ -510,7 +533,15 @@ impl TcpSender {
         }
     }
 
-    fn on_new_ack(&mut self, now: Time, ack_pkt: &Packet, newly_sacked: u64, prior_in_flight: u64, out: &mut Vec<Packet>) {
+    fn on_new_ack(
+        &mut self,
+        now: Time,
+        ack_pkt: &Packet,
+        newly_sacked: u64,
+        sacked_before: u64,
+        prior_in_flight: u64,
+        out: &mut Vec<Packet>,
+    ) {
         let ack = ack_pkt.ack;
         let acked_bytes = ack - self.snd_una;
         let rtt_sample = if self.timestamps {
@@ -531,7 +562,10 @@ impl TcpSender {
             acked_segments: self.segments(acked_bytes),
             acked_bytes,
             rtt: rtt_sample,
-            delivered_bytes: acked_bytes + newly_sacked,
+            // Each byte is delivered once: SACKed bytes counted when SACKed, not again when
+            // the cumulative ACK passes them (Linux counts SACKed segments out of `delivered`
+            // in tcp_clean_rtx_queue).
+            delivered_bytes: acked_bytes - sacked_before + newly_sacked,
             prior_in_flight_bytes: prior_in_flight,
             ..Default::default()
         };
@@ -604,7 +638,7 @@ impl TcpSender {
             }
         }
         if controls {
-            self.cc.cong_control(&mut self.cc_state, &sample);
+            self.cong_control(&sample);
         }
         if self.snd_una == self.snd_max {
             self.rto_deadline = None; // RFC 6298 5.2
@@ -618,6 +652,37 @@ impl TcpSender {
             let rs = r.finish_ack(now, self.cc_state.delivered_bytes, self.rtt.min_rtt);
             sample.delivery_rate_bps = rs.delivery_rate_bps;
             sample.is_app_limited = rs.is_app_limited;
+            sample.prior_delivered_bytes = rs.prior_delivered_bytes;
+            sample.in_flight_bytes = self.in_flight_bytes();
+            sample.newly_lost_bytes = self.take_newly_lost_bytes();
+        }
+    }
+
+    /// Bytes marked lost since the last report (Linux `tp->lost` minus its value before the
+    /// ACK). With SACK a hole is lost once it falls below the loss boundary; each hole is
+    /// reported once, when the boundary first passes it.
+    fn take_newly_lost_bytes(&mut self) -> u64 {
+        let mut lost = std::mem::take(&mut self.head_lost_bytes);
+        if self.sack() {
+            let boundary = self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack);
+            let below = boundary.below.min(self.snd_max);
+            let from = self.lost_reported_below.max(self.snd_una);
+            if below > from {
+                lost += self.scoreboard.unsacked_bytes(from, below);
+                self.lost_reported_below = below;
+            }
+        }
+        lost
+    }
+
+    /// Hands an ACK to an algorithm that controls cwnd itself, and lets it mark the rate
+    /// samples of what follows as application-limited (BBR's PROBE_RTT).
+    fn cong_control(&mut self, sample: &AckSample) {
+        self.cc.cong_control(&mut self.cc_state, sample);
+        if self.cc.marks_app_limited() {
+            if let Some(r) = &mut self.rate {
+                r.mark_app_limited(self.cc_state.delivered_bytes, self.snd_max - self.snd_una);
+            }
         }
     }
 
@@ -642,6 +707,9 @@ impl TcpSender {
                 // Slow start from one segment, resending from the hole (go-back-N).
                 if !controls {
                     self.cc_state.cwnd = 1;
+                }
+                if self.rate.is_some() {
+                    self.head_lost_bytes += (self.snd_max - self.snd_una).min(self.mss as u64);
                 }
                 self.snd_nxt = self.snd_una;
                 self.timed_segment = None;
@@ -693,6 +761,8 @@ impl TcpSender {
         if self.sack() {
             // Resend every hole; SACKed data stays delivered (as Linux's tcp_enter_loss).
             self.scoreboard.mark_all_lost(self.snd_una, self.snd_max);
+            // Losses marked by a timeout are counted at the timeout, not by the next ACK.
+            self.lost_reported_below = self.snd_max;
         } else {
             // A cumulative-ACK sender can only go back to the first unacknowledged byte.
             self.snd_nxt = self.snd_una;

@@ -2,7 +2,7 @@
 //! sender and receiver over an ideal path with losses chosen by the test.
 #![allow(dead_code)]
 
-use fatpipe_core::cc::{reno::RenoConfig, CcSpec};
+use fatpipe_core::cc::{reno::RenoConfig, CcSpec, CongestionControl};
 use fatpipe_core::net::link::LinkSpec;
 use fatpipe_core::net::queue::{droptail::DropTailConfig, QueueSpec};
 use fatpipe_core::packet::{Packet, PacketKind};
@@ -111,8 +111,13 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(tcp: TcpConfig, cc: CcSpec, rtt: Time, drop: Box<dyn FnMut(&Packet) -> bool>) -> Harness {
+        Harness::with_algorithm(tcp, cc.build(), rtt, drop)
+    }
+
+    /// A harness whose sender runs an algorithm built by the test (a probe of the core's hooks).
+    pub fn with_algorithm(tcp: TcpConfig, cc: Box<dyn CongestionControl>, rtt: Time, drop: Box<dyn FnMut(&Packet) -> bool>) -> Harness {
         Harness {
-            sender: TcpSender::new(0, 0, 1, &tcp, cc.build()),
+            sender: TcpSender::new(0, 0, 1, &tcp, cc),
             receiver: TcpReceiver::new(0, 1, 0, &tcp),
             now: 0,
             one_way: rtt / 2,
