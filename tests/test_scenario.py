@@ -258,6 +258,22 @@ def test_examples_exist():
     assert {p.name for p in EXAMPLES} >= {"reno-100M-40ms.toml", "window-limited-64KB.toml", "lfn-1G-100ms.toml"}
 
 
+def test_document_002_and_004_examples():
+    core = load_scenario(REPO / "examples" / "ansnet-ds3-red.toml")
+    bottleneck = core["links"][1]
+    assert bottleneck["rate_bps"] == 44_736_000
+    assert bottleneck["queue"]["discipline"] == "red"
+    # 200 cells of 2 KB hold 66 packets of 4096 + 52 bytes at 3 cells each.
+    assert bottleneck["queue"]["limit_packets"] == 200 // 3
+    assert core["flows"][0]["tcp"]["mss_bytes"] + 52 == 4148 and -(-4148 // 2048) == 3
+    assert (bottleneck["queue"]["min_th_packets"], bottleneck["queue"]["max_th_packets"]) == (33.0, 66.0)
+    core = load_scenario(REPO / "examples" / "outage-griddt.toml")
+    links = {link["name"]: link for link in core["links"]}
+    outage = [{"kind": "outage", "windows_ps": [[10 * PS_PER_S, 10_500 * PS_PER_MS]]}]
+    assert links["bottleneck"]["impairments"] == outage == links["bottleneck_rev"]["impairments"]
+    assert core["flows"][0]["cc"]["algorithm"] == "griddt" and core["flows"][0]["cc"]["cwnd_decr"] == 8
+
+
 def test_acceptance_example_values():
     core = load_scenario(REPO / "examples" / "reno-100M-40ms.toml")
     assert core["duration_ps"] == 60 * PS_PER_S
