@@ -15,9 +15,10 @@ congestion-control algorithms by adding entries rather than code paths:
    table checks unknown keys, missing keys, types and single-value ranges, and names the
    field as the user wrote it. The reference in ``docs/scenario.md`` is generated from the
    same entries (:func:`format_reference`), so docs, defaults and errors cannot drift.
-2. **Registries** -- :data:`SHAPES`, :data:`QUEUE_DISCIPLINES`, :data:`CC_ALGORITHMS`: each
-   entry pairs a table of parameters with the function that turns parsed parameters into
-   the core's JSON.
+2. **Registries** -- :data:`SHAPES`, :data:`QUEUE_DISCIPLINES`, :data:`IMPAIRMENTS`,
+   :data:`CC_ALGORITHMS`: each entry pairs a table of parameters with the function that
+   turns parsed parameters into the core's JSON. Impairments are attached to links by name
+   after a shape has built them (:func:`attach_impairments`), so every shape has them.
 3. **Normalization** -- :func:`load` builds the network from the shape, then the flows, and
    checks what involves several values (MSS against MTU, stop after start, ...).
 
@@ -77,7 +78,10 @@ __all__ = [
     "format_reference",
     "SHAPES",
     "QUEUE_DISCIPLINES",
+    "IMPAIRMENTS",
     "CC_ALGORITHMS",
+    "attach_impairments",
+    "red_automatic_parameters",
     "IPV4_TCP_HEADER_BYTES",
     "TIMESTAMPS_OPTION_BYTES",
 ]
