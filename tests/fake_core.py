@@ -87,6 +87,9 @@ def fake_output(doc):
         "name": link["name"], "from": link["from"], "to": link["to"], "rate_bps": link["rate_bps"],
         "delay_ps": link["delay_ps"], "packets_sent": 10, "bytes_sent": 15380,
         "busy_ps": duration // 4, "drops_packets": j, "drops_bytes": 1500 * j,
+        # Link j: j overflows, 10 j early drops, 100 j random losses, 1000 j outage losses.
+        "early_drops_packets": 10 * j, "impairment_drops_packets": 100 * j,
+        "outage_drops_packets": 1000 * j,
         "max_queue_packets": j, "max_queue_bytes": 1500 * j,
     } for j, link in enumerate(doc["links"])]
     return {

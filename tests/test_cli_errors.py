@@ -68,6 +68,14 @@ def write(tmp_path, text, name="s.toml"):
          ["flows[0].tcp.mss: 9000 bytes is larger than the link MTU 1500 minus 52 bytes of IP/TCP headers (max 1448)"]),
         ('name = "reno"', 'name = "reno"\n[flows.tcp]\ninitial_window = true', ["flows[0].tcp.initial_window", "true"]),
         ('name = "reno"', 'name = "reno"\ncc = "turbo"', ["flows[0].cc", '"turbo"', 'expected a preset']),
+        ('rtt = "40ms"', 'rtt = "40ms"\n[topology.queue]\ndiscipline = "red"\nmax_th = 30',
+         ["topology.queue.max_th: 30 is not allowed: give min_th too"]),
+        ('rtt = "40ms"', 'rtt = "40ms"\n[topology.queue]\ncell_size = 2048',
+         ["topology.queue.limit_cells: missing; required with cell_size"]),
+        ('rtt = "40ms"', 'rtt = "40ms"\n[[topology.impairments]]\nlink = "bottlenek"\nkind = "bernoulli"\nprobability = 0.01',
+         ['topology.impairments[0].link: "bottlenek" is not allowed', 'did you mean "bottleneck"?']),
+        ('rtt = "40ms"', 'rtt = "40ms"\n[[topology.impairments]]\nlink = "bottleneck"\nkind = "outage"\nwindows = [["9s", "11s"]]',
+         ["topology.impairments[0].windows[0]: [9s, 11s) is not allowed: an outage must end by the end of the run (duration 10s)"]),
     ],
 )
 def test_invalid_scenarios(tmp_path, command, replace, add, fragments):

@@ -181,3 +181,58 @@ def test_derived_columns_agree_with_the_real_core():
         # frame in transmission at the end).
         mean = (rows["utilization"] * rows["time_s"].diff().fillna(0)).sum() / r.summary["duration_s"]
         assert mean == pytest.approx(link["utilization"], abs=1e-3)
+
+
+# ---- drops by cause --------------------------------------------------------------------
+
+
+def test_total_drops_adds_every_cause(result):
+    # fake_core: link j has j overflows, 10 j early, 100 j random and 1000 j outage drops.
+    for j, link in enumerate(result.summary["links"]):
+        assert link["total_drops_packets"] == 1111 * j
+    assert "total_drops_packets" in result.links.columns
+
+
+def _link_rows(text):
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("link "))
+    return lines[header].split("  "), {line.split()[0]: line.split() for line in lines[header + 1:]}
+
+
+def test_summary_table_without_red_or_impairments_keeps_one_drops_column():
+    from fatpipe.cli import _summary_table
+
+    core = load_scenario(SCENARIO)
+    out = fake_output(core)
+    for link in out["summary"]["links"]:
+        link.update(early_drops_packets=0, impairment_drops_packets=0, outage_drops_packets=0)
+    r = Result(out, core)
+    text = _summary_table(r.summary, 1.0, r.scenario)
+    header, rows = _link_rows(text)
+    assert [h.strip() for h in header if h.strip()] == ["link", "rate", "utilization", "drops"]
+    assert rows["bottleneck"][-1] == "1"  # link 1: one overflow
+
+
+def test_summary_table_breaks_drops_down_by_cause():
+    from fatpipe.cli import _summary_table
+
+    doc = dict(SCENARIO)
+    doc["topology"] = dict(
+        SCENARIO["topology"],
+        queue={"discipline": "red"},
+        impairments=[
+            {"link": "bottleneck", "kind": "bernoulli", "probability": 0.01},
+            {"link": "bottleneck", "kind": "outage", "start": "1s", "duration": "0.5s"},
+        ],
+    )
+    core = load_scenario(doc)
+    r = Result(fake_output(core), core)
+    text = _summary_table(r.summary, 1.0, r.scenario)
+    header, rows = _link_rows(text)
+    assert [h.strip() for h in header if h.strip()] == [
+        "link", "rate", "utilization", "drops", "overflow", "early (RED)", "random loss", "outage",
+    ]
+    # bottleneck is link 1: total 1111 = 1 overflow + 10 early + 100 random + 1000 outage.
+    assert rows["bottleneck"][-5:] == ["1111", "1", "10", "100", "1000"]
+    # A cause that is configured shows even where nothing was dropped (link 0).
+    assert rows["access_fwd_sender"][-5:] == ["0", "0", "0", "0", "0"]

@@ -99,9 +99,10 @@ def test_normalized_scenario_is_json_with_exactly_the_core_keys():
     assert json.loads(json.dumps(core)) == core
     assert set(core) == {"name", "seed", "duration_ps", "sample_interval_ps", "nodes", "links", "flows"}
     assert set(core["links"][0]) == {
-        "name", "from", "to", "rate_bps", "delay_ps", "framing_bytes", "mtu_bytes", "queue",
+        "name", "from", "to", "rate_bps", "delay_ps", "framing_bytes", "mtu_bytes", "queue", "impairments",
     }
-    assert set(core["links"][0]["queue"]) == {"discipline", "limit_packets", "limit_bytes"}
+    assert set(core["links"][0]["queue"]) == {"discipline", "limit_packets", "limit_bytes", "cell_bytes", "limit_cells"}
+    assert all(link["impairments"] == [] for link in core["links"])
     assert set(core["flows"][0]) == {"name", "src", "dst", "source", "tcp", "cc"}
 
 
@@ -112,7 +113,7 @@ def test_dumbbell_links():
     for name in ("access_fwd_sender", "access_fwd_receiver", "access_rev_receiver", "access_rev_sender"):
         assert links[name]["rate_bps"] == 1_000_000_000
         assert links[name]["delay_ps"] == 2 * PS_PER_MS
-        assert links[name]["queue"] == {"discipline": "droptail", "limit_packets": 1000, "limit_bytes": None}
+        assert links[name]["queue"] == {"discipline": "droptail", "limit_packets": 1000, "limit_bytes": None, "cell_bytes": None, "limit_cells": None}
     assert links["bottleneck"]["rate_bps"] == links["bottleneck_rev"]["rate_bps"] == 100_000_000
     # rtt/2 - 2 x access_delay = 20 - 4 = 16 ms each way.
     assert links["bottleneck"]["delay_ps"] == links["bottleneck_rev"]["delay_ps"] == 16 * PS_PER_MS
@@ -135,7 +136,7 @@ def test_default_bottleneck_queue_is_one_bdp_in_mtu_packets():
     assert expected == 334
     for name in ("bottleneck", "bottleneck_rev"):
         queue = next(l for l in core["links"] if l["name"] == name)["queue"]
-        assert queue == {"discipline": "droptail", "limit_packets": expected, "limit_bytes": None}
+        assert queue == {"discipline": "droptail", "limit_packets": expected, "limit_bytes": None, "cell_bytes": None, "limit_cells": None}
 
 
 @pytest.mark.parametrize(
@@ -155,9 +156,9 @@ def test_limit_bdp(rate, rtt, mtu, bdp, packets):
 
 def test_queue_limits_in_packets_and_bytes():
     core = load_scenario(scenario(topology={"queue": {"discipline": "droptail", "limit_packets": 200}}))
-    assert core["links"][1]["queue"] == {"discipline": "droptail", "limit_packets": 200, "limit_bytes": None}
+    assert core["links"][1]["queue"] == {"discipline": "droptail", "limit_packets": 200, "limit_bytes": None, "cell_bytes": None, "limit_cells": None}
     core = load_scenario(scenario(topology={"queue": {"limit_bytes": "500KB"}, "access_queue": {"limit_packets": 100}}))
-    assert core["links"][1]["queue"] == {"discipline": "droptail", "limit_packets": None, "limit_bytes": 500_000}
+    assert core["links"][1]["queue"] == {"discipline": "droptail", "limit_packets": None, "limit_bytes": 500_000, "cell_bytes": None, "limit_cells": None}
     assert core["links"][0]["queue"]["limit_packets"] == 100
 
 
@@ -255,6 +256,22 @@ def test_examples_validate(path):
 
 def test_examples_exist():
     assert {p.name for p in EXAMPLES} >= {"reno-100M-40ms.toml", "window-limited-64KB.toml", "lfn-1G-100ms.toml"}
+
+
+def test_document_002_and_004_examples():
+    core = load_scenario(REPO / "examples" / "ansnet-ds3-red.toml")
+    bottleneck = core["links"][1]
+    assert bottleneck["rate_bps"] == 44_736_000
+    assert bottleneck["queue"]["discipline"] == "red"
+    # 200 cells of 2 KB hold 66 packets of 4096 + 52 bytes at 3 cells each.
+    assert bottleneck["queue"]["limit_packets"] == 200 // 3
+    assert core["flows"][0]["tcp"]["mss_bytes"] + 52 == 4148 and -(-4148 // 2048) == 3
+    assert (bottleneck["queue"]["min_th_packets"], bottleneck["queue"]["max_th_packets"]) == (33.0, 66.0)
+    core = load_scenario(REPO / "examples" / "outage-griddt.toml")
+    links = {link["name"]: link for link in core["links"]}
+    outage = [{"kind": "outage", "windows_ps": [[10 * PS_PER_S, 10_500 * PS_PER_MS]]}]
+    assert links["bottleneck"]["impairments"] == outage == links["bottleneck_rev"]["impairments"]
+    assert core["flows"][0]["cc"]["algorithm"] == "griddt" and core["flows"][0]["cc"]["cwnd_decr"] == 8
 
 
 def test_acceptance_example_values():
@@ -391,7 +408,7 @@ def test_mss_larger_than_mtu_allows():
         (scenario(flow={"cc": 5}), "flows[0].cc: 5 is not allowed: expected a table or a name"),
         (scenario(flow={"direction": "up"}), 'flows[0].direction: "up" is not allowed: expected one of: "forward", "reverse"'),
         (scenario(topology={"shape": "parking_lot"}), 'topology.shape: "parking_lot" is not allowed: expected one of: "dumbbell"'),
-        (scenario(topology={"queue": {"discipline": "red"}}), 'topology.queue.discipline: "red" is not allowed: expected one of: "droptail"'),
+        (scenario(topology={"queue": {"discipline": "codel"}}), 'topology.queue.discipline: "codel" is not allowed: expected one of: "droptail", "red"'),
         (scenario(topology={"queue": 300}), "topology.queue: 300 is not allowed: expected a table"),
         (scenario(topology={"queue": {"limit_packets": 0}}), "topology.queue.limit_packets: 0 is not allowed: must be at least 1"),
         (scenario(topology={"queue": {"limit_bdp": 0}}), "topology.queue.limit_bdp: 0 is not allowed"),
@@ -498,8 +515,8 @@ def _all_fields(table, prefix=""):
         yield path, f
         kind = f.kind
         if isinstance(kind, TableArray):
-            yield from _all_fields(kind.table, path)
-        elif isinstance(kind, Tagged):
+            kind = kind.table  # a Table or, for [[topology.impairments]], a Tagged
+        if isinstance(kind, Tagged):
             for variant in kind.variants.values():
                 yield from _all_fields(variant, path)
         elif isinstance(kind, Table):

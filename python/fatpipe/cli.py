@@ -186,7 +186,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except OSError as err:
         raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
     if not args.quiet:
-        print(_summary_table(result.summary, wall_s))
+        print(_summary_table(result.summary, wall_s, result.scenario))
         print(f"results: {outdir}")
     return EXIT_OK
 
@@ -246,7 +246,9 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
     return lines
 
 
-def _summary_table(summary: dict, wall_s: float) -> str:
+def _summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None) -> str:
+    """The run's summary as text; ``scenario`` (normalized) tells which drop causes the
+    links can have."""
     duration_s = summary["duration_s"]
     speed = f", {duration_s / wall_s:.3g}x real time" if wall_s > 0 else ""
     lines = [
@@ -262,19 +264,40 @@ def _summary_table(summary: dict, wall_s: float) -> str:
         ],
     )
     lines.append("")
-    lines += _table(
-        ["link", "rate", "utilization", "drops"],
-        [
-            [
-                link["name"],
-                format_rate(link["rate_bps"]),
-                f"{100 * link['utilization']:.1f}%",
-                link["drops_packets"],
-            ]
-            for link in summary["links"]
-        ],
-    )
+    lines += _link_table(summary["links"], scenario)
     return "\n".join(lines)
+
+
+def _link_table(links: Sequence[dict], scenario: Optional[dict]) -> List[str]:
+    """Rate, utilization and drops per link. Without RED or impairments every drop is a
+    queue overflow and one "drops" column says it all; otherwise "drops" is the total and
+    one column per cause that can occur (configured in the scenario, or counted) follows."""
+    # Imported here: result.py needs pandas, which validation does without.
+    from .result import DROP_CAUSES
+
+    configured = set()
+    for link in (scenario or {}).get("links", []):
+        if link["queue"]["discipline"] == "red":
+            configured.add("early_drops_packets")
+        for imp in link.get("impairments", []):
+            configured.add("outage_drops_packets" if imp["kind"] == "outage" else "impairment_drops_packets")
+    causes = [
+        (key, label)
+        for key, label in DROP_CAUSES[1:]
+        if key in configured or any(link[key] for link in links)
+    ]
+    headers = ["link", "rate", "utilization", "drops"]
+    if causes:
+        headers += [DROP_CAUSES[0][1]] + [label for _, label in causes]
+    rows = []
+    for link in links:
+        row = [link["name"], format_rate(link["rate_bps"]), f"{100 * link['utilization']:.1f}%"]
+        if causes:
+            row += [link["total_drops_packets"], link["drops_packets"]] + [link[key] for key, _ in causes]
+        else:
+            row.append(link["drops_packets"])
+        rows.append(row)
+    return _table(headers, rows)
 
 
 # ---- entry point ---------------------------------------------------------------------

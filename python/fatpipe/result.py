@@ -34,6 +34,15 @@ FLOW_SERIES_COLUMNS = [
     "throughput_bps",
     "send_rate_bps",
 ]
+#: The core's per-link drop counters by cause, in the order the summary table shows them:
+#: (summary key, short label). ``drops_packets`` counts queue overflow only.
+DROP_CAUSES = (
+    ("drops_packets", "overflow"),
+    ("early_drops_packets", "early (RED)"),
+    ("impairment_drops_packets", "random loss"),
+    ("outage_drops_packets", "outage"),
+)
+
 #: Columns of the queue (link) time series, in order.
 QUEUE_SERIES_COLUMNS = [
     "time_s",
@@ -63,7 +72,10 @@ class Result:
         summary: JSON-ready dict: the core's summary plus ``duration_s``,
             ``total_goodput_bps``, per flow ``goodput_bps`` (over the flow's active time,
             start to last in-order delivery) and ``run_goodput_bps`` (over the whole run),
-            per link ``utilization`` (busy time / duration).
+            per link ``utilization`` (busy time / duration) and ``total_drops_packets``
+            (every packet lost on entering the link, the sum of :data:`DROP_CAUSES`: queue
+            overflow ``drops_packets``, RED's ``early_drops_packets``, random loss
+            ``impairment_drops_packets`` and ``outage_drops_packets``).
         flows: one row per flow (the summary's flow entries).
         links: one row per link (the summary's link entries).
         flow_series: per sample and flow: time_s, flow (name), cwnd_segments, cwnd_bytes,
@@ -71,8 +83,8 @@ class Result:
             first RTT sample), delivered_bytes and sent_bytes (cumulative), throughput_bps
             and send_rate_bps (over the interval ending at the sample; 0 at the first).
         queue_series: per sample and link: time_s, link (name), queue_packets, queue_bytes,
-            drops_packets and departed_bytes (cumulative, wire bytes), utilization (of the
-            interval ending at the sample; 0 at the first).
+            drops_packets (queue overflow only) and departed_bytes (cumulative, wire bytes),
+            utilization (of the interval ending at the sample; 0 at the first).
     """
 
     def __init__(
@@ -109,6 +121,7 @@ class Result:
         for entry in core["links"]:
             link = dict(entry)
             link["utilization"] = int(link["busy_ps"]) / duration_ps
+            link["total_drops_packets"] = sum(int(link[key]) for key, _ in DROP_CAUSES)
             links.append(link)
         summary = dict(core)
         summary.update(

@@ -15,9 +15,10 @@ congestion-control algorithms by adding entries rather than code paths:
    table checks unknown keys, missing keys, types and single-value ranges, and names the
    field as the user wrote it. The reference in ``docs/scenario.md`` is generated from the
    same entries (:func:`format_reference`), so docs, defaults and errors cannot drift.
-2. **Registries** -- :data:`SHAPES`, :data:`QUEUE_DISCIPLINES`, :data:`CC_ALGORITHMS`: each
-   entry pairs a table of parameters with the function that turns parsed parameters into
-   the core's JSON.
+2. **Registries** -- :data:`SHAPES`, :data:`QUEUE_DISCIPLINES`, :data:`IMPAIRMENTS`,
+   :data:`CC_ALGORITHMS`: each entry pairs a table of parameters with the function that
+   turns parsed parameters into the core's JSON. Impairments are attached to links by name
+   after a shape has built them (:func:`attach_impairments`), so every shape has them.
 3. **Normalization** -- :func:`load` builds the network from the shape, then the flows, and
    checks what involves several values (MSS against MTU, stop after start, ...).
 
@@ -77,7 +78,10 @@ __all__ = [
     "format_reference",
     "SHAPES",
     "QUEUE_DISCIPLINES",
+    "IMPAIRMENTS",
     "CC_ALGORITHMS",
+    "attach_impairments",
+    "red_automatic_parameters",
     "IPV4_TCP_HEADER_BYTES",
     "TIMESTAMPS_OPTION_BYTES",
 ]
@@ -109,6 +113,11 @@ class ScenarioError(ValueError):
 def _fail(path: str, value: Any, allowed: str) -> ScenarioError:
     """The standard error: ``<path>: <value> is not allowed: <allowed>``."""
     return ScenarioError(f"{path}: {describe_value(value)} is not allowed: {allowed}", path)
+
+
+def _fail_number(path: str, x: float, allowed: str) -> ScenarioError:
+    """:func:`_fail` for a parsed number, shown as a person writes it (30, not 30.0)."""
+    return ScenarioError(f"{path}: {_num(x)} is not allowed: {allowed}", path)
 
 
 def _join(path: str, key: str) -> str:
@@ -413,7 +422,9 @@ class Table(Kind):
 class TableArray(Kind):
     """A TOML array of tables (``[[flows]]``) with at least ``min_items`` entries."""
 
-    table: Table
+    #: The entries' table, or a :class:`Tagged` table (``[[topology.impairments]]`` with
+    #: ``kind = ...``).
+    table: Union[Table, "Tagged"]
     min_items: int = 1
     header: str = ""
     type_doc: str = "array of tables"
@@ -507,7 +518,12 @@ class Network:
 
 @dataclass(frozen=True)
 class Shape:
-    """A named topology: its parameters and the function that builds the network."""
+    """A named topology: its parameters and the function that builds the network.
+
+    Keys every shape has (:data:`SHAPE_COMMON_KEYS`, such as ``impairments``) are handled
+    by :func:`load` after ``build``; ``build`` gets the shape's own keys only. Make the
+    table with :func:`shape_table`, which adds them.
+    """
 
     table: Table
     build: Callable[[Dict[str, Any], str], Network]
@@ -538,47 +554,114 @@ _LIMIT_KINDS: Dict[str, Kind] = {
     "limit_bytes": Size(example="500KB"),
     "limit_bdp": Real(lower=0.0, example=1.0),
 }
+_LIMIT_MEANINGS = {
+    "limit_packets": "most packets waiting (not counting the one being transmitted); "
+    "an arriving packet that does not fit is dropped",
+    "limit_bytes": "most IP bytes waiting; at least the MTU, so a full-size packet fits",
+    "limit_bdp": "limit as a multiple of the bandwidth-delay product (this link's rate x the "
+    "path's rtt), converted to packets of MTU size, rounded up, at least 1",
+}
+
+
+def _limit_fields(
+    keys: Sequence[str],
+    default_key: str,
+    default_value: Any,
+    default_source: str,
+    when: str,
+) -> Tuple[Field, ...]:
+    """The limit keys of a discipline: ``default_key = default_value`` applies ``when``
+    (e.g. "when no limit is set"); the other keys are simply unset by default."""
+    if default_key not in keys:
+        raise ValueError(f"default limit {default_key} is not one of {keys}")  # a schema bug
+    return tuple(
+        Field(
+            key,
+            _LIMIT_KINDS[key],
+            _LIMIT_MEANINGS[key],
+            Derived(f"{_toml_literal(default_value)} {when}") if key == default_key else UNSET,
+            default_source if key == default_key else "",
+        )
+        for key in keys
+    )
+
+
+def _queue_limit(
+    params: Dict[str, Any],
+    path: str,
+    keys: Sequence[str],
+    *,
+    rate_bps: int,
+    rtt_ps: int,
+    mtu_bytes: int,
+    default_key: str,
+    default_value: Any,
+    apply_default: bool = True,
+) -> Tuple[Optional[int], Optional[int]]:
+    """(limit_packets, limit_bytes) from at most one of ``keys``; with none given, the
+    default limit if ``apply_default``, else no limit at all (None, None)."""
+    given = [k for k in keys if params.get(k) is not None]
+    if len(given) > 1:
+        raise ScenarioError(
+            f"{path}: {' and '.join(given)} are both set; set at most one of {', '.join(keys)}",
+            path,
+        )
+    if given:
+        key, value = given[0], params[given[0]]
+    elif apply_default:
+        # The default is written as a user would write it; parse it the same way.
+        key = default_key
+        value = _LIMIT_KINDS[key].parse(default_value, _join(path, key))
+    else:
+        return None, None
+    if key == "limit_packets":
+        return value, None
+    if key == "limit_bytes":
+        if value < mtu_bytes:
+            raise ScenarioError(
+                f"{_join(path, key)}: {format_size(value)} is not allowed: must be at least the MTU "
+                f"({mtu_bytes} bytes) so that one full-size packet fits",
+                _join(path, key),
+            )
+        return None, value
+    # BDP in bytes = rate x rtt / 8, in packets of MTU size; exact rational arithmetic so
+    # that e.g. 100 Mb/s x 40 ms = 500,000 bytes = 333.3 -> 334 packets on every machine.
+    bdp_packets = Fraction(repr(value)) * rate_bps * rtt_ps / (8 * PS_PER_S * mtu_bytes)
+    return max(1, math.ceil(bdp_packets)), None
 
 
 def _droptail_table(default_key: str, default_value: Any, default_source: str) -> Table:
-    """Drop-tail parameters; ``default_key = default_value`` applies when no limit is set."""
-
-    def default_for(key: str) -> Any:
-        if key == default_key:
-            return Derived(f"{_toml_literal(default_value)} when no limit is set")
-        return UNSET
-
-    def source_for(key: str) -> str:
-        return default_source if key == default_key else ""
-
+    """Drop-tail parameters; ``default_key = default_value`` applies when no limit (and no
+    cells) is set."""
     return Table(
         fields=(
-            Field(
-                "limit_packets",
-                _LIMIT_KINDS["limit_packets"],
-                "most packets waiting (not counting the one being transmitted); "
-                "an arriving packet that does not fit is dropped",
-                default_for("limit_packets"),
-                source_for("limit_packets"),
+            *_limit_fields(
+                _LIMIT_KEYS, default_key, default_value, default_source,
+                "when no limit and no cells are set",
             ),
             Field(
-                "limit_bytes",
-                _LIMIT_KINDS["limit_bytes"],
-                "most IP bytes waiting; at least the MTU, so a full-size packet fits",
-                default_for("limit_bytes"),
-                source_for("limit_bytes"),
+                "cell_size",
+                Size(minimum=1, maximum=U32_MAX, example=2048),
+                "size of one buffer cell, bytes: the router stores a packet in "
+                "ceil(IP bytes / cell_size) cells (document 002's ANSNET routers: 2 KB cells, "
+                "so a packet over 4 KB takes 3); set together with limit_cells",
+                UNSET,
+                "unset: no cell accounting",
             ),
             Field(
-                "limit_bdp",
-                _LIMIT_KINDS["limit_bdp"],
-                "limit as a multiple of the bandwidth-delay product (this link's rate x the "
-                "path's rtt), converted to packets of MTU size, rounded up, at least 1",
-                default_for("limit_bdp"),
-                source_for("limit_bdp"),
+                "limit_cells",
+                Integer(minimum=1, maximum=U64_MAX, example=60),
+                "number of buffer cells; an arriving packet that needs more cells than are "
+                "free is dropped. Applies together with a limit_* key if one is set; with "
+                "cells alone there is no other limit (document 002: 60 cells of 2048 bytes "
+                "hold 20 packets of 4096 + 52 bytes)",
+                UNSET,
+                "unset: no cell accounting",
             ),
         ),
         doc="First in, first out; arrivals that do not fit are dropped. Set at most one of "
-        "limit_packets, limit_bytes, limit_bdp.",
+        "limit_packets, limit_bytes, limit_bdp, and optionally buffer cells (cell_size and "
+        "limit_cells), which apply as well.",
     )
 
 
@@ -592,41 +675,228 @@ def _normalize_droptail(
     default_key: str,
     default_value: Any,
 ) -> Dict[str, Any]:
-    given = [k for k in _LIMIT_KEYS if params.get(k) is not None]
-    if len(given) > 1:
-        raise ScenarioError(
-            f"{path}: {' and '.join(given)} are both set; set at most one of {', '.join(_LIMIT_KEYS)}",
-            path,
+    cell_bytes, limit_cells = params["cell_size"], params["limit_cells"]
+    if (cell_bytes is None) != (limit_cells is None):
+        given, missing = (
+            ("cell_size", "limit_cells") if cell_bytes is not None else ("limit_cells", "cell_size")
         )
-    if given:
-        key, value = given[0], params[given[0]]
-    else:
-        # The default is written as a user would write it; parse it the same way.
-        key = default_key
-        value = _LIMIT_KINDS[key].parse(default_value, _join(path, key))
-    limit_packets: Optional[int] = None
-    limit_bytes: Optional[int] = None
-    if key == "limit_packets":
-        limit_packets = value
-    elif key == "limit_bytes":
-        if value < mtu_bytes:
-            raise ScenarioError(
-                f"{_join(path, key)}: {format_size(value)} is not allowed: must be at least the MTU "
-                f"({mtu_bytes} bytes) so that one full-size packet fits",
-                _join(path, key),
+        raise ScenarioError(
+            f"{_join(path, missing)}: missing; required with {given} (the queue holds "
+            "limit_cells cells of cell_size bytes)",
+            _join(path, missing),
+        )
+    if cell_bytes is not None:
+        cells_per_mtu = -(-mtu_bytes // cell_bytes)  # ceiling division
+        if limit_cells < cells_per_mtu:
+            raise _fail(
+                _join(path, "limit_cells"),
+                limit_cells,
+                f"a full-size packet (MTU {mtu_bytes} bytes) takes {cells_per_mtu} cells of "
+                f"{cell_bytes} bytes, so at least {cells_per_mtu} are needed",
             )
-        limit_bytes = value
-    else:
-        # BDP in bytes = rate x rtt / 8, in packets of MTU size; exact rational arithmetic so
-        # that e.g. 100 Mb/s x 40 ms = 500,000 bytes = 333.3 -> 334 packets on every machine.
-        bdp_packets = Fraction(repr(value)) * rate_bps * rtt_ps / (8 * PS_PER_S * mtu_bytes)
-        limit_packets = max(1, math.ceil(bdp_packets))
-    return {"discipline": "droptail", "limit_packets": limit_packets, "limit_bytes": limit_bytes}
+    limit_packets, limit_bytes = _queue_limit(
+        params,
+        path,
+        _LIMIT_KEYS,
+        rate_bps=rate_bps,
+        rtt_ps=rtt_ps,
+        mtu_bytes=mtu_bytes,
+        default_key=default_key,
+        default_value=default_value,
+        # Cells alone are the whole limit: the default packet limit must not cut in.
+        apply_default=cell_bytes is None,
+    )
+    return {
+        "discipline": "droptail",
+        "limit_packets": limit_packets,
+        "limit_bytes": limit_bytes,
+        "cell_bytes": cell_bytes,
+        "limit_cells": limit_cells,
+    }
+
+
+#: RED's hard limit counts packets (the core's RED has no byte or cell limit).
+_RED_LIMIT_KEYS = ("limit_packets", "limit_bdp")
+#: ns-2 automatic thresholds (red.cc): min_th = max(5, target queue / 2), max_th = 3 min_th.
+RED_MIN_TH_FLOOR_PACKETS = 5.0
+RED_MAX_TH_OVER_MIN_TH = 3.0
+
+
+def red_automatic_parameters(
+    rate_bps: int, mean_packet_bytes: int, target_delay_ps: int
+) -> Tuple[float, float, float]:
+    """(min_th, max_th, w_q) as ns-2's red.cc chooses them when left unset, for a link of
+    ``rate_bps``: C = rate / (8 x mean packet size) packets/s, min_th = max(5,
+    target_delay x C / 2), max_th = 3 x min_th, w_q = 1 - exp(-1 / C). The core computes the
+    same; this is for documentation and checks."""
+    packets_per_s = rate_bps / (8 * mean_packet_bytes)
+    min_th = max(RED_MIN_TH_FLOOR_PACKETS, target_delay_ps / PS_PER_S * packets_per_s / 2)
+    return min_th, RED_MAX_TH_OVER_MIN_TH * min_th, 1.0 - math.exp(-1.0 / packets_per_s)
+
+
+_RED_AUTOMATIC = "C = link rate / (8 x mean_packet_size) packets/s"
+
+
+def _red_table(default_key: str, default_value: Any, default_source: str) -> Table:
+    """RED parameters; the hard limit defaults as the drop-tail limit of the same queue."""
+    return Table(
+        fields=(
+            *_limit_fields(
+                _RED_LIMIT_KEYS, default_key, default_value,
+                f"as for drop-tail: {default_source}", "when no limit is set",
+            ),
+            Field(
+                "min_th",
+                Real(lower=0.0, lower_open=False, example=5.0),
+                "lower threshold of the average queue, packets: below it nothing is dropped "
+                "early; must be below the hard limit",
+                Derived(f"automatic: max(5, target_delay x C / 2), {_RED_AUTOMATIC}"),
+                "ns-2 red.cc automatic thresholds (thresh_ 0; Floyd, Gummadi and Shenker, "
+                "Adaptive RED, 2001)",
+            ),
+            Field(
+                "max_th",
+                Real(lower=0.0, example=15.0),
+                "upper threshold of the average queue, packets (greater than min_th): the "
+                "early-drop probability reaches max_p there; setting it needs min_th too",
+                Derived("3 x min_th"),
+                "ns-2 red.cc (maxthresh_ 0); Floyd, Gummadi and Shenker 2001 recommend "
+                "max_th = 3 min_th",
+            ),
+            Field(
+                "max_p",
+                Real(lower=0.0, upper=1.0, upper_open=False, example=0.1),
+                "early-drop probability at max_th (before the spacing by the count of packets "
+                "since the last drop)",
+                0.1,
+                "ns-2 Queue/RED linterm_ 10 (max_p = 1 / linterm_)",
+            ),
+            Field(
+                "w_q",
+                Real(lower=0.0, upper=1.0, upper_open=False, example=0.002),
+                "weight of the latest queue length in the average queue (exponentially "
+                "weighted moving average, updated on every arrival)",
+                Derived(f"automatic: 1 - exp(-1 / C), {_RED_AUTOMATIC}: a time constant of "
+                        "one second of arrivals at the link rate"),
+                "ns-2 red.cc with q_weight_ 0 (Floyd, Gummadi and Shenker 2001); ns-2.35's "
+                "default q_weight_ -1 scales it by 10 RTTs instead",
+            ),
+            Field(
+                "gentle",
+                Boolean(),
+                "between max_th and 2 x max_th the early-drop probability climbs from max_p to "
+                "1 instead of jumping to 1 (Floyd 2000)",
+                True,
+                "ns-2 default since April 2001 (gentle_ true); document 003 ran RED in gentle mode",
+            ),
+            Field(
+                "byte_mode",
+                Boolean(),
+                "scale the early-drop probability by packet size / mean_packet_size, so large "
+                "packets are dropped more often",
+                False,
+                "packet mode, as Floyd and Jacobson 1993 and ns-2 before October 2004 "
+                "(bytes_ false)",
+            ),
+            Field(
+                "mean_packet_size",
+                Size(minimum=1, maximum=65535, example=500),
+                "typical packet size, bytes: the unit of C in the automatic parameters, of "
+                "the average's decay while the queue is idle, and of byte_mode",
+                500,
+                "ns-2 Queue/RED mean_pktsize_ 500",
+            ),
+            Field(
+                "wait",
+                Boolean(),
+                "space early drops further apart: no drop until count x p_b reaches 1, then "
+                "p_b / (2 - count x p_b); false is Floyd and Jacobson's p_b / (1 - count x p_b)",
+                True,
+                "ns-2 Queue/RED wait_ true",
+            ),
+            Field(
+                "target_delay",
+                Duration(positive=True, example="5ms"),
+                "queueing delay the automatic min_th aims at (target_delay x C packets, halved)",
+                "5ms",
+                "ns-2 Queue/RED targetdelay_ 0.005 (Floyd, Gummadi and Shenker 2001)",
+            ),
+        ),
+        doc="Random Early Detection (Floyd and Jacobson 1993) as ns-2 runs it: an arrival is "
+        "dropped early with a probability that grows with the average queue from min_th to "
+        "max_th (and, gentle, on to 2 x max_th); the hard limit drops arrivals to a full "
+        "queue. Set at most one of limit_packets, limit_bdp. Queue, thresholds and limit "
+        "count packets whatever their size.",
+    )
+
+
+def _normalize_red(
+    params: Dict[str, Any],
+    path: str,
+    *,
+    rate_bps: int,
+    rtt_ps: int,
+    mtu_bytes: int,
+    default_key: str,
+    default_value: Any,
+) -> Dict[str, Any]:
+    limit_packets, _ = _queue_limit(
+        params,
+        path,
+        _RED_LIMIT_KEYS,
+        rate_bps=rate_bps,
+        rtt_ps=rtt_ps,
+        mtu_bytes=mtu_bytes,
+        default_key=default_key,
+        default_value=default_value,
+    )
+    min_th, max_th = params["min_th"], params["max_th"]
+    if max_th is not None and min_th is None:
+        raise _fail_number(
+            _join(path, "max_th"),
+            max_th,
+            "give min_th too, or neither (both automatic: min_th = max(5, target_delay x C / 2), "
+            "max_th = 3 x min_th)",
+        )
+    if min_th is not None:
+        if max_th is None:
+            # ns-2 derives the missing upper threshold the same way (red.cc).
+            if min_th == 0:
+                raise _fail_number(
+                    _join(path, "min_th"),
+                    min_th,
+                    "with max_th unset (3 x min_th) min_th must be positive; give max_th "
+                    "to start early drops at an empty queue",
+                )
+            max_th = RED_MAX_TH_OVER_MIN_TH * min_th
+        elif not min_th < max_th:
+            raise _fail_number(_join(path, "max_th"), max_th, f"must be greater than min_th ({_num(min_th)})")
+        if limit_packets is not None and min_th >= limit_packets:
+            raise _fail_number(
+                _join(path, "min_th"),
+                min_th,
+                f"must be below the hard limit ({limit_packets} packets): the average queue "
+                "never reaches it, so RED would never drop early",
+            )
+    return {
+        "discipline": "red",
+        "limit_packets": limit_packets,
+        "min_th_packets": None if min_th is None else float(min_th),
+        "max_th_packets": None if max_th is None else float(max_th),
+        "max_p": float(params["max_p"]),
+        "w_q": None if params["w_q"] is None else float(params["w_q"]),
+        "gentle": params["gentle"],
+        "byte_mode": params["byte_mode"],
+        "mean_packet_bytes": params["mean_packet_size"],
+        "wait": params["wait"],
+        "target_delay_ps": params["target_delay"],
+    }
 
 
 #: Queue disciplines by name. Each gives (table factory, normalizer).
 QUEUE_DISCIPLINES: Dict[str, QueueDiscipline] = {
     "droptail": QueueDiscipline(table=_droptail_table, normalize=_normalize_droptail),
+    "red": QueueDiscipline(table=_red_table, normalize=_normalize_red),
 }
 
 
@@ -661,6 +931,258 @@ _ACCESS_QUEUE_DEFAULT = (
 )
 
 
+# ---- impairments ----------------------------------------------------------------------
+# Losses on entering a link, attached by link name after a shape has built its links: the
+# same [[topology.impairments]] entries work on any shape.
+
+
+class LinkName(Scalar):
+    """The name of one of the shape's links; checked against them once the links exist."""
+
+    type_doc = "link name"
+
+    def convert(self, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise UnitError(value, 'expected the name of a link, such as "bottleneck"')
+        return value
+
+
+class OutageWindows(Kind):
+    """``[["10s", "10.5s"], ...]``: half-open windows [start, end), in time order, not
+    overlapping; parsed to a list of (start_ps, end_ps)."""
+
+    type_doc = "array of [start, end] durations"
+    _EXAMPLE = '[["10s", "10.5s"]]'
+
+    def parse(self, value: Any, path: str) -> List[Tuple[int, int]]:
+        if not isinstance(value, (list, tuple)):
+            raise _fail(path, value, f"expected an array of [start, end] windows, such as {self._EXAMPLE}")
+        if not value:
+            raise _fail(path, value, f"at least one [start, end] window, such as {self._EXAMPLE}")
+        moment = Duration(positive=False, example="10s")
+        windows: List[Tuple[int, int]] = []
+        for i, item in enumerate(value):
+            sub = f"{path}[{i}]"
+            if not isinstance(item, (list, tuple)) or len(item) != 2:
+                raise _fail(sub, item, 'expected [start, end], two durations such as ["10s", "10.5s"]')
+            start, end = (moment.parse(v, f"{sub}[{j}]") for j, v in enumerate(item))
+            if end <= start:
+                raise ScenarioError(
+                    f"{sub}: [{format_duration(start)}, {format_duration(end)}) is not allowed: "
+                    "the end must be after the start",
+                    sub,
+                )
+            if windows and start < windows[-1][1]:
+                raise ScenarioError(
+                    f"{sub}: [{format_duration(start)}, {format_duration(end)}) is not allowed: "
+                    f"windows must be in time order and not overlap ({path}[{i - 1}] ends at "
+                    f"{format_duration(windows[-1][1])})",
+                    sub,
+                )
+            windows.append((start, end))
+        return windows
+
+
+def _probability(example: float) -> Real:
+    return Real(lower=0.0, upper=1.0, lower_open=False, upper_open=False, example=example)
+
+
+_IMPAIRMENT_LINK = Field(
+    "link",
+    LinkName(),
+    'the link whose entering packets this impairs, by name ("bottleneck", "bottleneck_rev", '
+    '"access_fwd_sender", ...: the names of the shape\'s links)',
+)
+
+
+@dataclass(frozen=True)
+class ImpairmentKind:
+    """An impairment: its parameters and the normalizer to the core's JSON. ``normalize``
+    gets the parsed entry (without ``kind`` and ``link``), its path and the run's duration."""
+
+    table: Table
+    normalize: Callable[[Dict[str, Any], str, int], Dict[str, Any]]
+
+
+def _normalize_bernoulli(params: Dict[str, Any], path: str, duration_ps: int) -> Dict[str, Any]:
+    return {"kind": "bernoulli", "probability": float(params["probability"])}
+
+
+def _normalize_gilbert_elliott(params: Dict[str, Any], path: str, duration_ps: int) -> Dict[str, Any]:
+    return {"kind": "gilbert_elliott", **{k: float(v) for k, v in params.items()}}
+
+
+def _normalize_outage(params: Dict[str, Any], path: str, duration_ps: int) -> Dict[str, Any]:
+    windows, start, length = params["windows"], params["start"], params["duration"]
+    if windows is not None:
+        for key in ("start", "duration"):
+            if params[key] is not None:
+                raise ScenarioError(
+                    f"{_join(path, key)}: not allowed together with windows: give either windows "
+                    "or start and duration",
+                    _join(path, key),
+                )
+        for i, (begin, end) in enumerate(windows):
+            if end > duration_ps:
+                sub = f"{_join(path, 'windows')}[{i}]"
+                raise ScenarioError(
+                    f"{sub}: [{format_duration(begin)}, {format_duration(end)}) is not allowed: "
+                    f"an outage must end by the end of the run (duration {format_duration(duration_ps)})",
+                    sub,
+                )
+    else:
+        if start is None or length is None:
+            missing, other = ("start", "duration") if start is None else ("duration", "start")
+            given = f" with {other}" if params[other] is not None else ""
+            raise ScenarioError(
+                f"{_join(path, missing)}: missing; required{given} (give windows = "
+                '[["10s", "10.5s"], ...], or one outage as start and duration)',
+                _join(path, missing),
+            )
+        if start + length > duration_ps:
+            sub = _join(path, "duration")
+            raise ScenarioError(
+                f"{sub}: {format_duration(length)} is not allowed: the outage from "
+                f"{format_duration(start)} would end at {format_duration(start + length)}, after "
+                f"the end of the run (duration {format_duration(duration_ps)})",
+                sub,
+            )
+        windows = [(start, start + length)]
+    return {"kind": "outage", "windows_ps": [[begin, end] for begin, end in windows]}
+
+
+#: Impairments by ``kind``.
+IMPAIRMENTS: Dict[str, ImpairmentKind] = {
+    "bernoulli": ImpairmentKind(
+        Table(
+            fields=(
+                _IMPAIRMENT_LINK,
+                Field(
+                    "probability",
+                    _probability(0.01),
+                    "probability that a packet entering the link is lost, independently of "
+                    "all others",
+                ),
+            ),
+            doc="Independent (Bernoulli) loss: the loss model behind the TCP response "
+            "functions (Mathis et al. 1997; RFC 3649).",
+        ),
+        _normalize_bernoulli,
+    ),
+    "gilbert_elliott": ImpairmentKind(
+        Table(
+            fields=(
+                _IMPAIRMENT_LINK,
+                Field(
+                    "p_good_to_bad",
+                    Real(lower=0.0, upper=1.0, upper_open=False, example=0.001),
+                    "per-packet probability of moving from the Good state to the Bad state",
+                ),
+                Field(
+                    "p_bad_to_good",
+                    Real(lower=0.0, upper=1.0, upper_open=False, example=0.25),
+                    "per-packet probability of moving from Bad back to Good; with loss_bad = 1 "
+                    "the mean loss burst is 1 / p_bad_to_good packets",
+                ),
+                Field(
+                    "loss_good",
+                    _probability(0.0),
+                    "loss probability of a packet in the Good state",
+                    0.0,
+                    "Gilbert 1960: no losses in Good (Elliott 1963 allows some)",
+                ),
+                Field(
+                    "loss_bad",
+                    _probability(1.0),
+                    "loss probability of a packet in the Bad state",
+                    1.0,
+                    "the simple Gilbert model: every packet in Bad is lost",
+                ),
+            ),
+            doc="Bursty loss (Gilbert 1960, Elliott 1963): a two-state Markov chain, Good and "
+            "Bad, advanced once per packet entering the link, starting in Good; each state "
+            "has its own loss probability. Long-run loss rate: "
+            "(p_good_to_bad x loss_bad + p_bad_to_good x loss_good) / (p_good_to_bad + "
+            "p_bad_to_good).",
+        ),
+        _normalize_gilbert_elliott,
+    ),
+    "outage": ImpairmentKind(
+        Table(
+            fields=(
+                _IMPAIRMENT_LINK,
+                Field(
+                    "windows",
+                    OutageWindows(),
+                    'outage windows [start, end) from the start of the run, such as [["10s", '
+                    '"10.5s"]]; in time order, not overlapping, each ending by the end of the run',
+                    UNSET,
+                    "unset: one window given as start and duration",
+                ),
+                Field(
+                    "start",
+                    Duration(positive=False, example="10s"),
+                    "start of a single outage (with duration; instead of windows)",
+                    UNSET,
+                    "unset: the outages are given as windows",
+                ),
+                Field(
+                    "duration",
+                    Duration(positive=True, example="500ms"),
+                    "length of a single outage (with start; instead of windows)",
+                    UNSET,
+                    "unset: the outages are given as windows",
+                ),
+            ),
+            doc="Total outages (document 004: 0.5 s and 3 s): every packet entering the link "
+            "from start up to, not including, end is lost. Give windows, or start and "
+            "duration for one outage.",
+        ),
+        _normalize_outage,
+    ),
+}
+
+_IMPAIRMENTS_FIELD = Field(
+    "impairments",
+    TableArray(
+        Tagged(
+            tag="kind",
+            variants={name: k.table for name, k in IMPAIRMENTS.items()},
+            tag_doc="impairment",
+        ),
+        min_items=0,
+        header="topology.impairments",
+    ),
+    "losses of packets entering a link, besides queue overflow ([[topology.impairments]], "
+    "one table per impairment); several on one link apply in the order given, and a packet "
+    "lost to one is not offered to the next",
+    [],
+    "none: packets are lost only to queues",
+)
+
+
+def attach_impairments(
+    network: Network, entries: List[Dict[str, Any]], path: str, duration_ps: int, shape: str
+) -> None:
+    """Normalizes parsed ``[[topology.impairments]]`` entries and appends each to its link's
+    ``impairments`` list (every link gets the key). Works on any shape's network."""
+    names = [link["name"] for link in network.links]
+    for link in network.links:
+        link["impairments"] = []
+    for i, entry in enumerate(entries):
+        sub = f"{path}[{i}]"
+        name = entry["link"]
+        if name not in names:
+            allowed = f"expected a link of the {shape}: " + ", ".join(json.dumps(n) for n in names)
+            close = difflib.get_close_matches(name, names, n=1)
+            if close:
+                allowed += f'; did you mean "{close[0]}"?'
+            raise _fail(_join(sub, "link"), name, allowed)
+        params = {k: v for k, v in entry.items() if k not in ("kind", "link")}
+        spec = IMPAIRMENTS[entry["kind"]].normalize(params, sub, duration_ps)
+        network.links[names.index(name)]["impairments"].append(spec)
+
+
 # ---- topology shapes -----------------------------------------------------------------
 
 _COMMON_LINK_FIELDS = (
@@ -682,8 +1204,16 @@ _COMMON_LINK_FIELDS = (
     ),
 )
 
-_DUMBBELL = Table(
-    fields=(
+#: Keys of [topology] that every shape has, handled independently of the shape.
+SHAPE_COMMON_KEYS = ("impairments",)
+
+
+def shape_table(*fields: Field, doc: str) -> Table:
+    """A shape's table: its own fields, then the keys every shape has (impairments)."""
+    return Table(fields=(*fields, _IMPAIRMENTS_FIELD), doc=doc)
+
+
+_DUMBBELL = shape_table(
         Field("bottleneck_rate", Rate(), "rate of the bottleneck link r1 -> r2 (and r2 -> r1)"),
         Field(
             "rtt",
@@ -723,7 +1253,6 @@ _DUMBBELL = Table(
             {},
             "each key's own default",
         ),
-    ),
     doc="sender -> access link -> router r1 -> bottleneck -> router r2 -> access link -> "
     "receiver, and the same links in reverse (for ACKs and reverse flows).",
 )
@@ -1372,7 +1901,11 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
     name = top["name"] if top["name"] is not None else default_name
     topo = top["topology"]
     shape = SHAPES[topo["shape"]]
-    network = shape.build({k: v for k, v in topo.items() if k != "shape"}, "topology")
+    own = {k: v for k, v in topo.items() if k != "shape" and k not in SHAPE_COMMON_KEYS}
+    network = shape.build(own, "topology")
+    attach_impairments(
+        network, topo["impairments"], "topology.impairments", duration_ps, shape=topo["shape"]
+    )
     flows = [
         _normalize_flow(flow, f"flows[{i}]", i, network, duration_ps)
         for i, flow in enumerate(top["flows"])
@@ -1563,24 +2096,33 @@ def _walk(
     for f in table.fields:
         child = f"{header}.{f.key}" if header else f.key
         kind = f.kind
-        if isinstance(kind, TableArray):
+        if isinstance(kind, TableArray) and isinstance(kind.table, Tagged):
+            lines += _walk_variants(f"[[{child}]]", child, f.doc, kind.table)
+        elif isinstance(kind, TableArray):
             lines += _walk(f"`[[{child}]]`", child, kind.table.doc, kind.table)
         elif isinstance(kind, Tagged):
-            for value, variant in kind.variants.items():
-                default_note = " (the default)" if value == kind.default_tag else ""
-                lines += _walk(
-                    f"`[{child}]` with `{kind.tag} = {json.dumps(value)}`{default_note}",
-                    child,
-                    f"{f.doc[:1].upper()}{f.doc[1:]}. {variant.doc}".strip(),
-                    variant,
-                    tag=(
-                        kind.tag,
-                        value,
-                        f"{kind.tag_doc}; one of {', '.join(json.dumps(v) for v in kind.variants)}",
-                    ),
-                )
+            lines += _walk_variants(f"[{child}]", child, f.doc, kind)
         elif isinstance(kind, Table):
             lines += _walk(f"`[{child}]`", child, kind.doc, kind)
+    return lines
+
+
+def _walk_variants(header_text: str, child: str, doc: str, kind: Tagged) -> List[str]:
+    """One section per variant of a tagged table (``header_text`` is ``[x]`` or ``[[x]]``)."""
+    lines: List[str] = []
+    for value, variant in kind.variants.items():
+        default_note = " (the default)" if value == kind.default_tag else ""
+        lines += _walk(
+            f"`{header_text}` with `{kind.tag} = {json.dumps(value)}`{default_note}",
+            child,
+            f"{doc[:1].upper()}{doc[1:]}. {variant.doc}".strip(),
+            variant,
+            tag=(
+                kind.tag,
+                value,
+                f"{kind.tag_doc}; one of {', '.join(json.dumps(v) for v in kind.variants)}",
+            ),
+        )
     return lines
 
 
