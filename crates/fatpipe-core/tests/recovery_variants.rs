@@ -165,3 +165,26 @@ fn dcr_rides_out_reordering_that_triggers_fast_retransmits_without_it() {
     assert_eq!(dcr.sender.stats.fast_retransmits, 0);
     assert_eq!(dcr.sender.stats.segments_retransmitted, 0);
 }
+
+#[test]
+fn every_recovery_variant_fills_the_reference_path() {
+    // Step 1's scenario: 100 Mb/s, 40 ms, one BDP of drop-tail buffer, 60 s, delayed ACKs.
+    use fatpipe_core::time::PS_PER_S;
+    use fatpipe_core::Simulation;
+    let (rate, rtt) = (100_000_000u64, 40 * PS_PER_MS);
+    for recovery in [Recovery::Tahoe, Recovery::Reno, Recovery::Newreno, Recovery::Sack] {
+        let mut tcp = tcp_config();
+        tcp.recovery = recovery;
+        let bdp = bdp_packets(rate, rtt, 1538);
+        let mut sim = Simulation::new(dumbbell(rate, rtt, bdp, 60 * PS_PER_S, tcp)).unwrap();
+        sim.run();
+        let qs = &sim.queue_series;
+        let departed = |t: u64| {
+            let i = (0..qs.time_ps.len()).find(|&i| qs.time_ps[i] == t && qs.link[i] == 1).unwrap();
+            qs.departed_bytes[i]
+        };
+        let utilization = (departed(60 * PS_PER_S) - departed(20 * PS_PER_S)) as f64 * 8.0 / (40.0 * rate as f64);
+        eprintln!("{recovery:?}: bottleneck utilization over the last 40 s {utilization:.3}");
+        assert!(utilization > 0.8, "{recovery:?}: {utilization}");
+    }
+}

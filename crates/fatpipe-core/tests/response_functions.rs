@@ -1,6 +1,9 @@
 //! Response functions: mean congestion window under random (Bernoulli) loss rate p, one ACK
 //! per segment, on a path fast enough never to queue (step 2, acceptance 2).
-//!   Standard TCP: w = 1.22 / sqrt(p)  (Mathis et al. 1997; RFC 3649 section 5)
+//!   Standard TCP: w = 1.22 / sqrt(p)      (Mathis et al. 1997; RFC 3649 section 5)
+//!   HighSpeed:    w = 0.12 / p^0.835      (RFC 3649 section 5, above w = 38)
+//!   Scalable:     w = a / (b p)           (Kelly 2003)
+//! Each point simulates about `cycles` loss events, i.e. cycles / p packets.
 
 mod support;
 use fatpipe_core::cc::CcSpec;
@@ -10,13 +13,13 @@ use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
 use fatpipe_core::Simulation;
 use support::*;
 
-/// Time-averaged cwnd (segments) of one flow under loss rate `p`, over about `cycles` loss
-/// events after the first ten.
-pub fn mean_cwnd(cc: CcSpec, p: f64, expected_w: f64) -> f64 {
+/// Time-averaged cwnd (segments) of one flow under loss rate `p` over about `cycles` loss
+/// events, after a warm-up of a sixth of the run.
+pub fn mean_cwnd(cc: CcSpec, p: f64, expected_w: f64, cycles: f64) -> f64 {
     let rtt: Time = 10 * PS_PER_MS;
     // Each loss event comes every 1/p packets, w packets per RTT: 1/(p w) RTTs apart.
     let rtts_per_loss = 1.0 / (p * expected_w);
-    let duration = ((60.0 * rtts_per_loss * rtt as f64) as Time).max(10 * PS_PER_S);
+    let duration = ((1.2 * cycles * rtts_per_loss * rtt as f64) as Time).max(2 * PS_PER_S);
     let warmup = duration / 6;
     let mut tcp = tcp_config();
     tcp.delayed_ack = false;
@@ -47,7 +50,7 @@ pub fn mean_cwnd(cc: CcSpec, p: f64, expected_w: f64) -> f64 {
 fn standard_tcp_follows_1_22_over_sqrt_p() {
     for p in [1e-5f64, 1e-4, 1e-3] {
         let expected = 1.22 / p.sqrt();
-        let got = mean_cwnd(reno(), p, expected);
+        let got = mean_cwnd(reno(), p, expected, 60.0);
         eprintln!("reno p={p:e}: mean cwnd {got:.1}, 1.22/sqrt(p) = {expected:.1}");
         assert!((got / expected - 1.0).abs() < 0.2, "p={p}: {got} vs {expected}");
     }
