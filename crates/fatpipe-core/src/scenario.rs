@@ -138,6 +138,11 @@ impl Scenario {
                     return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
                 }
             }
+            let cc_params = match &f.cc {
+                CcSpec::Reno(_) => Ok(()),
+                CcSpec::Highspeed(c) => c.validate(),
+            };
+            cc_params.map_err(|e| format!("flows[{i}].cc.{e}"))?;
         }
         Ok(())
     }

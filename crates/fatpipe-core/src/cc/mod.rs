@@ -6,6 +6,7 @@
 //! retransmits: duplicate ACKs, fast retransmit, fast recovery and timeouts live in the TCP
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
+pub mod highspeed;
 pub mod reno;
 
 use crate::time::Time;
@@ -169,12 +170,14 @@ pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
 #[serde(tag = "algorithm", rename_all = "lowercase", deny_unknown_fields)]
 pub enum CcSpec {
     Reno(reno::RenoConfig),
+    Highspeed(highspeed::HighSpeedConfig),
 }
 
 impl CcSpec {
     pub fn build(&self) -> Box<dyn CongestionControl> {
         match self {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
+            CcSpec::Highspeed(cfg) => Box::new(highspeed::HighSpeed::new(cfg.clone())),
         }
     }
 }
