@@ -141,6 +141,7 @@ impl Scenario {
             let cc_params = match &f.cc {
                 CcSpec::Reno(_) => Ok(()),
                 CcSpec::Highspeed(c) => c.validate(),
+                CcSpec::Scalable(c) => c.validate(),
             };
             cc_params.map_err(|e| format!("flows[{i}].cc.{e}"))?;
         }

@@ -8,6 +8,7 @@
 
 pub mod highspeed;
 pub mod reno;
+pub mod scalable;
 
 use crate::time::Time;
 use serde::Deserialize;
@@ -171,6 +172,7 @@ pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
 pub enum CcSpec {
     Reno(reno::RenoConfig),
     Highspeed(highspeed::HighSpeedConfig),
+    Scalable(scalable::ScalableConfig),
 }
 
 impl CcSpec {
@@ -178,6 +180,7 @@ impl CcSpec {
         match self {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
             CcSpec::Highspeed(cfg) => Box::new(highspeed::HighSpeed::new(cfg.clone())),
+            CcSpec::Scalable(cfg) => Box::new(scalable::Scalable::new(cfg.clone())),
         }
     }
 }
