@@ -142,6 +142,7 @@ impl Scenario {
                 CcSpec::Reno(_) => Ok(()),
                 CcSpec::Highspeed(c) => c.validate(),
                 CcSpec::Scalable(c) => c.validate(),
+                CcSpec::Htcp(c) => c.validate(),
             };
             cc_params.map_err(|e| format!("flows[{i}].cc.{e}"))?;
         }

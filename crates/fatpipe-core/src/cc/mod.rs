@@ -7,6 +7,7 @@
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
 pub mod highspeed;
+pub mod htcp;
 pub mod reno;
 pub mod scalable;
 
@@ -173,6 +174,7 @@ pub enum CcSpec {
     Reno(reno::RenoConfig),
     Highspeed(highspeed::HighSpeedConfig),
     Scalable(scalable::ScalableConfig),
+    Htcp(htcp::HtcpConfig),
 }
 
 impl CcSpec {
@@ -181,6 +183,7 @@ impl CcSpec {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
             CcSpec::Highspeed(cfg) => Box::new(highspeed::HighSpeed::new(cfg.clone())),
             CcSpec::Scalable(cfg) => Box::new(scalable::Scalable::new(cfg.clone())),
+            CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
         }
     }
 }
