@@ -143,6 +143,7 @@ impl Scenario {
                 CcSpec::Highspeed(c) => c.validate(),
                 CcSpec::Scalable(c) => c.validate(),
                 CcSpec::Htcp(c) => c.validate(),
+                CcSpec::Bic(c) => c.validate(),
             };
             cc_params.map_err(|e| format!("flows[{i}].cc.{e}"))?;
         }

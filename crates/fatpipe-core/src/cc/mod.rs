@@ -6,6 +6,7 @@
 //! retransmits: duplicate ACKs, fast retransmit, fast recovery and timeouts live in the TCP
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
+pub mod bic;
 pub mod highspeed;
 pub mod htcp;
 pub mod reno;
@@ -175,6 +176,7 @@ pub enum CcSpec {
     Highspeed(highspeed::HighSpeedConfig),
     Scalable(scalable::ScalableConfig),
     Htcp(htcp::HtcpConfig),
+    Bic(bic::BicConfig),
 }
 
 impl CcSpec {
@@ -184,6 +186,7 @@ impl CcSpec {
             CcSpec::Highspeed(cfg) => Box::new(highspeed::HighSpeed::new(cfg.clone())),
             CcSpec::Scalable(cfg) => Box::new(scalable::Scalable::new(cfg.clone())),
             CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
+            CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
         }
     }
 }
