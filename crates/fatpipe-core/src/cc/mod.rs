@@ -7,6 +7,7 @@
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
 pub mod bic;
+pub mod cubic;
 pub mod highspeed;
 pub mod htcp;
 pub mod reno;
@@ -177,6 +178,7 @@ pub enum CcSpec {
     Scalable(scalable::ScalableConfig),
     Htcp(htcp::HtcpConfig),
     Bic(bic::BicConfig),
+    Cubic(cubic::CubicConfig),
 }
 
 impl CcSpec {
@@ -187,6 +189,7 @@ impl CcSpec {
             CcSpec::Scalable(cfg) => Box::new(scalable::Scalable::new(cfg.clone())),
             CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
             CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
+            CcSpec::Cubic(cfg) => Box::new(cubic::Cubic::new(cfg.clone())),
         }
     }
 }
