@@ -56,13 +56,7 @@ pub struct BicConfig {
 
 impl Default for BicConfig {
     fn default() -> Self {
-        BicConfig {
-            max_increment: 16,
-            low_window: 14,
-            beta: 819.0 / 1024.0,
-            smooth_part: 20,
-            fast_convergence: true,
-        }
+        BicConfig { max_increment: 16, low_window: 14, beta: 819.0 / 1024.0, smooth_part: 20, fast_convergence: true }
     }
 }
 

@@ -124,11 +124,8 @@ impl Cubic {
 
     fn start_epoch(&self, s: &CcState) -> Epoch {
         let cwnd = s.cwnd as f64;
-        let (k_s, plateau) = if self.w_max > cwnd {
-            (cube_root((self.w_max - cwnd) / self.cfg.c), self.w_max)
-        } else {
-            (0.0, cwnd)
-        };
+        let (k_s, plateau) =
+            if self.w_max > cwnd { (cube_root((self.w_max - cwnd) / self.cfg.c), self.w_max) } else { (0.0, cwnd) };
         Epoch { start: s.now, k_s, plateau, w_est: cwnd }
     }
 
@@ -146,11 +143,8 @@ impl CongestionControl for Cubic {
 
     fn ssthresh(&mut self, s: &CcState) -> u32 {
         let cwnd = s.cwnd as f64;
-        self.w_max = if self.cfg.fast_convergence && cwnd < self.w_max {
-            cwnd * (1.0 + self.cfg.beta) / 2.0
-        } else {
-            cwnd
-        };
+        self.w_max =
+            if self.cfg.fast_convergence && cwnd < self.w_max { cwnd * (1.0 + self.cfg.beta) / 2.0 } else { cwnd };
         self.cwnd_prior = cwnd;
         self.epoch = None;
         ((cwnd * self.cfg.beta) as u32).max(2)
@@ -215,7 +209,7 @@ impl CongestionControl for Cubic {
 /// above the root, from which the iterates decrease monotonically to it; stops when they
 /// stop decreasing. Only correctly rounded IEEE 754 operations: the same bits everywhere.
 pub fn cube_root(x: f64) -> f64 {
-    if !(x > 0.0) {
+    if x.is_nan() || x <= 0.0 {
         return 0.0;
     }
     if !x.is_finite() {

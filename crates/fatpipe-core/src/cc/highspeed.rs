@@ -118,7 +118,10 @@ impl HighSpeedConfig {
             return Err("low_window: 0 is not allowed: must be at least 1 segment".into());
         }
         if self.high_window <= self.low_window {
-            return Err(format!("high_window: {} is not allowed: must exceed low_window ({})", self.high_window, self.low_window));
+            return Err(format!(
+                "high_window: {} is not allowed: must exceed low_window ({})",
+                self.high_window, self.low_window
+            ));
         }
         let low_p = self.low_p();
         if !(self.high_p > 0.0 && self.high_p < low_p) {
@@ -130,7 +133,8 @@ impl HighSpeedConfig {
         if !(self.high_decrease > 0.0 && self.high_decrease <= STANDARD_DECREASE) {
             return Err(format!("high_decrease: {} is not allowed: must be in (0, 0.5]", self.high_decrease));
         }
-        if !(self.a_slope_at_high_window() > 0.0) {
+        let slope = self.a_slope_at_high_window();
+        if slope.is_nan() || slope <= 0.0 {
             return Err(format!(
                 "high_decrease: {} is not allowed: with high_p {} the increase a(w) would fall before high_window; raise high_decrease or high_p",
                 self.high_decrease, self.high_p
@@ -289,8 +293,8 @@ mod tests {
         let (_, b_high) = h.aimd_at(83_000);
         assert!((b_high - 0.1).abs() <= 0.01, "table b at 83000: {b_high}");
         // The response function the RFC quotes: w = 0.12/p^0.835 above Low_Window.
-        for w in [100.0, 1_000.0, 10_000.0, 83_000.0] {
-            let law = (0.12 / w as f64).powf(1.0 / 0.835);
+        for w in [100.0f64, 1_000.0, 10_000.0, 83_000.0] {
+            let law = (0.12 / w).powf(1.0 / 0.835);
             assert!((cfg.p(w) / law - 1.0).abs() < 0.05, "p({w}) = {} vs {law}", cfg.p(w));
         }
     }

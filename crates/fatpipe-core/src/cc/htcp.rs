@@ -101,7 +101,10 @@ impl HtcpConfig {
             return Err(format!("beta_min: {} is not allowed: must be in (0, 1)", self.beta_min));
         }
         if !(self.beta_max >= self.beta_min && self.beta_max < 1.0) {
-            return Err(format!("beta_max: {} is not allowed: must be in [beta_min ({}), 1)", self.beta_max, self.beta_min));
+            return Err(format!(
+                "beta_max: {} is not allowed: must be in [beta_min ({}), 1)",
+                self.beta_max, self.beta_min
+            ));
         }
         Ok(())
     }
@@ -187,7 +190,8 @@ impl Htcp {
             return;
         }
         // No earlier event to compare with counts as a change: the first backoff is standard.
-        let steady = matches!((previous, max_throughput), (Some(p), Some(b)) if (b - p).abs() <= THROUGHPUT_CHANGE_RESET * p);
+        let steady =
+            matches!((previous, max_throughput), (Some(p), Some(b)) if (b - p).abs() <= THROUGHPUT_CHANGE_RESET * p);
         if let (true, Some(min), Some(max)) = (steady, self.rtt_min, self.rtt_max) {
             self.beta = (min as f64 / max as f64).clamp(self.cfg.beta_min, self.cfg.beta_max);
         }
@@ -310,7 +314,12 @@ mod tests {
     }
 
     fn ack(segments: u32, rtt: Time) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: segments as u64 * 1448, rtt: Some(rtt), ..Default::default() }
+        AckSample {
+            acked_segments: segments,
+            acked_bytes: segments as u64 * 1448,
+            rtt: Some(rtt),
+            ..Default::default()
+        }
     }
 
     /// One RTT of ACKs, one per segment, spread evenly, each with RTT sample `rtt`; the
