@@ -16,7 +16,7 @@
 //!
 //! A loss sets W_max to cwnd and cuts cwnd to beta x cwnd. With fast convergence a loss below
 //! the previous W_max sets W_max to (1 + beta) / 2 x cwnd instead, releasing bandwidth to
-//! newer flows (the paper's section 3.1). Up to `low_window` BIC is standard TCP (growth of
+//! newer flows (Xu et al.). Up to `low_window` BIC is standard TCP (growth of
 //! one segment per RTT, halving on loss). Before the first loss the window grows at least 5%
 //! per RTT in congestion avoidance (Linux: at most 20 segments per increment).
 //!

@@ -46,7 +46,7 @@ const MAX_TARGET_PER_CWND: f64 = 1.5;
 #[serde(deny_unknown_fields)]
 pub struct CubicConfig {
     /// C: aggressiveness of the cubic growth, segments per second cubed (RFC 9438 section 5:
-    /// 0.4; Linux `bic_scale` 41/1024 x 10).
+    /// 0.4; Linux `bic_scale` 41 gives 41 x 10 / 1024 = 0.40).
     pub c: f64,
     /// beta_cubic: window kept after a congestion event, as a fraction (RFC 9438 section 4.6:
     /// 0.7; Linux 717/1024).

@@ -1,9 +1,8 @@
 //! HighSpeed TCP (Floyd, RFC 3649): AIMD whose increase a(w) and decrease b(w) depend on the
 //! window w, so that a large window needs a realistic loss rate.
 //!
-//! RFC 3649 section 5 replaces the standard response function w = 1.2/sqrt(p) above
-//! Low_Window by a line in log-log space through (Low_Window, Low_P) and
-//! (High_Window, High_P):
+//! RFC 3649 replaces the standard response function w = 1.2/sqrt(p) above Low_Window by a
+//! line in log-log space through (Low_Window, Low_P) and (High_Window, High_P):
 //!
 //! - p(w) = Low_P x (w / Low_Window)^(1/S), S = (log High_Window - log Low_Window) /
 //!   (log High_P - log Low_P); with the defaults this is the RFC's w = 0.12/p^0.835;
@@ -21,24 +20,24 @@
 //! down and the decrease b at the row's start, never more aggressive than the response
 //! function; this reproduces the RFC's rows (a = 2 at 118, 3 at 221, ...). Linux and the
 //! kernel patch of document 001 round the other way, using the next row (a = 4 at w = 262).
-//! Here the table is computed from the parameters when
-//! the algorithm is built, so tuning them works; the window's entry is found by an index
-//! that moves one step at a time as cwnd changes, never by a scan of the table. Below the
-//! second entry (a(w) < 2, which includes everything below Low_Window) the algorithm is
-//! standard TCP: a = 1, b = b(Low_Window) = 0.5.
+//! Here the table is computed from the parameters when the algorithm is built, so tuning
+//! them works; the window's entry is found by an index that moves one step at a time as
+//! cwnd changes, never by a scan of the table. Below the second entry (a(w) < 2, which
+//! includes everything below Low_Window) the algorithm is standard TCP: a = 1,
+//! b = b(Low_Window) = 0.5.
 //!
-//! Slow start, fast retransmit and recovery are standard (RFC 3649 section 6). Growth
-//! counts acknowledged segments (RFC 3465, as Linux), so delayed ACKs do not slow it.
+//! Slow start, fast retransmit and recovery are standard (RFC 3649). Growth counts
+//! acknowledged segments (RFC 3465, as Linux), so delayed ACKs do not slow it.
 
 use super::{cong_avoid_ai, slow_start, AckSample, CcState, CongestionControl};
 use serde::Deserialize;
 
 /// Standard TCP's decrease, the fraction of the window given up on a loss (RFC 5681 eq. 4).
-/// b(w) starts here at Low_Window (RFC 3649 section 5).
+/// b(w) starts here at Low_Window (RFC 3649).
 const STANDARD_DECREASE: f64 = 0.5;
 
-/// The constant of standard TCP's response function w = 1.2/sqrt(p) that RFC 3649 section 1
-/// uses; it fixes Low_P = (1.2/Low_Window)^2.
+/// The constant of standard TCP's response function w = 1.2/sqrt(p) that RFC 3649 uses; it
+/// fixes Low_P = (1.2/Low_Window)^2.
 const STANDARD_RESPONSE_CONSTANT: f64 = 1.2;
 
 /// Most table entries (one per segment of increase per RTT) a parameter set may ask for;
@@ -46,20 +45,20 @@ const STANDARD_RESPONSE_CONSTANT: f64 = 1.2;
 /// high_p from allocating without limit.
 pub const MAX_TABLE_ENTRIES: usize = 100_000;
 
-/// RFC 3649 section 5 parameters; the defaults are the RFC's and document 001's.
+/// RFC 3649's parameters; the defaults are the RFC's and document 001's.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HighSpeedConfig {
     /// Low_Window: the window, segments, up to which HighSpeed TCP is standard TCP
-    /// (RFC 3649 section 5: 38, where standard TCP's loss rate is 10^-3).
+    /// (RFC 3649: 38, where standard TCP's loss rate is 10^-3).
     pub low_window: u32,
     /// High_Window: the window, segments, that the response function reaches at loss rate
-    /// High_P (RFC 3649 section 5: 83000, 10 Gb/s with 1500-byte packets and 100 ms RTT).
+    /// High_P (RFC 3649: 83000, 10 Gb/s with 1500-byte packets and 100 ms RTT).
     pub high_window: u32,
-    /// High_P: the loss rate at which the window is High_Window (RFC 3649 section 5: 1e-7).
+    /// High_P: the loss rate at which the window is High_Window (RFC 3649: 1e-7).
     pub high_p: f64,
     /// High_Decrease: b(w) at High_Window, the fraction of the window given up on a loss
-    /// (RFC 3649 section 5: 0.1).
+    /// (RFC 3649: 0.1).
     pub high_decrease: f64,
 }
 
@@ -76,7 +75,7 @@ impl HighSpeedConfig {
         r * r
     }
 
-    /// b(w): the decrease at window `w` segments (RFC 3649 section 5).
+    /// b(w): the decrease at window `w` segments (RFC 3649).
     pub fn b(&self, w: f64) -> f64 {
         let (lw, hw) = (self.low_window as f64, self.high_window as f64);
         (self.high_decrease - STANDARD_DECREASE) * (w.ln() - lw.ln()) / (hw.ln() - lw.ln()) + STANDARD_DECREASE
@@ -90,7 +89,7 @@ impl HighSpeedConfig {
         low_p * ((w.ln() - lw.ln()) / s).exp()
     }
 
-    /// a(w): the increase at window `w`, segments per RTT (RFC 3649 section 5).
+    /// a(w): the increase at window `w`, segments per RTT (RFC 3649).
     pub fn a(&self, w: f64) -> f64 {
         let b = self.b(w);
         w * w * self.p(w) * 2.0 * b / (2.0 - b)
@@ -222,7 +221,7 @@ impl CongestionControl for HighSpeed {
         "highspeed"
     }
 
-    /// ssthresh = (1 - b(w)) x cwnd, at least 2 (RFC 3649 section 5 with cwnd for
+    /// ssthresh = (1 - b(w)) x cwnd, at least 2 (RFC 3649 with cwnd for
     /// FlightSize, as Linux; they coincide when the sender is cwnd-limited).
     fn ssthresh(&mut self, s: &CcState) -> u32 {
         let (_, b) = self.aimd_at(s.cwnd);

@@ -8,14 +8,14 @@
 //!   alpha(Delta) = 1 + 10 (Delta - Delta_L) + ((Delta - Delta_L) / 2)^2,
 //!
 //! in segments per RTT. So that a flow with backoff beta keeps standard TCP's average rate in
-//! low-speed mode, the increase applied is 2 (1 - beta) alpha(Delta) (the paper's section 4;
+//! low-speed mode, the increase applied is 2 (1 - beta) alpha(Delta) (Leith & Shorten;
 //! Linux). cwnd grows by that over cwnd per acknowledged segment.
 //!
 //! Backoff. On a congestion event cwnd is multiplied by beta. With adaptive backoff
 //! beta = RTT_min / RTT_max, within [beta_min, beta_max], which drains the queue just enough
 //! to keep the link busy; the adaptive reset returns it to beta_min when the throughput
 //! reached before this event differs by more than 20% from that before the previous one, a
-//! sign that the bandwidth share changed and flows must converge (the paper's section 4).
+//! sign that the bandwidth share changed and flows must converge (Leith & Shorten).
 //!
 //! RTT scaling (optional; Leith & Shorten's "RTT unfairness" layer, on by default in Linux):
 //! alpha is multiplied by RTT_min / RTT_ref, RTT_ref = 100 ms, so that flows with different
@@ -37,7 +37,7 @@ use crate::time::{to_seconds, Time, PS_PER_MS, PS_PER_S};
 use serde::Deserialize;
 
 /// alpha(Delta) = 1 + ALPHA_LINEAR (Delta - Delta_L) + ((Delta - Delta_L) / ALPHA_QUADRATIC_HALF)^2
-/// (Leith & Shorten 2004, section 4).
+/// (Leith & Shorten 2004).
 const ALPHA_LINEAR_PER_S: f64 = 10.0;
 const ALPHA_QUADRATIC_HALF_S: f64 = 2.0;
 
@@ -82,9 +82,9 @@ pub struct HtcpConfig {
     /// beta = RTT_min / RTT_max with the adaptive reset, rather than always beta_min
     /// (Leith & Shorten 2004 and Linux `use_bandwidth_switch`: on).
     pub adaptive_backoff: bool,
-    /// Scale the increase by RTT_min / 100 ms. Off by default: the paper's H-TCP increases per
-    /// RTT and draft-leith-tcp-htcp-06 makes scaling optional (FreeBSD `cc_htcp`: off); Linux
-    /// turns it on (`use_rtt_scaling` = 1).
+    /// Scale the increase by RTT_min / 100 ms. Off by default: the paper's basic H-TCP
+    /// increases per RTT and adds RTT scaling as a separate layer, and FreeBSD `cc_htcp`
+    /// ships it off (`rtt_scaling` = 0); Linux turns it on (`use_rtt_scaling` = 1).
     pub rtt_scaling: bool,
 }
 

@@ -3,10 +3,10 @@
 //!
 //! - Congestion avoidance: cwnd += a for every acknowledged segment, so the window grows by
 //!   the factor (1 + a) each RTT whatever its size, and the time to recover from a loss does
-//!   not grow with the window (Kelly section 2).
+//!   not grow with the window (Kelly 2003).
 //! - A congestion signal: cwnd -= b x cwnd.
 //! - Below the legacy window `low_window` the flow is standard TCP (AIMD(1, 0.5)), so small
-//!   windows share fairly with it (Kelly section 2, lwnd).
+//!   windows share fairly with it (Kelly 2003, lwnd).
 //!
 //! Kelly recommends a = 0.01 and b = 0.125. Document 001's kernel used a = 0.02 per ACK, and
 //! Linux `tcp_scalable.c` grows by 1/50 per acknowledged segment "to account for delayed
