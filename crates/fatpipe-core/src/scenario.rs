@@ -158,16 +158,23 @@ impl Scenario {
                     return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
                 }
             }
-            let cc_check = match &f.cc {
+            // Every algorithm's parameters; exhaustive, so a new algorithm cannot skip its checks.
+            let cc_params = match &f.cc {
+                CcSpec::Reno(_) => Ok(()),
                 CcSpec::Vegas(c) => c.validate(),
                 CcSpec::Westwood(c) => c.validate(),
+                CcSpec::WestwoodPlus(_) => Ok(()), // no parameter can be out of range (durations, a flag)
                 CcSpec::GridDt(c) => c.validate(),
                 CcSpec::Fast(c) => c.validate(),
                 CcSpec::Nocc(c) => c.validate(),
                 CcSpec::Bbr(c) => c.validate(),
-                _ => Ok(()),
+                CcSpec::Highspeed(c) => c.validate(),
+                CcSpec::Scalable(c) => c.validate(),
+                CcSpec::Htcp(c) => c.validate(),
+                CcSpec::Bic(c) => c.validate(),
+                CcSpec::Cubic(c) => c.validate(),
             };
-            cc_check.map_err(|e| format!("flows[{i}].cc.{e}"))?;
+            cc_params.map_err(|e| format!("flows[{i}].cc.{e}"))?;
         }
         Ok(())
     }

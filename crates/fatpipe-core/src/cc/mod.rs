@@ -7,11 +7,16 @@
 //! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
 
 pub mod bbr;
+pub mod bic;
+pub mod cubic;
 pub mod fast;
 pub mod griddt;
+pub mod highspeed;
+pub mod htcp;
 pub mod nocc;
 pub mod reno;
 pub mod round;
+pub mod scalable;
 pub mod vegas;
 pub mod westwood;
 
@@ -206,6 +211,11 @@ pub enum CcSpec {
     Fast(fast::FastConfig),
     Nocc(nocc::NoccConfig),
     Bbr(bbr::BbrConfig),
+    Highspeed(highspeed::HighSpeedConfig),
+    Scalable(scalable::ScalableConfig),
+    Htcp(htcp::HtcpConfig),
+    Bic(bic::BicConfig),
+    Cubic(cubic::CubicConfig),
 }
 
 impl CcSpec {
@@ -219,6 +229,11 @@ impl CcSpec {
             CcSpec::Fast(cfg) => Box::new(fast::Fast::new(cfg.clone())),
             CcSpec::Nocc(cfg) => Box::new(nocc::Nocc::new(cfg.clone())),
             CcSpec::Bbr(cfg) => Box::new(bbr::Bbr::new(cfg.clone())),
+            CcSpec::Highspeed(cfg) => Box::new(highspeed::HighSpeed::new(cfg.clone())),
+            CcSpec::Scalable(cfg) => Box::new(scalable::Scalable::new(cfg.clone())),
+            CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
+            CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
+            CcSpec::Cubic(cfg) => Box::new(cubic::Cubic::new(cfg.clone())),
         }
     }
 }
