@@ -1465,6 +1465,76 @@ _NOCC = _simple_algorithm(
     (Field("cwnd_segments", Integer(minimum=1, example=1000), "fix the window at this many segments (document 000's TCP_SET_CWND)", UNSET, "unset: no congestion window at all (TCP_NO_CONGESTION)"), "cwnd_segments"),
 )
 
+def _fraction(key: str, default: float, meaning: str, source: str) -> Field:
+    return Field(key, Real(lower=0.0, upper=1.0, example=default), meaning, default, source)
+
+
+_HIGHSPEED = _simple_algorithm(
+    "highspeed",
+    "HighSpeed TCP (RFC 3649): above low_window the increase a(w) grows and the decrease b(w) "
+    "shrinks with the window, so that the response function reaches high_window at loss rate "
+    "high_p; a(w), b(w) from the RFC's formulas, tabulated once.",
+    (Field("low_window", Integer(minimum=1, example=38), "up to this window (segments) it is standard TCP", 38, "RFC 3649 section 5"), "low_window"),
+    (Field("high_window", Integer(minimum=2, example=83000), "window (segments) reached at loss rate high_p", 83000, "RFC 3649 section 5 (10 Gb/s, 1500-byte packets, 100 ms)"), "high_window"),
+    (Field("high_p", Real(lower=0.0, upper=1.0, example=1e-7), "loss rate at which the window is high_window", 1e-7, "RFC 3649 section 5"), "high_p"),
+    (_fraction("high_decrease", 0.1, "b(w) at high_window: the fraction of the window given up on a loss", "RFC 3649 section 5"), "high_decrease"),
+)
+
+_SCALABLE = _simple_algorithm(
+    "scalable",
+    "Scalable TCP (Kelly 2003): multiplicative increase a per acknowledged segment (a x cwnd "
+    "per RTT) and decrease b on a loss, above a legacy window where it is standard TCP.",
+    (Field("a", Real(lower=0.0, example=0.01), "increase per acknowledged segment, segments", 0.01, "Kelly 2003 (document 001 uses 0.02 = 1/50)"), "a"),
+    (_fraction("b", 0.125, "fraction of the window given up on a loss", "Kelly 2003; Linux TCP_SCALABLE_MD_SCALE"), "b"),
+    (Field("low_window", Integer(minimum=1, example=16), "below this window (segments) it is standard TCP", 16, "Kelly 2003 (lwnd)"), "low_window"),
+)
+
+_HTCP = _simple_algorithm(
+    "htcp",
+    "H-TCP (Leith and Shorten 2004): after delta_L without loss the increase grows with the "
+    "time since the last loss, alpha = 1 + 10 (d - delta_L) + ((d - delta_L) / 2)^2; adaptive "
+    "backoff beta = RTTmin / RTTmax within [beta_min, beta_max].",
+    (Field("delta_l", Duration(example="1s"), "time after a loss during which it increases as standard TCP", "1s", "Leith and Shorten 2004; Linux"), "delta_l_ps"),
+    (_fraction("beta_min", 0.5, "smallest backoff factor (window kept after a loss)", "Leith and Shorten 2004; Linux BETA_MIN"), "beta_min"),
+    (_fraction("beta_max", 0.8, "largest backoff factor", "Leith and Shorten 2004; Linux BETA_MAX"), "beta_max"),
+    (Field("adaptive_backoff", Boolean(), "beta = RTTmin / RTTmax, reset to beta_min when throughput changes by more than 20%", True, "Leith and Shorten 2004; Linux use_bandwidth_switch"), "adaptive_backoff"),
+    (Field("rtt_scaling", Boolean(), "scale the increase by RTTmin / 100 ms", False, "draft-leith-tcp-htcp-06 (optional), FreeBSD; Linux turns it on"), "rtt_scaling"),
+)
+
+_BIC = _simple_algorithm(
+    "bic",
+    "BIC-TCP (Xu, Harfoush and Rhee 2004), as Linux tcp_bic.c: binary search toward the window "
+    "of the last loss, at most max_increment segments per RTT.",
+    (Field("max_increment", Integer(minimum=1, example=16), "largest increase per RTT, segments (S_max)", 16, "Linux max_increment"), "max_increment"),
+    (Field("low_window", Integer(minimum=1, example=14), "up to this window (segments) it is standard TCP", 14, "Linux low_window"), "low_window"),
+    (_fraction("beta", 0.7998046875, "window kept after a loss, as a fraction", "Linux beta 819/1024"), "beta"),
+    (Field("smooth_part", Integer(minimum=1, example=20), "RTTs to cross the last max_increment segments below W_max", 20, "Linux smooth_part"), "smooth_part"),
+    (Field("fast_convergence", Boolean(), "lower W_max further on a loss below the previous W_max", True, "Linux fast_convergence"), "fast_convergence"),
+)
+
+_CUBIC = _simple_algorithm(
+    "cubic",
+    "CUBIC (RFC 9438): W(t) = C (t - K)^3 + W_max with K = cbrt(W_max (1 - beta) / C), and a "
+    "Reno-friendly region; Linux's default congestion control.",
+    (Field("c", Real(lower=0.0, example=0.4), "aggressiveness C, segments per second cubed", 0.4, "RFC 9438 section 5"), "c"),
+    (_fraction("beta", 0.7, "window kept after a loss, as a fraction (beta_cubic)", "RFC 9438 section 4.6"), "beta"),
+    (Field("fast_convergence", Boolean(), "lower W_max when a loss comes below the previous one", True, "RFC 9438 section 4.7"), "fast_convergence"),
+    (Field("tcp_friendliness", Boolean(), "follow the Reno-friendly window when it is larger", True, "RFC 9438 section 4.3"), "tcp_friendliness"),
+)
+
+_BBR = _simple_algorithm(
+    "bbr",
+    "BBR v1 (Cardwell et al. 2016; draft-cardwell-iccrg-bbr-congestion-control-00): paces at "
+    "gain x the bottleneck bandwidth it measures and keeps cwnd_gain x its BDP in flight; "
+    "STARTUP, DRAIN, PROBE_BW (gain cycle 1.25, 0.75, 1 x 6) and PROBE_RTT. Pair it with SACK "
+    "(the preset does): without it, recovery starves the bandwidth estimate.",
+    (Field("high_gain", Real(lower=1.0, example=2.885), "STARTUP pacing and cwnd gain (DRAIN paces at 1 / high_gain)", 2.885, "2 / ln 2 (draft-00 BBRHighGain; Linux 739/256)"), "high_gain"),
+    (Field("cwnd_gain", Real(lower=0.0, example=2.0), "PROBE_BW cwnd = cwnd_gain x BtlBw x RTprop (+ 3 send quanta)", 2.0, "Linux bbr_cwnd_gain"), "cwnd_gain"),
+    (Field("bw_window_rounds", Integer(minimum=1, example=10), "window of the bottleneck-bandwidth max filter, round trips", 10, "draft-00 BtlBwFilterLen; Linux bbr_bw_rtts"), "bw_window_rounds"),
+    (Field("min_rtt_window", Duration(example="10s"), "window of the RTprop min filter; when it expires, PROBE_RTT", "10s", "draft-00 RTpropFilterLen; Linux bbr_min_rtt_win_sec"), "min_rtt_window_ps"),
+    (Field("probe_rtt_duration", Duration(positive=False, example="200ms"), "how long PROBE_RTT holds cwnd at 4 segments (0: never probe)", "200ms", "draft-00 ProbeRTTDuration; Linux bbr_probe_rtt_mode_ms"), "probe_rtt_duration_ps"),
+)
+
 #: Congestion control algorithms by name.
 CC_ALGORITHMS: Dict[str, Algorithm] = {
     "reno": Algorithm(table=_RENO, normalize=_normalize_reno),
@@ -1474,6 +1544,12 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     "fast": _FAST,
     "griddt": _GRIDDT,
     "nocc": _NOCC,
+    "highspeed": _HIGHSPEED,
+    "scalable": _SCALABLE,
+    "htcp": _HTCP,
+    "bic": _BIC,
+    "cubic": _CUBIC,
+    "bbr": _BBR,
 }
 
 
@@ -1521,6 +1597,15 @@ PRESETS: Dict[str, Preset] = {
         tcp={"max_ssthresh": 8000},
     ),
     "nocc": Preset("nocc", "sack", "congestion control off: only the receiver window limits", "document 000"),
+    "highspeed": Preset("highspeed", "sack", "HighSpeed TCP", "RFC 3649"),
+    "scalable": Preset("scalable", "sack", "Scalable TCP, a = 0.01, b = 0.125", "Kelly 2003"),
+    "scalable-doc001": Preset(
+        "scalable", "sack", "Scalable TCP as document 001 ran it (a = 1/50)", "document 001", params={"a": 0.02}
+    ),
+    "htcp": Preset("htcp", "sack", "H-TCP", "Leith and Shorten 2004"),
+    "bic": Preset("bic", "sack", "BIC-TCP", "Xu, Harfoush and Rhee 2004; Linux"),
+    "cubic": Preset("cubic", "sack", "CUBIC, Linux's default", "RFC 9438"),
+    "bbr": Preset("bbr", "sack", "BBR v1: model-based, paced", "Cardwell et al. 2016"),
 }
 
 #: The preset of a flow that names none.
@@ -1980,6 +2065,11 @@ def _normalize_flow(
         raise ScenarioError(
             f"{path}.cc.beta: {_num(cc['beta'])} is not allowed: must be at least alpha ({_num(cc['alpha'])})",
             f"{path}.cc.beta",
+        )
+    if cc["algorithm"] == "htcp" and cc["beta_min"] > cc["beta_max"]:
+        raise ScenarioError(
+            f"{path}.cc.beta_min: {_num(cc['beta_min'])} is not allowed: must be at most beta_max ({_num(cc['beta_max'])})",
+            f"{path}.cc.beta_min",
         )
     preset = PRESETS.get(cc["preset"])
     recovery = tcp["recovery"] or (preset.recovery if preset else "sack")
