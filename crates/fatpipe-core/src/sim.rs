@@ -210,14 +210,19 @@ impl Simulation {
         if link.impaired(now, &pkt) {
             return;
         }
-        match link.queue.enqueue(now, pkt) {
-            Err((dropped, why)) => link.record_drop(&dropped, why),
-            Ok(()) if link.transmitting.is_none() => {
-                let next = link.queue.dequeue(now).expect("just enqueued");
-                let done = link.start_tx(now, next);
-                self.events.schedule(done, Event::LinkTxDone(l));
+        if link.transmitting.is_none() {
+            match link.queue.on_idle_arrival(now, pkt) {
+                Ok(next) => {
+                    let done = link.start_tx(now, next);
+                    self.events.schedule(done, Event::LinkTxDone(l));
+                }
+                Err((dropped, why)) => link.record_drop(&dropped, why),
             }
-            Ok(()) => link.note_queue_length(),
+        } else {
+            match link.queue.enqueue(now, pkt) {
+                Ok(()) => link.note_queue_length(),
+                Err((dropped, why)) => link.record_drop(&dropped, why),
+            }
         }
     }
 

@@ -16,6 +16,11 @@ pub const PS_PER_S: Time = 1_000_000_000_000;
 /// nearest picosecond (the rounding error is below 1e-6 of a frame time at any real rate).
 #[inline]
 pub fn transmission_time(bytes: u64, rate_bps: u64) -> Time {
+    // bytes x 8e12 fits 64 bits below 2 MB (every packet): a 64-bit division is several
+    // times cheaper than a 128-bit one on the per-packet path.
+    if bytes < (1 << 21) {
+        return (bytes * 8 * PS_PER_S + rate_bps / 2) / rate_bps;
+    }
     let bits_ps = bytes as u128 * 8 * PS_PER_S as u128;
     ((bits_ps + rate_bps as u128 / 2) / rate_bps as u128) as Time
 }

@@ -88,6 +88,11 @@ pub struct TcpSender {
     pub scoreboard: Scoreboard,
     /// Delivery-rate sampling, for algorithms that control the window from it (BBR).
     rate: Option<RateSampler>,
+    /// The algorithm sets cwnd itself (`has_cong_control`), asked once: the answer is fixed
+    /// and the per-packet path should not pay a virtual call for it.
+    controls: bool,
+    /// Transmissions are paced (pacing_gain set, or the algorithm paces).
+    paces: bool,
     /// Loss accounting for `AckSample::newly_lost_bytes` (kept with rate sampling only). With
     /// SACK: every hole below this byte has been reported lost once.
     lost_reported_below: u64,
@@ -150,6 +155,8 @@ impl TcpSender {
             first_partial_ack: false,
             scoreboard: Scoreboard::default(),
             rate: None,
+            controls: false,
+            paces: false,
             lost_reported_below: 0,
             head_lost_bytes: 0,
             rtt: RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps, cfg.max_rto_ps),
@@ -160,7 +167,9 @@ impl TcpSender {
             stats: SenderStats::default(),
         };
         sender.cc.init(&mut sender.cc_state);
-        if sender.cc.has_cong_control() {
+        sender.controls = sender.cc.has_cong_control();
+        sender.paces = sender.pacing_gain.is_some() || sender.controls;
+        if sender.controls {
             sender.rate = Some(RateSampler::default());
         }
         sender
@@ -285,7 +294,7 @@ impl TcpSender {
 
     /// Whether pacing holds the next segment back; if so the pacing timer is set.
     fn paced_out(&mut self, now: Time) -> bool {
-        if self.pacing_gain.is_none() && !self.cc.has_cong_control() {
+        if !self.paces {
             return false;
         }
         if self.pacing_rate_bps().is_some() && now < self.next_send_ps {
@@ -417,8 +426,8 @@ impl TcpSender {
             rate.on_send(now, seq, seq + len as u64, self.cc_state.delivered_bytes, self.snd_max == self.snd_una);
         }
         let ip_bytes = self.header_bytes + len;
-        if let Some(rate) = self.pacing_rate_bps() {
-            if self.pacing_gain.is_some() || self.cc.has_cong_control() {
+        if self.paces {
+            if let Some(rate) = self.pacing_rate_bps() {
                 self.next_send_ps = now + transmission_time(ip_bytes as u64, rate);
             }
         }
@@ -493,7 +502,7 @@ impl TcpSender {
             self.dupacks += 1;
             self.cc_state.delivered_bytes += newly_sacked;
             self.on_duplicate_ack(now, out);
-            if self.cc.has_cong_control() {
+            if self.controls {
                 // Rate-based algorithms see every ACK, duplicates included (Linux cong_control).
                 let mut sample = AckSample { delivered_bytes: newly_sacked, prior_in_flight_bytes: prior_in_flight, ..Default::default() };
                 self.fill_rate_sample(now, &mut sample);
@@ -507,7 +516,7 @@ impl TcpSender {
     fn on_duplicate_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         match self.ca_state {
             CaState::Recovery => {
-                if matches!(self.recovery, Recovery::Reno | Recovery::Newreno) && !self.cc.has_cong_control() {
+                if matches!(self.recovery, Recovery::Reno | Recovery::Newreno) && !self.controls {
                     // Each duplicate ACK means a segment left the network: inflate
                     // (RFC 5681 3.2 step 4).
                     self.cc_state.cwnd = self.cc_state.cwnd.saturating_add(1);
@@ -579,7 +588,7 @@ impl TcpSender {
         self.fill_rate_sample(now, &mut sample);
         self.sync_cc_view(now);
         self.cc.pkts_acked(&self.cc_state, &sample);
-        let controls = self.cc.has_cong_control();
+        let controls = self.controls;
 
         let mut restart_timer = true;
         match self.ca_state {
@@ -701,7 +710,7 @@ impl TcpSender {
         self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
         self.recover = Some(self.snd_max);
         self.cc_state.cwnd_cnt = 0;
-        let controls = self.cc.has_cong_control();
+        let controls = self.controls;
         match self.recovery {
             Recovery::Tahoe => {
                 // Slow start from one segment, resending from the hole (go-back-N).

@@ -63,6 +63,20 @@ impl QueueDiscipline for DropTail {
         Ok(())
     }
 
+    /// An empty queue admits the packet if it fits the limits on its own; no need to store it.
+    #[inline]
+    fn on_idle_arrival(&mut self, _now: Time, pkt: Packet) -> Result<Packet, (Packet, Admission)> {
+        debug_assert!(self.packets.is_empty());
+        let fits = self.cfg.limit_packets.is_none_or(|l| l >= 1)
+            && self.cfg.limit_bytes.is_none_or(|l| pkt.ip_bytes as u64 <= l)
+            && self.cfg.limit_cells.is_none_or(|l| self.cfg.cells(pkt.ip_bytes) <= l);
+        if fits {
+            Ok(pkt)
+        } else {
+            Err((pkt, Admission::Overflow))
+        }
+    }
+
     #[inline]
     fn dequeue(&mut self, _now: Time) -> Option<Packet> {
         let pkt = self.packets.pop_front()?;

@@ -26,6 +26,14 @@ pub trait QueueDiscipline: Send + Sync {
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, Admission)>;
     /// The next packet to transmit.
     fn dequeue(&mut self, now: Time) -> Option<Packet>;
+
+    /// A packet arrives while the link is idle (and so the queue empty): returns it to send
+    /// at once, or with the reason it is dropped. The default goes through `enqueue` and
+    /// `dequeue` (RED must see the arrival); a discipline may answer directly.
+    fn on_idle_arrival(&mut self, now: Time, pkt: Packet) -> Result<Packet, (Packet, Admission)> {
+        self.enqueue(now, pkt)?;
+        Ok(self.dequeue(now).expect("just enqueued"))
+    }
     /// Packets waiting.
     fn len_packets(&self) -> usize;
     /// IP bytes waiting.
