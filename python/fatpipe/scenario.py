@@ -28,6 +28,7 @@ Every mistake raises :class:`ScenarioError` with one line:
 
 from __future__ import annotations
 
+import abc
 import difflib
 import json
 import math
@@ -153,21 +154,23 @@ class Derived:
     text: str
 
 
-class Kind:
+class Kind(abc.ABC):
     """What a field's value may be. Subclasses parse a user value into a Python value."""
 
     #: How the reference docs name the type, e.g. ``"rate"`` or ``"integer >= 1"``.
     type_doc: str = ""
 
+    @abc.abstractmethod
     def parse(self, value: Any, path: str) -> Any:
-        raise NotImplementedError
+        """The Python value of ``value``; raises :class:`ScenarioError` naming ``path``."""
 
 
 class Scalar(Kind):
     """A single value. ``convert`` raises :class:`UnitError`; ``parse`` adds the path."""
 
+    @abc.abstractmethod
     def convert(self, value: Any) -> Any:
-        raise NotImplementedError
+        """The base-unit value of ``value``; raises :class:`UnitError`."""
 
     def parse(self, value: Any, path: str) -> Any:
         try:

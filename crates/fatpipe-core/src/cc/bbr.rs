@@ -714,19 +714,7 @@ mod tests {
     const STEP_PS: Time = PS_PER_MS / 2;
 
     fn state() -> CcState {
-        CcState {
-            cwnd: 10,
-            cwnd_cnt: 0,
-            ssthresh: INFINITE_SSTHRESH,
-            cwnd_limited: true,
-            in_flight_segments: 10,
-            mss_bytes: MSS as u32,
-            now: 0,
-            srtt: None,
-            min_rtt: None,
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState::new(10, INFINITE_SSTHRESH, MSS as u32)
     }
 
     /// What is in flight after each ACK.

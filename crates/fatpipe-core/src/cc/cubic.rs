@@ -238,19 +238,7 @@ mod tests {
     use crate::time::{PS_PER_MS, PS_PER_S};
 
     fn state(cwnd: u32, ssthresh: u32, rtt: Time) -> CcState {
-        CcState {
-            cwnd,
-            cwnd_cnt: 0,
-            ssthresh,
-            cwnd_limited: true,
-            in_flight_segments: cwnd,
-            mss_bytes: 1448,
-            now: 0,
-            srtt: Some(rtt),
-            min_rtt: Some(rtt),
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState { srtt: Some(rtt), min_rtt: Some(rtt), ..CcState::new(cwnd, ssthresh, 1448) }
     }
 
     fn ack(segments: u32) -> AckSample {

@@ -134,19 +134,7 @@ mod tests {
     use crate::time::PS_PER_MS;
 
     fn state(cwnd: u32, ssthresh: u32, mss: u32, min_rtt_ms: u64) -> CcState {
-        CcState {
-            cwnd,
-            cwnd_cnt: 0,
-            ssthresh,
-            cwnd_limited: true,
-            in_flight_segments: cwnd,
-            mss_bytes: mss,
-            now: 0,
-            srtt: Some(min_rtt_ms * PS_PER_MS),
-            min_rtt: Some(min_rtt_ms * PS_PER_MS),
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState { srtt: Some(min_rtt_ms * PS_PER_MS), min_rtt: Some(min_rtt_ms * PS_PER_MS), ..CcState::new(cwnd, ssthresh, mss) }
     }
 
     fn griddt(rtt_ref_ms: u64, cwnd_decr: u32) -> GridDt {

@@ -298,19 +298,7 @@ mod tests {
     const RTT: Time = 100 * PS_PER_MS;
 
     fn state(cwnd: u32, ssthresh: u32) -> CcState {
-        CcState {
-            cwnd,
-            cwnd_cnt: 0,
-            ssthresh,
-            cwnd_limited: true,
-            in_flight_segments: cwnd,
-            mss_bytes: 1448,
-            now: 0,
-            srtt: Some(RTT),
-            min_rtt: Some(RTT),
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState { srtt: Some(RTT), min_rtt: Some(RTT), ..CcState::new(cwnd, ssthresh, 1448) }
     }
 
     fn ack(segments: u32, rtt: Time) -> AckSample {

@@ -53,6 +53,24 @@ pub struct CcState {
 }
 
 impl CcState {
+    /// A window of `cwnd` segments of `mss_bytes`, all in flight and cwnd-limited, with no RTT
+    /// measured yet: the usual starting point of an algorithm's tests.
+    pub fn new(cwnd: u32, ssthresh: u32, mss_bytes: u32) -> CcState {
+        CcState {
+            cwnd,
+            cwnd_cnt: 0,
+            ssthresh,
+            cwnd_limited: true,
+            in_flight_segments: cwnd,
+            mss_bytes,
+            now: 0,
+            srtt: None,
+            min_rtt: None,
+            max_ssthresh: 0,
+            delivered_bytes: 0,
+        }
+    }
+
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }

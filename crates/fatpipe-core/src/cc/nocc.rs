@@ -100,19 +100,7 @@ mod tests {
     use super::*;
 
     fn state() -> CcState {
-        CcState {
-            cwnd: 10,
-            cwnd_cnt: 0,
-            ssthresh: INFINITE_SSTHRESH,
-            cwnd_limited: true,
-            in_flight_segments: 0,
-            mss_bytes: 1448,
-            now: 0,
-            srtt: None,
-            min_rtt: None,
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState { in_flight_segments: 0, ..CcState::new(10, INFINITE_SSTHRESH, 1448) }
     }
 
     fn unlimited() -> Nocc {

@@ -54,19 +54,7 @@ mod tests {
     use crate::cc::INFINITE_SSTHRESH;
 
     fn state(in_flight_segments: u32) -> CcState {
-        CcState {
-            cwnd: 10,
-            cwnd_cnt: 0,
-            ssthresh: INFINITE_SSTHRESH,
-            cwnd_limited: true,
-            in_flight_segments,
-            mss_bytes: 1000,
-            now: 0,
-            srtt: None,
-            min_rtt: None,
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState { in_flight_segments, ..CcState::new(10, INFINITE_SSTHRESH, 1000) }
     }
 
     #[test]

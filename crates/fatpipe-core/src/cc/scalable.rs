@@ -119,19 +119,7 @@ mod tests {
     use super::*;
 
     fn state(cwnd: u32, ssthresh: u32) -> CcState {
-        CcState {
-            cwnd,
-            cwnd_cnt: 0,
-            ssthresh,
-            cwnd_limited: true,
-            in_flight_segments: cwnd,
-            mss_bytes: 1448,
-            now: 0,
-            srtt: None,
-            min_rtt: None,
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState::new(cwnd, ssthresh, 1448)
     }
 
     fn ack(segments: u32) -> AckSample {

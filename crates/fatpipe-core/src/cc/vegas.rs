@@ -200,19 +200,7 @@ mod tests {
     const BASE_RTT: Time = 100 * PS_PER_MS;
 
     fn state(cwnd: u32, ssthresh: u32) -> CcState {
-        CcState {
-            cwnd,
-            cwnd_cnt: 0,
-            ssthresh,
-            cwnd_limited: true,
-            in_flight_segments: cwnd,
-            mss_bytes: MSS,
-            now: 0,
-            srtt: Some(BASE_RTT),
-            min_rtt: Some(BASE_RTT),
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState { srtt: Some(BASE_RTT), min_rtt: Some(BASE_RTT), ..CcState::new(cwnd, ssthresh, MSS) }
     }
 
     fn defaults() -> Vegas {

@@ -300,19 +300,7 @@ mod tests {
     const MSS: u32 = 1000;
 
     fn state(cwnd: u32, ssthresh: u32) -> CcState {
-        CcState {
-            cwnd,
-            cwnd_cnt: 0,
-            ssthresh,
-            cwnd_limited: true,
-            in_flight_segments: cwnd,
-            mss_bytes: MSS,
-            now: 0,
-            srtt: Some(100 * PS_PER_MS),
-            min_rtt: Some(100 * PS_PER_MS),
-            max_ssthresh: 0,
-            delivered_bytes: 0,
-        }
+        CcState { srtt: Some(100 * PS_PER_MS), min_rtt: Some(100 * PS_PER_MS), ..CcState::new(cwnd, ssthresh, MSS) }
     }
 
     fn ack(segments: u32, rtt: Time) -> AckSample {
