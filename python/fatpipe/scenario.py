@@ -1735,7 +1735,12 @@ def _build_custom(topo: Dict[str, Any], path: str) -> Network:
             links.append(_link(name, x, y, link["rate"], link["delay"], q, topo))
     hosts = {n["name"]: i for i, n in enumerate(nodes) if n["kind"] == "host"}
     if not hosts:
-        raise _fail(f"{path}.nodes", topo["nodes"], 'at least one node of kind = "host" (flows run between hosts)')
+        sub = f"{path}.nodes"
+        raise ScenarioError(
+            f'{sub}: {len(nodes)} routers and no host is not allowed: at least one node of '
+            'kind = "host" (flows run between hosts)',
+            sub,
+        )
     return Network(nodes=nodes, links=links, endpoints={}, path_mtu_bytes=topo["mtu"], hosts=hosts)
 
 
