@@ -2,6 +2,7 @@
 custom. Normalization and every error (no core needed)."""
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -314,3 +315,29 @@ def test_reference_documents_every_shape_and_its_link_names():
         assert f'`shape = "{shape}"`' in text or f"shape = {shape!r}" in text or f'"{shape}"' in text
     for name in ("access_fwd_sender0", "bottleneck_rev", "hop1_rev", "access_rev_receiver<i>", "<name>_rev"):
         assert name in text, name
+
+
+# ---- examples --------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_two_to_one_example_is_document_001_e1_3():
+    core = load_scenario(EXAMPLES / "two-to-one-1G-30ms.toml")
+    links = links_by_name(core)
+    assert links["bottleneck"]["rate_bps"] == 10**9 and links["bottleneck"]["mtu_bytes"] == 9000
+    assert links["access_fwd_sender0"]["queue"]["limit_packets"] == 100  # txqueuelen
+    assert [f["cc"]["algorithm"] for f in core["flows"]] == ["highspeed", "reno"]
+    assert all(f["tcp"]["mss_bytes"] == 8948 and f["tcp"]["rcv_buffer_bytes"] == 16 * 2**20 for f in core["flows"])
+    assert [(f["src"], f["dst"]) for f in core["flows"]] == [(0, 3), (1, 3)]
+
+
+def test_rtt_fairness_example_is_document_003_e3_9():
+    core = load_scenario(EXAMPLES / "dumbbell-rtt-fairness.toml")
+    links = links_by_name(core)
+    assert links["bottleneck"]["queue"]["limit_packets"] == 200
+    assert links["bottleneck"]["delay_ps"] == 12.5 * PS_PER_MS
+    assert links["access_fwd_sender0"]["delay_ps"] == 10 * PS_PER_MS
+    assert links["access_fwd_sender1"]["delay_ps"] == 40 * PS_PER_MS
+    assert all(f["tcp"]["mss_bytes"] == 1000 for f in core["flows"])
+    assert core["flows"][0]["cc"] == core["flows"][1]["cc"]
