@@ -198,6 +198,8 @@ def test_parking_lot_nodes_links_and_endpoints():
         ({**PARKING, "hop_delay": "0ms"}, {}, 'topology.hop_delay: "0ms" is not allowed'),
         ({k: v for k, v in PARKING.items() if k != "hops"}, {}, "topology.hops: missing; required"),
         ({**PARKING, "rtt": "40ms"}, {}, "topology.rtt: unknown key"),
+        ({**PARKING, "impairments": [{"kind": "bernoulli", "link": "hop4", "probability": 0.1}]}, {},
+         'topology.impairments[0].link: "hop4" is not allowed: expected a link of the parking lot: "hop1", "hop2", "hop3", "hop1_rev"'),
     ],
 )
 def test_parking_lot_errors(topology, flow, message):
@@ -302,7 +304,7 @@ def test_custom_simplex_links_and_impairments_by_name():
         (custom(links={"from": "a", "to": "m", "rate": "1Gbps", "delay": "1ms"}), {"src": "a", "dst": "b"},
          "topology.links: a table is not allowed: expected an array of tables: write [[topology.links]]"),
         (custom(impairments=[{"kind": "bernoulli", "link": "a-m", "probability": 0.1}]), {"src": "a", "dst": "b"},
-         'topology.impairments[0].link: "a-m" is not allowed: expected a link of the custom: "a->m", "m->a", "slow", "slow_rev"'),
+         'topology.impairments[0].link: "a-m" is not allowed: expected a link of the custom topology: "a->m", "m->a", "slow", "slow_rev"'),
     ],
 )
 def test_custom_errors(topology, flow, message):

@@ -1758,6 +1758,9 @@ def hop_count(network: Network, src: int, dst: int) -> Optional[int]:
     return None
 
 
+#: How messages name a shape ("expected a link of the parking lot: ...").
+SHAPE_LABELS = {"two_to_one": "two-to-one", "parking_lot": "parking lot", "custom": "custom topology"}
+
 #: Topology shapes by name.
 SHAPES: Dict[str, Shape] = {
     "dumbbell": Shape(table=_DUMBBELL, build=_build_dumbbell),
@@ -2439,7 +2442,8 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
     network = shape.build(own, "topology")
     network.shape = topo["shape"]
     attach_impairments(
-        network, topo["impairments"], "topology.impairments", duration_ps, shape=topo["shape"]
+        network, topo["impairments"], "topology.impairments", duration_ps,
+        shape=SHAPE_LABELS.get(topo["shape"], topo["shape"]),
     )
     flows = [
         _normalize_flow(flow, f"flows[{i}]", i, network, duration_ps)
