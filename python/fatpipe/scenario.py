@@ -1326,7 +1326,8 @@ _DUMBBELL = shape_table(
             "access_delay",
             Duration(positive=False, example="1ms"),
             "one-way propagation delay of each access link (of the senders' too unless "
-            "access_delays is set); the bottleneck's one-way delay is rtt/2 - 2 x access_delay",
+            "access_delays is set); the bottleneck's one-way delay is rtt/2 - 2 x access_delay "
+            "(rtt/2 - access_delays[0] - access_delay with access_delays)",
             "0ms",
             "all of the path's delay on the bottleneck",
         ),
