@@ -513,10 +513,19 @@ class Network:
 
     nodes: List[Dict[str, Any]]
     links: List[Dict[str, Any]]
-    #: direction name -> (src node index, dst node index)
+    #: direction name -> (src node index, dst node index), of pair 0
     endpoints: Dict[str, Tuple[int, int]]
     #: the smallest MTU on any path a flow can take (MSS is checked against it)
     path_mtu_bytes: int
+    #: per host pair (a flow's ``pair``): direction -> (src, dst); None: one pair, ``endpoints``
+    pairs: Optional[List[Dict[str, Tuple[int, int]]]] = None
+    #: what the pairs are, for messages ("0 = sender0 -> receiver0, ...")
+    pair_doc: str = ""
+    #: shapes whose flows name their hosts (src, dst) instead of pair and direction:
+    #: host name -> node index
+    hosts: Optional[Dict[str, int]] = None
+    #: the shape's name, for messages (set by :func:`load`)
+    shape: str = "topology"
 
 
 @dataclass(frozen=True)
@@ -1216,18 +1225,99 @@ def shape_table(*fields: Field, doc: str) -> Table:
     return Table(fields=(*fields, _IMPAIRMENTS_FIELD), doc=doc)
 
 
+class DurationList(Kind):
+    """An array of non-negative durations (one per host pair); parsed to int picoseconds."""
+
+    type_doc = "array of durations >= 0"
+    _EXAMPLE = '["10ms", "40ms"]'
+
+    def parse(self, value: Any, path: str) -> List[int]:
+        if not isinstance(value, (list, tuple)) or not value:
+            raise _fail(path, value, f"expected an array of durations, one per pair, such as {self._EXAMPLE}")
+        moment = Duration(positive=False, example="10ms")
+        return [moment.parse(v, f"{path}[{i}]") for i, v in enumerate(value)]
+
+
+def _link(
+    name: str, src: int, dst: int, rate_bps: int, delay_ps: int, queue: Dict[str, Any],
+    topo: Dict[str, Any],
+) -> Dict[str, Any]:
+    """One simplex link of the core (impairments are attached later by name)."""
+    return {
+        "name": name,
+        "from": src,
+        "to": dst,
+        "rate_bps": rate_bps,
+        "delay_ps": delay_ps,
+        "framing_bytes": topo["framing_bytes"],
+        "mtu_bytes": topo["mtu"],
+        "queue": dict(queue),
+    }
+
+
+def _two_queues(
+    topo: Dict[str, Any], path: str, bottleneck_bps: int, access_bps: int, rtt_ps: int,
+    access_default: Tuple[str, Any, str],
+) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(bottleneck queue, access queue) of a shape with [topology.queue] and
+    [topology.access_queue]; limit_bdp multiplies each link's rate by ``rtt_ps``."""
+    bottleneck = _normalize_queue(
+        topo["queue"], _join(path, "queue"), rate_bps=bottleneck_bps, rtt_ps=rtt_ps,
+        mtu_bytes=topo["mtu"], default_key=_BOTTLENECK_QUEUE_DEFAULT[0],
+        default_value=_BOTTLENECK_QUEUE_DEFAULT[1],
+    )
+    access = _normalize_queue(
+        topo["access_queue"], _join(path, "access_queue"), rate_bps=access_bps, rtt_ps=rtt_ps,
+        mtu_bytes=topo["mtu"], default_key=access_default[0], default_value=access_default[1],
+    )
+    return bottleneck, access
+
+
+def _pairs_of(senders: Sequence[int], receivers: Sequence[int]) -> List[Dict[str, Tuple[int, int]]]:
+    return [{"forward": (s, r), "reverse": (r, s)} for s, r in zip(senders, receivers)]
+
+
+def _pair_doc(nodes: List[Dict[str, Any]], pairs: List[Dict[str, Tuple[int, int]]]) -> str:
+    return ", ".join(
+        f"{i} = {nodes[p['forward'][0]]['name']} -> {nodes[p['forward'][1]]['name']}"
+        for i, p in enumerate(pairs)
+    )
+
+
+_BOTTLENECK_QUEUE_FIELD = Field(
+    "queue",
+    _queue_kind(*_BOTTLENECK_QUEUE_DEFAULT),
+    "queue of the bottleneck link(s), the same in each direction; limit_bdp uses the "
+    "shape's rtt (see the shape's description)",
+    {},
+    "each key's own default",
+)
+
+
+def _access_queue_field(default: Tuple[str, Any, str]) -> Field:
+    return Field(
+        "access_queue",
+        _queue_kind(*default),
+        "queue of each access link: the hosts' interface queues and the routers' queues "
+        "toward the hosts",
+        {},
+        "each key's own default",
+    )
+
+
 _DUMBBELL = shape_table(
         Field("bottleneck_rate", Rate(), "rate of the bottleneck link r1 -> r2 (and r2 -> r1)"),
         Field(
             "rtt",
             Duration(positive=True),
-            "round-trip propagation delay of the whole path sender -> receiver -> sender, "
-            "without queueing or transmission time",
+            "round-trip propagation delay of pair 0's path sender -> receiver -> sender, "
+            "without queueing or transmission time; it sets the bottleneck's one-way delay "
+            "(rtt/2 - pair 0's sender access delay - access_delay) and is the rtt of limit_bdp",
         ),
         Field(
             "access_rate",
             Rate(),
-            "rate of the four access links (hosts to routers)",
+            "rate of the access links (hosts to routers)",
             Derived("10 x bottleneck_rate"),
             "access links faster than the bottleneck, so the queue forms at the bottleneck, "
             "as in document 003's dumbbell",
@@ -1235,10 +1325,29 @@ _DUMBBELL = shape_table(
         Field(
             "access_delay",
             Duration(positive=False, example="1ms"),
-            "one-way propagation delay of each access link; the bottleneck's one-way delay is "
-            "rtt/2 - 2 x access_delay",
+            "one-way propagation delay of each access link (of the senders' too unless "
+            "access_delays is set); the bottleneck's one-way delay is rtt/2 - 2 x access_delay "
+            "(rtt/2 - access_delays[0] - access_delay with access_delays)",
             "0ms",
             "all of the path's delay on the bottleneck",
+        ),
+        Field(
+            "pairs",
+            Integer(minimum=1, maximum=1000, example=2),
+            "number of sender/receiver host pairs, each with its own access links; with 1 the "
+            'hosts are "sender" and "receiver", with more "sender0", "receiver0", "sender1", ...; '
+            "a flow chooses its pair with flows.pair",
+            1,
+            "one pair; document 003's two-flow dumbbell has 2",
+        ),
+        Field(
+            "access_delays",
+            DurationList(),
+            "one-way delay of the sender-side access link of each pair (both directions), "
+            "one per pair; pair i's RTT is rtt + 2 x (access_delays[i] - access_delays[0]), "
+            "i.e. 2 x (bottleneck delay + access_delays[i] + access_delay)",
+            Derived("access_delay for every pair"),
+            "equal RTTs; document 003 E3.9 uses 10 ms against 20 to 60 ms",
         ),
         *_COMMON_LINK_FIELDS,
         Field(
@@ -1248,19 +1357,17 @@ _DUMBBELL = shape_table(
             {},
             "each key's own default",
         ),
-        Field(
-            "access_queue",
-            _queue_kind(*_ACCESS_QUEUE_DEFAULT),
-            "queue of each access link: the hosts' interface queues and the routers' queues "
-            "toward the hosts",
-            {},
-            "each key's own default",
-        ),
+        _access_queue_field(_ACCESS_QUEUE_DEFAULT),
     doc="sender -> access link -> router r1 -> bottleneck -> router r2 -> access link -> "
-    "receiver, and the same links in reverse (for ACKs and reverse flows).",
+    "receiver, and the same links in reverse (for ACKs and reverse flows). Links: "
+    '"bottleneck" (r1 -> r2), "bottleneck_rev" (r2 -> r1), "access_fwd_sender" (sender -> '
+    'r1), "access_rev_sender" (r1 -> sender), "access_fwd_receiver" (r2 -> receiver), '
+    '"access_rev_receiver" (receiver -> r2); with pairs > 1 the access links end in the '
+    'pair number ("access_fwd_sender0", ...). Flows choose pair and direction.',
 )
 
-# Node indices and link names of the dumbbell, in the order the core receives them.
+# Node indices and link names of the dumbbell with one pair, in the order the core receives
+# them (with more pairs each access link is repeated per pair, numbered).
 DUMBBELL_NODES = (("sender", "host"), ("r1", "router"), ("r2", "router"), ("receiver", "host"))
 #: (name, from node, to node, role) -- role selects rate, delay and queue.
 DUMBBELL_LINKS = (
@@ -1278,70 +1385,389 @@ def _build_dumbbell(topo: Dict[str, Any], path: str) -> Network:
     access_bps = topo["access_rate"] if topo["access_rate"] is not None else 10 * bottleneck_bps
     rtt_ps = topo["rtt"]
     access_delay_ps = topo["access_delay"]
-    mtu = topo["mtu"]
-    # The forward and reverse bottleneck delays add up to exactly rtt - 4 access delays even
-    # when rtt is an odd number of picoseconds.
-    fwd_delay_ps = rtt_ps // 2 - 2 * access_delay_ps
-    rev_delay_ps = rtt_ps - rtt_ps // 2 - 2 * access_delay_ps
+    n = topo["pairs"]
+    sender_delays = topo["access_delays"]
+    if sender_delays is None:
+        sender_delays = [access_delay_ps] * n
+    elif len(sender_delays) != n:
+        sub = _join(path, "access_delays")
+        raise ScenarioError(
+            f"{sub}: {len(sender_delays)} delay(s) is not allowed: give one per pair "
+            f"(pairs = {n})",
+            sub,
+        )
+    # The forward and reverse bottleneck delays add up to exactly rtt minus pair 0's four
+    # access delays even when rtt is an odd number of picoseconds.
+    fwd_delay_ps = rtt_ps // 2 - sender_delays[0] - access_delay_ps
+    rev_delay_ps = rtt_ps - rtt_ps // 2 - sender_delays[0] - access_delay_ps
+    if fwd_delay_ps < 0:
+        if topo["access_delays"] is None:
+            sub = _join(path, "access_delay")
+            raise ScenarioError(
+                f"{sub}: {format_duration(access_delay_ps)} is not allowed: the four access links "
+                f"({format_duration(4 * access_delay_ps)} in all) would take more than the rtt "
+                f"({format_duration(rtt_ps)}); the bottleneck's one-way delay is rtt/2 - 2 x access_delay",
+                sub,
+            )
+        sub = _join(path, "access_delays") + "[0]"
+        raise ScenarioError(
+            f"{sub}: {format_duration(sender_delays[0])} is not allowed: with access_delay "
+            f"{format_duration(access_delay_ps)}, pair 0's access links would take more than the "
+            f"rtt ({format_duration(rtt_ps)}); the bottleneck's one-way delay is "
+            "rtt/2 - access_delays[0] - access_delay",
+            sub,
+        )
+    bottleneck_q, access_q = _two_queues(
+        topo, path, bottleneck_bps, access_bps, rtt_ps, _ACCESS_QUEUE_DEFAULT
+    )
+    suffix = [""] if n == 1 else [str(i) for i in range(n)]
+    senders = list(range(n))
+    r1, r2 = n, n + 1
+    receivers = [n + 2 + i for i in range(n)]
+    nodes = (
+        [{"name": f"sender{s}", "kind": "host"} for s in suffix]
+        + [{"name": "r1", "kind": "router"}, {"name": "r2", "kind": "router"}]
+        + [{"name": f"receiver{s}", "kind": "host"} for s in suffix]
+    )
+
+    def access(name: str, src: int, dst: int, delay_ps: int) -> Dict[str, Any]:
+        return _link(name, src, dst, access_bps, delay_ps, access_q, topo)
+
+    links = (
+        [access(f"access_fwd_sender{s}", senders[i], r1, sender_delays[i]) for i, s in enumerate(suffix)]
+        + [_link("bottleneck", r1, r2, bottleneck_bps, fwd_delay_ps, bottleneck_q, topo)]
+        + [access(f"access_fwd_receiver{s}", r2, receivers[i], access_delay_ps) for i, s in enumerate(suffix)]
+        + [access(f"access_rev_receiver{s}", receivers[i], r2, access_delay_ps) for i, s in enumerate(suffix)]
+        + [_link("bottleneck_rev", r2, r1, bottleneck_bps, rev_delay_ps, bottleneck_q, topo)]
+        + [access(f"access_rev_sender{s}", r1, senders[i], sender_delays[i]) for i, s in enumerate(suffix)]
+    )
+    pairs = _pairs_of(senders, receivers)
+    return Network(
+        nodes=nodes,
+        links=links,
+        endpoints=pairs[0],
+        path_mtu_bytes=topo["mtu"],
+        pairs=pairs,
+        pair_doc=_pair_doc(nodes, pairs),
+    )
+
+
+# ---- two-to-one (document 001) ---------------------------------------------------------
+
+#: Document 001's hosts: the sender's interface queue, txqueuelen 100 packets.
+_TWO_TO_ONE_ACCESS_QUEUE_DEFAULT = (
+    "limit_packets",
+    100,
+    "document 001: sender interface queue txqueuelen = 100 packets",
+)
+
+_TWO_TO_ONE = shape_table(
+    Field(
+        "bottleneck_rate",
+        Rate(),
+        "rate of the receiver's link router -> receiver (and receiver -> router), where the "
+        "two senders' traffic meets",
+    ),
+    Field(
+        "rtt",
+        Duration(positive=True),
+        "round-trip propagation delay of each sender's path sender -> receiver -> sender "
+        "(both are equal), without queueing or transmission time; it is the rtt of limit_bdp",
+    ),
+    Field(
+        "access_rate",
+        Rate(),
+        "rate of the senders' links to the router (both directions)",
+        Derived("bottleneck_rate"),
+        "document 001: every host has a 1 Gb/s NIC, so two senders offer twice what the "
+        "receiver's link carries",
+    ),
+    Field(
+        "access_delay",
+        Duration(positive=False, example="1ms"),
+        "one-way propagation delay of each sender's link; the bottleneck's one-way delay is "
+        "rtt/2 - access_delay",
+        "0ms",
+        "all of the path's delay on the bottleneck",
+    ),
+    *_COMMON_LINK_FIELDS,
+    _BOTTLENECK_QUEUE_FIELD,
+    _access_queue_field(_TWO_TO_ONE_ACCESS_QUEUE_DEFAULT),
+    doc="Document 001's two-to-one: sender0 and sender1 -> router -> bottleneck -> receiver, "
+    "and the same links in reverse. Links: \"access_fwd_sender0\", \"access_fwd_sender1\" "
+    "(sender -> router), \"bottleneck\" (router -> receiver), \"bottleneck_rev\" (receiver -> "
+    "router), \"access_rev_sender0\", \"access_rev_sender1\" (router -> sender). Flows choose "
+    "the sender with pair = 0 or 1 (direction \"reverse\": the receiver sends to it).",
+)
+
+
+def _build_two_to_one(topo: Dict[str, Any], path: str) -> Network:
+    bottleneck_bps = topo["bottleneck_rate"]
+    access_bps = topo["access_rate"] if topo["access_rate"] is not None else bottleneck_bps
+    rtt_ps, access_delay_ps = topo["rtt"], topo["access_delay"]
+    fwd_delay_ps = rtt_ps // 2 - access_delay_ps
+    rev_delay_ps = rtt_ps - rtt_ps // 2 - access_delay_ps
     if fwd_delay_ps < 0:
         sub = _join(path, "access_delay")
         raise ScenarioError(
-            f"{sub}: {format_duration(access_delay_ps)} is not allowed: the four access links "
-            f"({format_duration(4 * access_delay_ps)} in all) would take more than the rtt "
-            f"({format_duration(rtt_ps)}); the bottleneck's one-way delay is rtt/2 - 2 x access_delay",
+            f"{sub}: {format_duration(access_delay_ps)} is not allowed: a sender's two access links "
+            f"({format_duration(2 * access_delay_ps)}) would take more than the rtt "
+            f"({format_duration(rtt_ps)}); the bottleneck's one-way delay is rtt/2 - access_delay",
             sub,
         )
-    queues = {
-        "bottleneck": _normalize_queue(
-            topo["queue"],
-            _join(path, "queue"),
-            rate_bps=bottleneck_bps,
-            rtt_ps=rtt_ps,
-            mtu_bytes=mtu,
-            default_key=_BOTTLENECK_QUEUE_DEFAULT[0],
-            default_value=_BOTTLENECK_QUEUE_DEFAULT[1],
-        ),
-        "access": _normalize_queue(
-            topo["access_queue"],
-            _join(path, "access_queue"),
-            rate_bps=access_bps,
-            rtt_ps=rtt_ps,
-            mtu_bytes=mtu,
-            default_key=_ACCESS_QUEUE_DEFAULT[0],
-            default_value=_ACCESS_QUEUE_DEFAULT[1],
-        ),
-    }
-    role_params = {
-        "access": (access_bps, access_delay_ps, queues["access"]),
-        "bottleneck_fwd": (bottleneck_bps, fwd_delay_ps, queues["bottleneck"]),
-        "bottleneck_rev": (bottleneck_bps, rev_delay_ps, queues["bottleneck"]),
-    }
-    links = []
-    for name, src, dst, role in DUMBBELL_LINKS:
-        rate_bps, delay_ps, queue = role_params[role]
-        links.append(
-            {
-                "name": name,
-                "from": src,
-                "to": dst,
-                "rate_bps": rate_bps,
-                "delay_ps": delay_ps,
-                "framing_bytes": topo["framing_bytes"],
-                "mtu_bytes": mtu,
-                "queue": dict(queue),
-            }
-        )
+    bottleneck_q, access_q = _two_queues(
+        topo, path, bottleneck_bps, access_bps, rtt_ps, _TWO_TO_ONE_ACCESS_QUEUE_DEFAULT
+    )
+    nodes = [
+        {"name": "sender0", "kind": "host"},
+        {"name": "sender1", "kind": "host"},
+        {"name": "router", "kind": "router"},
+        {"name": "receiver", "kind": "host"},
+    ]
+    router, receiver = 2, 3
+    links = (
+        [_link(f"access_fwd_sender{i}", i, router, access_bps, access_delay_ps, access_q, topo) for i in (0, 1)]
+        + [_link("bottleneck", router, receiver, bottleneck_bps, fwd_delay_ps, bottleneck_q, topo)]
+        + [_link("bottleneck_rev", receiver, router, bottleneck_bps, rev_delay_ps, bottleneck_q, topo)]
+        + [_link(f"access_rev_sender{i}", router, i, access_bps, access_delay_ps, access_q, topo) for i in (0, 1)]
+    )
+    pairs = _pairs_of([0, 1], [receiver, receiver])
     return Network(
-        nodes=[{"name": n, "kind": k} for n, k in DUMBBELL_NODES],
-        links=links,
-        endpoints={"forward": (0, 3), "reverse": (3, 0)},
-        path_mtu_bytes=mtu,
+        nodes=nodes, links=links, endpoints=pairs[0], path_mtu_bytes=topo["mtu"],
+        pairs=pairs, pair_doc=_pair_doc(nodes, pairs),
     )
 
+
+# ---- parking lot -----------------------------------------------------------------------
+
+_PARKING_LOT = shape_table(
+    Field(
+        "hops",
+        Integer(minimum=1, maximum=1000, example=3),
+        "number of bottleneck links in a row, router0 -> router1 -> ... -> router<hops>",
+    ),
+    Field("bottleneck_rate", Rate(), "rate of every hop (both directions)"),
+    Field(
+        "hop_delay",
+        Duration(positive=True, example="10ms"),
+        "one-way propagation delay of every hop",
+    ),
+    Field(
+        "access_rate",
+        Rate(),
+        "rate of the access links (hosts to routers)",
+        Derived("10 x bottleneck_rate"),
+        "access links faster than the hops, so the queues form at the hops",
+    ),
+    Field(
+        "access_delay",
+        Duration(positive=False, example="1ms"),
+        "one-way propagation delay of each access link",
+        "0ms",
+        "all of the delay on the hops",
+    ),
+    *_COMMON_LINK_FIELDS,
+    _BOTTLENECK_QUEUE_FIELD,
+    _access_queue_field(_ACCESS_QUEUE_DEFAULT),
+    doc="Cross traffic: hops bottleneck links in a row; pair 0 (sender0 -> receiver0) crosses "
+    "all of them, pair i (sender<i> -> receiver<i>, i = 1 .. hops) only hop i. RTTs: "
+    "2 x (hops x hop_delay + 2 x access_delay) for pair 0, 2 x (hop_delay + 2 x access_delay) "
+    "for the others; limit_bdp uses pair 0's (the longest). Links: \"hop1\" .. (router<i-1> "
+    "-> router<i>), \"hop1_rev\" .., and per pair i \"access_fwd_sender<i>\", "
+    "\"access_fwd_receiver<i>\", \"access_rev_receiver<i>\", \"access_rev_sender<i>\".",
+)
+
+
+def _build_parking_lot(topo: Dict[str, Any], path: str) -> Network:
+    hops, hop_bps, hop_delay_ps = topo["hops"], topo["bottleneck_rate"], topo["hop_delay"]
+    access_bps = topo["access_rate"] if topo["access_rate"] is not None else 10 * hop_bps
+    access_delay_ps = topo["access_delay"]
+    long_rtt_ps = 2 * (hops * hop_delay_ps + 2 * access_delay_ps)
+    hop_q, access_q = _two_queues(
+        topo, path, hop_bps, access_bps, long_rtt_ps, _ACCESS_QUEUE_DEFAULT
+    )
+    nodes = [{"name": f"router{i}", "kind": "router"} for i in range(hops + 1)]
+    links = [
+        _link(f"hop{i}", i - 1, i, hop_bps, hop_delay_ps, hop_q, topo) for i in range(1, hops + 1)
+    ] + [
+        _link(f"hop{i}_rev", i, i - 1, hop_bps, hop_delay_ps, hop_q, topo) for i in range(1, hops + 1)
+    ]
+    senders, receivers = [], []
+    for i in range(hops + 1):
+        # Pair 0 enters at router0 and leaves at router<hops>; pair i crosses hop i only.
+        enter, leave = (0, hops) if i == 0 else (i - 1, i)
+        s, r = len(nodes), len(nodes) + 1
+        nodes += [{"name": f"sender{i}", "kind": "host"}, {"name": f"receiver{i}", "kind": "host"}]
+        links += [
+            _link(f"access_fwd_sender{i}", s, enter, access_bps, access_delay_ps, access_q, topo),
+            _link(f"access_fwd_receiver{i}", leave, r, access_bps, access_delay_ps, access_q, topo),
+            _link(f"access_rev_receiver{i}", r, leave, access_bps, access_delay_ps, access_q, topo),
+            _link(f"access_rev_sender{i}", enter, s, access_bps, access_delay_ps, access_q, topo),
+        ]
+        senders.append(s)
+        receivers.append(r)
+    pairs = _pairs_of(senders, receivers)
+    return Network(
+        nodes=nodes, links=links, endpoints=pairs[0], path_mtu_bytes=topo["mtu"],
+        pairs=pairs, pair_doc=_pair_doc(nodes, pairs),
+    )
+
+
+# ---- custom ----------------------------------------------------------------------------
+
+#: Custom links have no single rtt, so their default limit is in packets.
+_CUSTOM_QUEUE_DEFAULT = (
+    "limit_packets",
+    1000,
+    "Linux default txqueuelen of an Ethernet interface (1000 packets); a custom link has no "
+    "single rtt, so limit_bdp is not available",
+)
+
+_CUSTOM_NODE = Table(
+    fields=(
+        Field("name", Name(), "name of the node, unique; links and flows refer to it"),
+        Field(
+            "kind",
+            Choice(("host", "router")),
+            '"host": flows start and end here; "router": only forwards',
+        ),
+    ),
+    doc="A node of a custom topology.",
+)
+
+_CUSTOM_LINK = Table(
+    fields=(
+        Field("from", Name(), "name of the node the link leaves"),
+        Field("to", Name(), "name of the node the link enters"),
+        Field("rate", Rate(), "rate of the link"),
+        Field("delay", Duration(positive=False, example="5ms"), "one-way propagation delay"),
+        Field(
+            "queue",
+            _queue_kind(*_CUSTOM_QUEUE_DEFAULT),
+            "queue in front of the link (and of its reverse, if duplex); limit_bdp is refused "
+            "(a link lies on many paths, so there is no single rtt)",
+            {},
+            "each key's own default",
+        ),
+        Field(
+            "duplex",
+            Boolean(),
+            "also make the reverse link to -> from with the same rate, delay and queue",
+            True,
+            "fatpipe default: ACKs need a way back",
+        ),
+        Field(
+            "name",
+            Name(),
+            "name of the link (impairments refer to it); the reverse link of a duplex link is "
+            "named <name>_rev",
+            Derived('"<from>-><to>" (and "<to>-><from>" for the reverse)'),
+            "fatpipe default",
+        ),
+    ),
+    doc="A link of a custom topology, simplex from -> to, or duplex (two simplex links).",
+)
+
+_CUSTOM = shape_table(
+    Field(
+        "nodes",
+        TableArray(_CUSTOM_NODE, min_items=2, header="topology.nodes"),
+        "the nodes, at least two ([[topology.nodes]])",
+    ),
+    Field(
+        "links",
+        TableArray(_CUSTOM_LINK, min_items=1, header="topology.links"),
+        "the links ([[topology.links]]); routes are shortest paths by hop count, ties to the "
+        "link given first",
+    ),
+    *_COMMON_LINK_FIELDS,
+    doc="Any network: [[topology.nodes]] and [[topology.links]]. Flows name their hosts with "
+    "src and dst (not pair or direction); both directions need a route (ACKs go back). "
+    "There is no rtt: queue limits are in packets or bytes (default 1000 packets).",
+)
+
+
+def _build_custom(topo: Dict[str, Any], path: str) -> Network:
+    nodes: List[Dict[str, Any]] = []
+    index: Dict[str, int] = {}
+    for i, node in enumerate(topo["nodes"]):
+        if node["name"] in index:
+            sub = f"{path}.nodes[{i}].name"
+            raise _fail(sub, node["name"], f"node names must be unique, and {path}.nodes"
+                        f"[{index[node['name']]}] is named {json.dumps(node['name'])} too")
+        index[node["name"]] = i
+        nodes.append({"name": node["name"], "kind": node["kind"]})
+    known = ", ".join(json.dumps(n["name"]) for n in nodes)
+    links: List[Dict[str, Any]] = []
+    where: Dict[str, str] = {}
+    for i, link in enumerate(topo["links"]):
+        sub = f"{path}.links[{i}]"
+        for key in ("from", "to"):
+            if link[key] not in index:
+                raise _fail(f"{sub}.{key}", link[key], f"expected a node of [[{path}.nodes]]: {known}")
+        if link["from"] == link["to"]:
+            raise _fail(f"{sub}.to", link["to"], "must differ from from (a link joins two nodes)")
+        queue = link["queue"]
+        if queue.get("limit_bdp") is not None:
+            raise _fail_number(
+                f"{sub}.queue.limit_bdp", queue["limit_bdp"],
+                "a custom link lies on many paths, so there is no rtt to multiply; "
+                "give limit_packets or limit_bytes",
+            )
+        q = _normalize_queue(
+            queue, f"{sub}.queue", rate_bps=link["rate"], rtt_ps=0, mtu_bytes=topo["mtu"],
+            default_key=_CUSTOM_QUEUE_DEFAULT[0], default_value=_CUSTOM_QUEUE_DEFAULT[1],
+        )
+        a, b = index[link["from"]], index[link["to"]]
+        if link["name"] is not None:
+            names = [link["name"], f"{link['name']}_rev"]
+        else:
+            names = [f"{link['from']}->{link['to']}", f"{link['to']}->{link['from']}"]
+        ends = [(a, b), (b, a)] if link["duplex"] else [(a, b)]
+        for name, (x, y) in zip(names, ends):
+            if name in where:
+                raise _fail(
+                    f"{sub}.name" if link["name"] is not None else f"{sub}.to",
+                    link["name"] if link["name"] is not None else link["to"],
+                    f"link names must be unique, and {where[name]} already makes the link "
+                    f"{json.dumps(name)}" + ("" if link["name"] is not None else "; give this link a name"),
+                )
+            where[name] = sub
+            links.append(_link(name, x, y, link["rate"], link["delay"], q, topo))
+    hosts = {n["name"]: i for i, n in enumerate(nodes) if n["kind"] == "host"}
+    if not hosts:
+        sub = f"{path}.nodes"
+        raise ScenarioError(
+            f'{sub}: {len(nodes)} routers and no host is not allowed: at least one node of '
+            'kind = "host" (flows run between hosts)',
+            sub,
+        )
+    return Network(nodes=nodes, links=links, endpoints={}, path_mtu_bytes=topo["mtu"], hosts=hosts)
+
+
+def hop_count(network: Network, src: int, dst: int) -> Optional[int]:
+    """Links on the shortest path src -> dst (breadth-first, as the core routes), or None."""
+    out: Dict[int, List[int]] = {}
+    for link in network.links:
+        out.setdefault(link["from"], []).append(link["to"])
+    seen, frontier, hops = {src}, [src], 0
+    while frontier:
+        if dst in frontier:
+            return hops
+        hops += 1
+        frontier = [n for m in frontier for n in out.get(m, []) if n not in seen and not seen.add(n)]
+    return None
+
+
+#: How messages name a shape ("expected a link of the parking lot: ...").
+SHAPE_LABELS = {"two_to_one": "two-to-one", "parking_lot": "parking lot", "custom": "custom topology"}
 
 #: Topology shapes by name.
 SHAPES: Dict[str, Shape] = {
     "dumbbell": Shape(table=_DUMBBELL, build=_build_dumbbell),
+    "two_to_one": Shape(table=_TWO_TO_ONE, build=_build_two_to_one),
+    "parking_lot": Shape(table=_PARKING_LOT, build=_build_parking_lot),
+    "custom": Shape(table=_CUSTOM, build=_build_custom),
 }
 
 
@@ -1836,10 +2262,34 @@ _FLOW = Table(
         Field(
             "direction",
             Choice(("forward", "reverse")),
-            '"forward": the sender host sends to the receiver host; "reverse": the receiver '
-            "host sends to the sender host (reverse traffic, as in document 002)",
-            "forward",
+            '"forward": the pair\'s sender host sends to its receiver host; "reverse": the '
+            "receiver host sends to the sender host (reverse traffic, as in document 002); not "
+            'with shape = "custom"',
+            Derived('"forward"'),
             "fatpipe default: data from sender to receiver",
+        ),
+        Field(
+            "pair",
+            Integer(minimum=0, maximum=1000, example=1),
+            "which host pair of the shape the flow runs between (dumbbell: 0 .. pairs - 1; "
+            "two_to_one: 0 or 1, the sender; parking_lot: 0 end to end, i crossing hop i); "
+            'not with shape = "custom"',
+            Derived("0"),
+            "fatpipe default: the first pair",
+        ),
+        Field(
+            "src",
+            Name(),
+            'with shape = "custom" (and only then; required): the name of the sending host',
+            UNSET,
+            "unset: other shapes use pair and direction",
+        ),
+        Field(
+            "dst",
+            Name(),
+            'with shape = "custom" (and only then; required): the name of the receiving host',
+            UNSET,
+            "unset: other shapes use pair and direction",
         ),
         Field(
             "start",
@@ -1991,8 +2441,10 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
     shape = SHAPES[topo["shape"]]
     own = {k: v for k, v in topo.items() if k != "shape" and k not in SHAPE_COMMON_KEYS}
     network = shape.build(own, "topology")
+    network.shape = topo["shape"]
     attach_impairments(
-        network, topo["impairments"], "topology.impairments", duration_ps, shape=topo["shape"]
+        network, topo["impairments"], "topology.impairments", duration_ps,
+        shape=SHAPE_LABELS.get(topo["shape"], topo["shape"]),
     )
     flows = [
         _normalize_flow(flow, f"flows[{i}]", i, network, duration_ps)
@@ -2061,7 +2513,7 @@ def _normalize_flow(
             f"({format_duration(start_ps)})",
             f"{path}.stop",
         )
-    src, dst = network.endpoints[flow["direction"]]
+    src, dst = _flow_endpoints(flow, path, network)
     cc = flow["cc"]
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
     if cc["algorithm"] == "fast" and cc["beta"] < cc["alpha"]:
@@ -2115,6 +2567,57 @@ def _normalize_flow(
             {k: v for k, v in cc.items() if k not in ("algorithm", "preset")}, _join(path, "cc")
         ),
     }
+
+
+def _flow_endpoints(flow: Dict[str, Any], path: str, network: Network) -> Tuple[int, int]:
+    """(src, dst) node indices of a flow: by pair and direction, or by host names (custom)."""
+    shape = network.shape
+    if network.hosts is not None:
+        for key in ("pair", "direction"):
+            if flow[key] is not None:
+                raise _fail(
+                    _join(path, key), flow[key],
+                    f'with shape = "{shape}" a flow names its hosts with src and dst instead',
+                )
+        known = ", ".join(json.dumps(h) for h in network.hosts)
+        for key in ("src", "dst"):
+            if flow[key] is None:
+                sub = _join(path, key)
+                raise ScenarioError(
+                    f'{sub}: missing; required with shape = "{shape}" (a host: {known})', sub
+                )
+            if flow[key] not in network.hosts:
+                raise _fail(_join(path, key), flow[key], f"expected a host of topology.nodes: {known}")
+        if flow["src"] == flow["dst"]:
+            raise _fail(_join(path, "dst"), flow["dst"], "must differ from src")
+        src, dst = network.hosts[flow["src"]], network.hosts[flow["dst"]]
+        for a, b in ((src, dst), (dst, src)):
+            if hop_count(network, a, b) is None:
+                what = "data" if a == src else "ACKs"
+                raise _fail(
+                    _join(path, "dst"), flow["dst"],
+                    f"no route for the {what} from {json.dumps(network.nodes[a]['name'])} to "
+                    f"{json.dumps(network.nodes[b]['name'])} over topology.links",
+                )
+        return src, dst
+    for key in ("src", "dst"):
+        if flow[key] is not None:
+            raise _fail(
+                _join(path, key), flow[key],
+                f'src and dst name hosts only with shape = "custom"; with shape = "{shape}" a '
+                "flow chooses pair and direction",
+            )
+    pairs = network.pairs if network.pairs is not None else [network.endpoints]
+    pair = flow["pair"] if flow["pair"] is not None else 0
+    if pair >= len(pairs):
+        allowed = f'shape = "{shape}" has {len(pairs)} pair(s), 0 to {len(pairs) - 1}'
+        if network.pair_doc:
+            allowed += f" ({network.pair_doc})"
+        raise _fail(_join(path, "pair"), pair, allowed)
+    direction = flow["direction"] if flow["direction"] is not None else "forward"
+    if direction not in pairs[pair]:
+        raise _fail(_join(path, "direction"), direction, f'shape = "{shape}" has no such direction')
+    return pairs[pair][direction]
 
 
 def _check_unique_names(parsed: List[Dict[str, Any]], flows: List[Dict[str, Any]]) -> None:
