@@ -166,7 +166,7 @@ mod tests {
     }
 
     fn ack(segments: u32) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: segments as u64 * 1448, ..Default::default() }
+        AckSample::of_segments(segments, 1448)
     }
 
     /// One RTT of congestion avoidance, one ACK per segment; returns the growth.

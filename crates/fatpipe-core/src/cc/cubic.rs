@@ -242,7 +242,7 @@ mod tests {
     }
 
     fn ack(segments: u32) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: segments as u64 * 1448, ..Default::default() }
+        AckSample::of_segments(segments, 1448)
     }
 
     /// A loss as the core handles it: ssthresh, cwnd cut to it, recovery, open again.

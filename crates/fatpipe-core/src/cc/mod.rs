@@ -130,6 +130,15 @@ pub struct AckSample {
     pub newly_lost_bytes: u64,
 }
 
+impl AckSample {
+    /// An ACK that newly acknowledges `segments` full segments of `mss_bytes`, nothing else
+    /// known: the usual input of an algorithm's tests.
+    pub fn of_segments(segments: u32, mss_bytes: u32) -> AckSample {
+        let bytes = segments as u64 * mss_bytes as u64;
+        AckSample { acked_segments: segments, acked_bytes: bytes, delivered_bytes: bytes, ..Default::default() }
+    }
+}
+
 pub trait CongestionControl: Send + Sync {
     /// Short name as used in scenarios ("reno").
     fn name(&self) -> &'static str;

@@ -69,7 +69,7 @@ mod tests {
     }
 
     fn ack(segments: u32) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: segments as u64 * 1448, ..Default::default() }
+        AckSample::of_segments(segments, 1448)
     }
 
     fn reno(byte_counting: bool) -> Reno {
