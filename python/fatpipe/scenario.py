@@ -2312,6 +2312,30 @@ _FLOW = Table(
             UNSET,
             "unset: no limit",
         ),
+        Field(
+            "burst_size",
+            Size(minimum=1, example="64KB"),
+            "paced application (NetSpec burst mode, document 000): every burst_period it writes "
+            "a burst of this many bytes; offered load = burst_size x 8 / burst_period. The "
+            "summary counts failed burst cycles (a period ending before its burst was written)",
+            UNSET,
+            "unset: bulk transfer (the application writes as fast as the socket takes data)",
+        ),
+        Field(
+            "burst_period",
+            Duration(example="10ms"),
+            "time between the starts of two bursts (with burst_size)",
+            UNSET,
+            "required with burst_size; document 000 used 10 ms and 5 ms",
+        ),
+        Field(
+            "burst_carry_over",
+            Boolean(),
+            "keep writing a burst's unwritten rest after the next period starts (NetSpec's "
+            "queued-burst mode); false drops it",
+            False,
+            "NetSpec burst mode",
+        ),
         Field("tcp", _TCP, "TCP options ([flows.tcp])", {}, "each key's own default"),
     ),
     doc="A bulk TCP transfer: the application writes as fast as the send buffer takes data "
@@ -2473,6 +2497,29 @@ def load_scenario(source: Union[PathLike, Mapping[str, Any]]) -> Dict[str, Any]:
     return load(source).core
 
 
+def _normalize_source(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: Optional[int]) -> Dict[str, Any]:
+    """The flow's application: bulk, or paced bursts when burst_size is given."""
+    if flow["burst_size"] is None:
+        if flow["burst_period"] is not None:
+            raise ScenarioError(f"{path}.burst_period: set without burst_size; give both or neither", f"{path}.burst_period")
+        return {"kind": "bulk", "start_ps": start_ps, "stop_ps": stop_ps, "bytes": flow["bytes"]}
+    if flow["burst_period"] is None:
+        raise ScenarioError(f"{path}.burst_period: missing; required with burst_size", f"{path}.burst_period")
+    if flow["bytes"] is not None:
+        raise ScenarioError(
+            f"{path}.bytes: not allowed with burst_size: a paced application writes bursts until stop",
+            f"{path}.bytes",
+        )
+    return {
+        "kind": "burst",
+        "start_ps": start_ps,
+        "stop_ps": stop_ps,
+        "burst_bytes": flow["burst_size"],
+        "period_ps": flow["burst_period"],
+        "carry_over": flow["burst_carry_over"],
+    }
+
+
 def _normalize_flow(
     flow: Dict[str, Any], path: str, index: int, network: Network, duration_ps: int
 ) -> Dict[str, Any]:
@@ -2536,12 +2583,7 @@ def _normalize_flow(
         "name": flow["name"] if flow["name"] is not None else f"flow{index}",
         "src": src,
         "dst": dst,
-        "source": {
-            "kind": "bulk",
-            "start_ps": start_ps,
-            "stop_ps": stop_ps,
-            "bytes": flow["bytes"],
-        },
+        "source": _normalize_source(flow, path, start_ps, stop_ps),
         "tcp": {
             "mss_bytes": mss,
             "initial_window_segments": initial_window,

@@ -22,6 +22,8 @@ pub enum Event {
     SourceStart(u32),
     /// The application of a flow stops writing.
     SourceStop(u32),
+    /// A paced application's next burst is due.
+    SourceTick(u32),
     /// Sample every probe.
     Probe,
 }

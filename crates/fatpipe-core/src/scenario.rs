@@ -145,6 +145,14 @@ impl Scenario {
                     node = link.to;
                 }
             }
+            if let SourceSpec::Burst(b) = &f.source {
+                if b.burst_bytes == 0 || b.period_ps == 0 {
+                    return Err(format!("flows[{i}].source: burst_bytes and period_ps must be positive"));
+                }
+                if b.stop_ps.is_some_and(|s| s <= b.start_ps) {
+                    return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
+                }
+            }
             if let SourceSpec::Bulk(b) = &f.source {
                 if b.stop_ps.is_some_and(|s| s <= b.start_ps) {
                     return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));

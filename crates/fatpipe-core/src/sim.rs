@@ -15,6 +15,7 @@ use crate::net::routing::shortest_path_table;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
 use crate::scenario::Scenario;
+use crate::source::burst::BurstStats;
 use crate::source::SourceSpec;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -31,6 +32,7 @@ pub struct Flow {
     rto_timer: LazyTimer,
     delayed_ack_timer: LazyTimer,
     pacing_timer: LazyTimer,
+    pub bursts: BurstStats,
 }
 
 pub struct Simulation {
@@ -66,6 +68,7 @@ impl Simulation {
                 rto_timer: LazyTimer::default(),
                 delayed_ack_timer: LazyTimer::default(),
                 pacing_timer: LazyTimer::default(),
+                bursts: BurstStats::default(),
             })
             .collect();
         let mut events = EventQueue::default();
@@ -141,12 +144,18 @@ impl Simulation {
                 let mut out = std::mem::take(&mut self.out);
                 match &flow.source {
                     SourceSpec::Bulk(b) => flow.sender.start_bulk(self.now, b.bytes, &mut out),
+                    SourceSpec::Burst(_) => {
+                        self.out = out;
+                        self.on_burst_tick(f);
+                        return;
+                    }
                 }
                 let node = flow.src;
                 self.transmit(node, &mut out);
                 self.out = out;
                 self.sync_timers(f);
             }
+            Event::SourceTick(f) => self.on_burst_tick(f),
             Event::SourceStop(f) => self.flows[f as usize].sender.stop_application(),
             Event::Probe => {
                 self.sample();
@@ -155,6 +164,29 @@ impl Simulation {
                     self.events.schedule(next, Event::Probe);
                 }
             }
+        }
+    }
+
+    /// A paced application writes its next burst and schedules the one after.
+    fn on_burst_tick(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        let SourceSpec::Burst(b) = &flow.source else { return };
+        let (burst, period, carry_over, stop) = (b.burst_bytes, b.period_ps, b.carry_over, b.stop_ps);
+        if stop.is_some_and(|s| now >= s) {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        let failed = flow.sender.write_burst(now, burst, carry_over, &mut out);
+        flow.bursts.bursts += 1;
+        flow.bursts.failed_cycles += u64::from(failed);
+        let node = flow.src;
+        self.transmit(node, &mut out);
+        self.out = out;
+        self.sync_timers(f);
+        let next = now + period;
+        if next <= self.scenario.duration_ps && stop.is_none_or(|s| next < s) {
+            self.events.schedule(next, Event::SourceTick(f));
         }
     }
 
@@ -325,6 +357,9 @@ impl Simulation {
                     "timeouts": s.stats.timeouts,
                     "dupacks_received": s.stats.dupacks_received,
                     "acks_sent": r.stats.acks_sent,
+                    "bytes_written": s.bytes_written(),
+                    "bursts": f.bursts.bursts,
+                    "failed_burst_cycles": f.bursts.failed_cycles,
                     "cwnd_segments": s.cc_state.cwnd,
                     "ssthresh_segments": if ssthresh >= INFINITE_SSTHRESH { None } else { Some(ssthresh) },
                     "srtt_ps": s.rtt.srtt,

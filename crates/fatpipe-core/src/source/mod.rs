@@ -1,6 +1,7 @@
 //! Traffic sources: the applications that write into a flow's send buffer. One file each.
 
 pub mod bulk;
+pub mod burst;
 
 use serde::Deserialize;
 
@@ -8,18 +9,21 @@ use serde::Deserialize;
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum SourceSpec {
     Bulk(bulk::BulkConfig),
+    Burst(burst::BurstConfig),
 }
 
 impl SourceSpec {
     pub fn start_ps(&self) -> crate::time::Time {
         match self {
             SourceSpec::Bulk(b) => b.start_ps,
+            SourceSpec::Burst(b) => b.start_ps,
         }
     }
 
     pub fn stop_ps(&self) -> Option<crate::time::Time> {
         match self {
             SourceSpec::Bulk(b) => b.stop_ps,
+            SourceSpec::Burst(b) => b.stop_ps,
         }
     }
 }

@@ -218,6 +218,20 @@ impl TcpSender {
         self.send(now, out);
     }
 
+    /// A paced application hands over its next burst of `burst_bytes`. Returns true when the
+    /// previous burst is not fully written yet (a failed burst cycle); its rest is dropped
+    /// unless `carry_over`.
+    pub fn write_burst(&mut self, now: Time, burst_bytes: u64, carry_over: bool, out: &mut Vec<Packet>) -> bool {
+        self.refill();
+        let failed = self.written < self.bulk_target;
+        if failed && !carry_over {
+            self.bulk_target = self.written;
+        }
+        self.bulk_target += burst_bytes;
+        self.send(now, out);
+        failed
+    }
+
     /// The application stops writing; what it wrote is still delivered.
     pub fn stop_application(&mut self) {
         self.refill();
