@@ -25,7 +25,7 @@
 //! estimate of segments per ACK (delayed ACKs); this core tells the algorithm how many
 //! segments each ACK covers, so growth counts them exactly instead.
 
-use super::{cong_avoid_ai, slow_start, AckSample, CaState, CcState, CongestionControl};
+use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use serde::Deserialize;
 
 /// B: the binary search moves 1/B of the way to W_max per RTT (Linux `BICTCP_B`).
@@ -135,16 +135,9 @@ impl CongestionControl for Bic {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        if !s.cwnd_limited {
+        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
             return;
-        }
-        let mut acked = ack.acked_segments;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let cnt = self.cnt(s.cwnd);
         cong_avoid_ai(s, cnt, acked);
     }

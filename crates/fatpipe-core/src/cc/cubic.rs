@@ -34,7 +34,7 @@
 //! a run is reproducible bit for bit anywhere. Linux uses fixed point (2^-10 s, cube root
 //! by table and one Newton step); float avoids its rounding of K and t.
 
-use super::{cong_avoid_ai, slow_start, AckSample, CaState, CcState, CongestionControl, CwndEvent};
+use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::time::{to_seconds, Time};
 use serde::Deserialize;
 
@@ -151,16 +151,9 @@ impl CongestionControl for Cubic {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        if !s.cwnd_limited {
+        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
             return;
-        }
-        let mut acked = ack.acked_segments;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let mut e = match self.epoch {
             Some(e) => e,
             None => self.start_epoch(s),

@@ -29,7 +29,7 @@
 //!    Delayed Congestion Response (section 4.3.3) are per-flow options of the core
 //!    (`max_ssthresh` in [`slow_start`], the duplicate-ACK threshold), not part of this file.
 
-use super::{cong_avoid_ai, slow_start, AckSample, CaState, CcState, CongestionControl};
+use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -105,16 +105,9 @@ impl CongestionControl for GridDt {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        if !s.cwnd_limited {
+        let Some(acked) = slow_start_first(s, if self.cfg.byte_counting { ack.acked_segments } else { 1 }) else {
             return;
-        }
-        let mut acked = if self.cfg.byte_counting { ack.acked_segments } else { 1 };
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let add = self.additive_increase_segments(s).max(1);
         cong_avoid_ai(s, (s.cwnd / add).max(1), acked);
     }

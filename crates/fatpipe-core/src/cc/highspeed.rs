@@ -31,7 +31,7 @@
 //! Slow start, fast retransmit and recovery are standard (RFC 3649). Growth counts
 //! acknowledged segments (RFC 3465, as Linux), so delayed ACKs do not slow it.
 
-use super::{cong_avoid_ai, slow_start, AckSample, CcState, CongestionControl};
+use super::{cong_avoid_ai, slow_start_first, AckSample, CcState, CongestionControl};
 use serde::Deserialize;
 
 /// Standard TCP's decrease, the fraction of the window given up on a loss (RFC 5681 eq. 4).
@@ -235,16 +235,9 @@ impl CongestionControl for HighSpeed {
 
     /// cwnd += a(w)/cwnd per acknowledged segment: a(w) segments per RTT.
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        if !s.cwnd_limited {
+        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
             return;
-        }
-        let mut acked = ack.acked_segments;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let (a, _) = self.aimd_at(s.cwnd);
         cong_avoid_ai(s, s.cwnd, acked.saturating_mul(a));
     }

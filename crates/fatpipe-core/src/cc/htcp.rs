@@ -32,7 +32,7 @@
 //! Linux rounds to jiffies and requires RTT_min > 10 ms before adapting beta; simulated time is
 //! exact, so neither applies here.
 
-use super::{slow_start, AckSample, CaState, CcState, CongestionControl};
+use super::{slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use crate::time::{to_seconds, Time, PS_PER_MS, PS_PER_S};
 use serde::Deserialize;
 
@@ -251,16 +251,9 @@ impl CongestionControl for Htcp {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        if !s.cwnd_limited {
+        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
             return;
-        }
-        let mut acked = ack.acked_segments;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         // cwnd += alpha / cwnd per acknowledged segment, at most one segment per segment
         // (slow start's rate), as Linux.
         let per_segment = (self.alpha(s.now) / s.cwnd as f64).min(1.0);

@@ -210,6 +210,17 @@ pub fn slow_start(s: &mut CcState, acked: u32) -> u32 {
     acked - used
 }
 
+/// The common start of `cong_avoid` (Linux `tcp_reno_cong_avoid`'s first half): no growth
+/// unless cwnd-limited; in slow start grow by `acked` (with Limited Slow Start); returns the
+/// acknowledged segments left for congestion avoidance, if any.
+pub fn slow_start_first(s: &mut CcState, acked: u32) -> Option<u32> {
+    if !s.cwnd_limited {
+        return None;
+    }
+    let left = if s.in_slow_start() { slow_start(s, acked) } else { acked };
+    (left > 0).then_some(left)
+}
+
 /// Additive increase of one segment per `w` acknowledged segments (Linux `tcp_cong_avoid_ai`).
 pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
     let w = w.max(1);

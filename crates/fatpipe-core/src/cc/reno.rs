@@ -9,7 +9,7 @@
 //!   delayed ACKs slow growth (document 000 eq. 3.2); on, it grows by the segments each ACK
 //!   covers, as Linux does.
 
-use super::{cong_avoid_ai, slow_start, AckSample, CcState, CongestionControl};
+use super::{cong_avoid_ai, slow_start_first, AckSample, CcState, CongestionControl};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -43,16 +43,9 @@ impl CongestionControl for Reno {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        if !s.cwnd_limited {
+        let Some(acked) = slow_start_first(s, if self.cfg.byte_counting { ack.acked_segments } else { 1 }) else {
             return;
-        }
-        let mut acked = if self.cfg.byte_counting { ack.acked_segments } else { 1 };
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         // One segment per cwnd/a acknowledged segments = a segments per RTT.
         let w = (s.cwnd as f64 / self.cfg.a).round() as u32;
         cong_avoid_ai(s, w, acked);

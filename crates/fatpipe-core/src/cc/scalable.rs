@@ -13,7 +13,7 @@
 //! ACKs"; here growth counts acknowledged segments (RFC 3465, as Linux), so a means what
 //! Kelly's a means whatever the ACK ratio. Document 001 tunes a and b (experiment E1.4).
 
-use super::{cong_avoid_ai, slow_start, AckSample, CaState, CcState, CongestionControl};
+use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use serde::Deserialize;
 
 /// Standard TCP's decrease below the legacy window (RFC 5681 eq. 4).
@@ -82,16 +82,9 @@ impl CongestionControl for Scalable {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        if !s.cwnd_limited {
+        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
             return;
-        }
-        let mut acked = ack.acked_segments;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         if self.below_legacy_window(s.cwnd) {
             cong_avoid_ai(s, s.cwnd, acked);
             return;
