@@ -115,6 +115,24 @@ mod tests {
         assert!(q.enqueue(0, pkt(100, 4148)).is_ok(), "freed three cells");
     }
 
+    #[test]
+    fn idle_arrival_answers_as_enqueue_then_dequeue_would() {
+        let cases = [
+            (DropTailConfig { limit_packets: Some(1), ..no_limits() }, true),
+            (DropTailConfig { limit_bytes: Some(1000), ..no_limits() }, false),
+            (DropTailConfig { cell_bytes: Some(512), limit_cells: Some(2), ..no_limits() }, false),
+            (DropTailConfig { cell_bytes: Some(512), limit_cells: Some(3), ..no_limits() }, true),
+        ];
+        for (cfg, admitted) in cases {
+            let mut direct = DropTail::new(cfg.clone());
+            let mut queued = DropTail::new(cfg);
+            let via_queue = queued.enqueue(0, pkt(1, 1500)).is_ok() && queued.dequeue(0).is_some();
+            assert_eq!(direct.on_idle_arrival(0, pkt(1, 1500)).is_ok(), admitted);
+            assert_eq!(via_queue, admitted);
+            assert_eq!(direct.len_packets(), 0, "nothing stays queued");
+        }
+    }
+
     fn pkt(seq: u64, ip_bytes: u32) -> Packet {
         Packet {
             flow: 0,
