@@ -3,6 +3,17 @@
 # with maturin) and its test dependencies, then the Rust tests and the Python tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Tools the tests check fatpipe's output with: tshark and tcpdump read its packet captures,
+# chromium renders its HTML reports. Installed from Debian's packages when missing.
+missing=()
+command -v tshark >/dev/null || missing+=(tshark)
+command -v tcpdump >/dev/null || missing+=(tcpdump)
+command -v chromium >/dev/null || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 python3 -m pip install --quiet --upgrade pip
 python3 -m pip install --quiet '.[test]'
 cargo test --release --quiet

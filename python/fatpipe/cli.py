@@ -177,7 +177,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     progress = not args.quiet and sys.stderr.isatty()
     wall_start = time.perf_counter()
     try:
-        result = run(loaded.core, seed=args.seed, progress=progress)
+        result = run(loaded, seed=args.seed, progress=progress, capture_dir=outdir)
     except ScenarioError as err:
         raise CliError(f"{args.scenario}: {err}") from None
     wall_s = time.perf_counter() - wall_start

@@ -9,13 +9,16 @@ of picoseconds, names instead of indices.
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 import numpy as np
 import pandas as pd
 
+from .metrics import fairness, flow_metrics
 from .units import PS_PER_S
 
 __all__ = ["Result"]
@@ -88,11 +91,17 @@ class Result:
     """
 
     def __init__(
-        self, output: Mapping[str, Any], scenario: Mapping[str, Any], plots: bool = True
+        self,
+        output: Mapping[str, Any],
+        scenario: Mapping[str, Any],
+        plots: bool = True,
+        capture_files: Optional[Mapping[str, str]] = None,
     ) -> None:
-        """``output`` is the dict ``finish()`` returned; ``scenario`` the normalized scenario."""
+        """``output`` is the dict ``finish()`` returned; ``scenario`` the normalized scenario;
+        ``capture_files`` maps capture point names to the pcap files the core wrote."""
         self.scenario: Dict[str, Any] = json.loads(json.dumps(scenario))  # a private deep copy
         self.plots = plots
+        self.capture_files: Dict[str, str] = dict(capture_files or {})
         self._flow_names: List[str] = [f["name"] for f in self.scenario["flows"]]
         self._link_names: List[str] = [link["name"] for link in self.scenario["links"]]
         self.summary: Dict[str, Any] = self._build_summary(output["summary"])
@@ -109,13 +118,10 @@ class Result:
         flows = []
         for entry in core["flows"]:
             flow = dict(entry)
-            delivered_bits = 8 * int(flow["bytes_delivered"])
-            end_ps = flow.get("end_ps")
-            # Active time: from the application's start to the last in-order delivery, so a
-            # flow that finished early or started late is not diluted by idle time.
-            active_ps = (end_ps - flow["start_ps"]) if end_ps is not None else 0
-            flow["goodput_bps"] = delivered_bits * PS_PER_S / active_ps if active_ps > 0 else 0.0
-            flow["run_goodput_bps"] = delivered_bits / duration_s
+            # Goodput over the active time (the application's start to the last in-order
+            # delivery), so a flow that finished early or started late is not diluted by
+            # idle time; the rest of docs/metrics.md's per-flow measures beside it.
+            flow.update({k: _json_number(v) for k, v in flow_metrics(flow, duration_ps).items()})
             flows.append(flow)
         links = []
         for entry in core["links"]:
@@ -123,7 +129,16 @@ class Result:
             link["utilization"] = int(link["busy_ps"]) / duration_ps
             link["total_drops_packets"] = sum(int(link[key]) for key, _ in DROP_CAUSES)
             links.append(link)
+        shared = _shared_link(links)
+        sharing = fairness([f["goodput_bps"] for f in flows], shared["rate_bps"] if shared else None)
+        sharing["link"] = shared["name"] if shared else None
+        sharing["utilization"] = shared["utilization"] if shared else None
         summary = dict(core)
+        summary["fairness"] = {k: _json_number(v) for k, v in sharing.items()}
+        # File names only: summary.json must not depend on where the run was written.
+        summary["captures"] = [
+            dict(c, path=f"{c['name']}.pcap") for c in core.get("captures", [])
+        ]
         summary.update(
             flows=flows,
             links=links,
@@ -225,12 +240,32 @@ class Result:
         _write_json(out / "scenario.json", self.scenario)
         _write_parquet(out / "flow_series.parquet", self.flow_series)
         _write_parquet(out / "queue_series.parquet", self.queue_series)
+        for name, path in self.capture_files.items():
+            target = out / f"{name}.pcap"
+            if Path(path).resolve() != target.resolve():
+                shutil.copyfile(path, target)
         if self.plots if plots is None else plots:
             from .plots import plot_cwnd, plot_throughput
 
             plot_cwnd(self, out / "cwnd.png")
             plot_throughput(self, out / "throughput.png")
         return out
+
+
+def _shared_link(links: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The link the flows share, for document 002's utilization estimate: the one named
+    "bottleneck" (every named shape has one), else the busiest link."""
+    for link in links:
+        if link["name"] == "bottleneck":
+            return link
+    return max(links, key=lambda link: link["utilization"], default=None)
+
+
+def _json_number(v: Any) -> Any:
+    """NaN and infinity as None: JSON has neither."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
 
 
 def _rate_per_interval(df: pd.DataFrame, key: str, column: str, time_ps: np.ndarray) -> np.ndarray:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Mapping, Optional, Union
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Union
 
 from .result import Result
 from .scenario import Loaded, ScenarioError, load
@@ -48,7 +50,10 @@ def _is_normalized(doc: Mapping[str, Any]) -> bool:
     return "duration_ps" in doc and "nodes" in doc
 
 
-def _prepare(scenario: ScenarioSource) -> Loaded:
+def _prepare(scenario: Union[ScenarioSource, Loaded]) -> Loaded:
+    if isinstance(scenario, Loaded):
+        return Loaded(core=json.loads(json.dumps(scenario.core)), plots=scenario.plots,
+                      captures=[dict(c) for c in scenario.captures])
     if isinstance(scenario, Mapping) and _is_normalized(scenario):
         # Already normalized (e.g. load_scenario()'s output, perhaps edited): the core
         # checks it; Python's user-facing validation does not apply to base-unit keys.
@@ -56,7 +61,12 @@ def _prepare(scenario: ScenarioSource) -> Loaded:
     return load(scenario)
 
 
-def run(scenario: ScenarioSource, seed: Optional[int] = None, progress: bool = False) -> Result:
+def run(
+    scenario: Union[ScenarioSource, Loaded],
+    seed: Optional[int] = None,
+    progress: bool = False,
+    capture_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+) -> Result:
     """Runs a scenario to its end and returns the :class:`~fatpipe.result.Result`.
 
     Args:
@@ -64,6 +74,9 @@ def run(scenario: ScenarioSource, seed: Optional[int] = None, progress: bool = F
             as returned by :func:`fatpipe.load_scenario`.
         seed: overrides the scenario's seed (an integer >= 0).
         progress: show a progress bar of simulated seconds on stderr.
+        capture_dir: where the scenario's packet captures (``output.capture``) are written,
+            as ``<point>.pcap``; by default a new temporary directory, from which
+            :meth:`Result.write` copies them into its output directory.
 
     Raises:
         ScenarioError: the scenario is invalid (one line naming the field).
@@ -79,15 +92,29 @@ def run(scenario: ScenarioSource, seed: Optional[int] = None, progress: bool = F
             )
         core_doc["seed"] = seed
     core = import_core()
+    sim_doc = core_doc
+    capture_files: Dict[str, str] = {}
+    if loaded.captures:
+        directory = Path(capture_dir) if capture_dir is not None else Path(tempfile.mkdtemp(prefix="fatpipe-capture-"))
+        directory.mkdir(parents=True, exist_ok=True)
+        sim_doc = dict(core_doc)
+        sim_doc["captures"] = []
+        for spec in loaded.captures:
+            path = directory / f"{spec['name']}.pcap"
+            capture_files[spec["name"]] = str(path)
+            sim_doc["captures"].append(dict(spec, path=str(path)))
     try:
-        sim = core.Simulation(json.dumps(core_doc))
+        sim = core.Simulation(json.dumps(sim_doc))
     except ValueError as err:
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.
         raise ScenarioError(f"the core rejected the normalized scenario: {err}") from None
     _advance(sim, core_doc, progress)
     output = sim.finish()
-    return Result(output, core_doc, plots=loaded.plots)
+    for entry in output["summary"].get("captures", []):
+        if entry.get("error"):
+            raise OSError(entry["error"])
+    return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files)
 
 
 def _advance(sim: Any, core_doc: Mapping[str, Any], progress: bool) -> None:

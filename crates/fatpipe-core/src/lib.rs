@@ -5,6 +5,7 @@
 //! with loss recovery; `cc` the congestion control algorithms; `source` the applications;
 //! `probe` the sampled time series; `scenario` the normalized input.
 
+pub mod capture;
 pub mod cc;
 pub mod event;
 pub mod net;

@@ -20,6 +20,9 @@ pub struct Scenario {
     pub nodes: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
     pub flows: Vec<FlowSpec>,
+    /// Packet captures (pcap files); none by default.
+    #[serde(default)]
+    pub captures: Vec<crate::capture::CaptureSpec>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -97,6 +100,20 @@ impl Scenario {
             }
             if l.mtu_bytes <= crate::packet::IPV4_TCP_HEADER_BYTES {
                 return Err(format!("links[{i}].mtu_bytes: {} is not allowed: must exceed 40", l.mtu_bytes));
+            }
+        }
+        for (i, c) in self.captures.iter().enumerate() {
+            match c.point {
+                crate::capture::CapturePoint::Host { node } if node >= n || self.nodes[node as usize].kind != NodeKind::Host => {
+                    return Err(format!("captures[{i}].point.node: {node} is not a host"));
+                }
+                crate::capture::CapturePoint::Link { link } if link as usize >= self.links.len() => {
+                    return Err(format!("captures[{i}].point.link: {link} out of range 0..{}", self.links.len()));
+                }
+                _ => {}
+            }
+            if c.snaplen_bytes < 64 {
+                return Err(format!("captures[{i}].snaplen_bytes: {} is not allowed: at least 64", c.snaplen_bytes));
             }
         }
         let routes = shortest_path_table(self.nodes.len(), &self.links);

@@ -8,7 +8,9 @@
 //! on its route or, at the destination host, hands it to the flow's receiver (data) or sender
 //! (ACKs). Time only advances by popping the earliest event.
 
+use crate::capture::{Capture, FlowWire};
 use crate::cc::INFINITE_SSTHRESH;
+use crate::rng::Rng;
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::Link;
 use crate::net::routing::shortest_path_table;
@@ -33,6 +35,19 @@ pub struct Flow {
     delayed_ack_timer: LazyTimer,
     pacing_timer: LazyTimer,
     pub bursts: BurstStats,
+    pub losses: FlowLosses,
+}
+
+/// Packets of a flow lost in the network (queue overflow, early drop, impairments).
+#[derive(Clone, Debug, Default)]
+pub struct FlowLosses {
+    pub data_packets: u64,
+    pub data_payload_bytes: u64,
+    /// Retransmitted data segments lost again.
+    pub retransmissions: u64,
+    pub ack_packets: u64,
+    /// Data segments first sent during the first slow start and lost.
+    pub slow_start_data_packets: u64,
 }
 
 pub struct Simulation {
@@ -47,6 +62,13 @@ pub struct Simulation {
     out: Vec<Packet>,
     pub flow_series: FlowSeries,
     pub queue_series: QueueSeries,
+    pub captures: Vec<Capture>,
+    /// Per flow, what a capture needs to build real headers.
+    wire: Vec<FlowWire>,
+    /// Per link, the captures that see what it transmits; per node, those that see what is
+    /// delivered to it. Empty for almost every element, so the check costs one branch.
+    link_taps: Vec<Vec<u32>>,
+    node_taps: Vec<Vec<u32>>,
 }
 
 impl Simulation {
@@ -69,6 +91,7 @@ impl Simulation {
                 delayed_ack_timer: LazyTimer::default(),
                 pacing_timer: LazyTimer::default(),
                 bursts: BurstStats::default(),
+                losses: FlowLosses::default(),
             })
             .collect();
         let mut events = EventQueue::default();
@@ -79,6 +102,41 @@ impl Simulation {
             }
         }
         events.schedule(0, Event::Probe);
+        let wire = scenario
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut rng = Rng::for_element(scenario.seed, &format!("{}/isn", f.name));
+                FlowWire {
+                    sender_isn: rng.next_u64() as u32,
+                    receiver_isn: rng.next_u64() as u32,
+                    // Linux's first ephemeral port, one per flow; iperf's server port.
+                    sender_port: 32768 + (i % 28232) as u16,
+                    receiver_port: 5001,
+                    window_shift: f.tcp.window_shift(),
+                    sender_window_bytes: f.tcp.advertised_window_bytes(),
+                    timestamps: f.tcp.timestamps,
+                }
+            })
+            .collect();
+        let mut link_taps = vec![Vec::new(); links.len()];
+        let mut node_taps = vec![Vec::new(); scenario.nodes.len()];
+        let mut captures = Vec::with_capacity(scenario.captures.len());
+        for (c, spec) in scenario.captures.iter().enumerate() {
+            match spec.point {
+                crate::capture::CapturePoint::Host { node } => {
+                    node_taps[node as usize].push(c as u32);
+                    for (l, link) in links.iter().enumerate() {
+                        if link.spec.from == node {
+                            link_taps[l].push(c as u32);
+                        }
+                    }
+                }
+                crate::capture::CapturePoint::Link { link } => link_taps[link as usize].push(c as u32),
+            }
+            captures.push(Capture::create(spec.clone())?);
+        }
         Ok(Simulation {
             scenario,
             now: 0,
@@ -89,6 +147,10 @@ impl Simulation {
             out: Vec::with_capacity(256),
             flow_series: FlowSeries::default(),
             queue_series: QueueSeries::default(),
+            captures,
+            wire,
+            link_taps,
+            node_taps,
         })
     }
 
@@ -197,7 +259,11 @@ impl Simulation {
         if let Some(next) = link.queue.dequeue(now) {
             let done = link.start_tx(now, next);
             self.events.schedule(done, Event::LinkTxDone(l));
+            if !self.link_taps[l as usize].is_empty() {
+                self.tap(l, true, &next);
+            }
         }
+        let link = &mut self.links[l as usize];
         let to = link.spec.to;
         if link.spec.delay_ps == 0 {
             self.arrive(to, pkt);
@@ -215,6 +281,9 @@ impl Simulation {
         if pkt.dst != node {
             self.forward(node, pkt);
             return;
+        }
+        if !self.node_taps[node as usize].is_empty() {
+            self.tap(node, false, &pkt);
         }
         let f = pkt.flow;
         let flow = &mut self.flows[f as usize];
@@ -240,6 +309,7 @@ impl Simulation {
         let now = self.now;
         let link = &mut self.links[l as usize];
         if link.impaired(now, &pkt) {
+            self.count_drop(&pkt);
             return;
         }
         if link.transmitting.is_none() {
@@ -247,14 +317,52 @@ impl Simulation {
                 Ok(next) => {
                     let done = link.start_tx(now, next);
                     self.events.schedule(done, Event::LinkTxDone(l));
+                    if !self.link_taps[l as usize].is_empty() {
+                        self.tap(l, true, &next);
+                    }
                 }
-                Err((dropped, why)) => link.record_drop(&dropped, why),
+                Err((dropped, why)) => {
+                    link.record_drop(&dropped, why);
+                    self.count_drop(&dropped);
+                }
             }
         } else {
             match link.queue.enqueue(now, pkt) {
                 Ok(()) => link.note_queue_length(),
-                Err((dropped, why)) => link.record_drop(&dropped, why),
+                Err((dropped, why)) => {
+                    link.record_drop(&dropped, why);
+                    self.count_drop(&dropped);
+                }
             }
+        }
+    }
+
+    /// Per-flow loss counters: every packet of the flow lost in the network, and the data
+    /// segments first sent during the flow's first slow start (document 003's loss rate).
+    #[cold]
+    fn count_drop(&mut self, pkt: &Packet) {
+        let flow = &mut self.flows[pkt.flow as usize];
+        match pkt.kind {
+            PacketKind::Data => {
+                flow.losses.data_packets += 1;
+                flow.losses.data_payload_bytes += pkt.payload_bytes as u64;
+                flow.losses.retransmissions += u64::from(pkt.retransmission);
+                let in_slow_start = flow.sender.stats.slow_start_end_seq.is_none_or(|end| pkt.end_seq() <= end);
+                if in_slow_start && !pkt.retransmission {
+                    flow.losses.slow_start_data_packets += 1;
+                }
+            }
+            PacketKind::Ack => flow.losses.ack_packets += 1,
+        }
+    }
+
+    /// Hands `pkt` to the captures of link `at` (`on_link`) or of node `at`.
+    #[cold]
+    fn tap(&mut self, at: u32, on_link: bool, pkt: &Packet) {
+        let taps = if on_link { &self.link_taps[at as usize] } else { &self.node_taps[at as usize] };
+        let wire = &self.wire[pkt.flow as usize];
+        for &c in taps {
+            self.captures[c as usize].record(self.now, pkt, wire);
         }
     }
 
@@ -362,6 +470,18 @@ impl Simulation {
                     "failed_burst_cycles": f.bursts.failed_cycles,
                     "cwnd_segments": s.cc_state.cwnd,
                     "ssthresh_segments": if ssthresh >= INFINITE_SSTHRESH { None } else { Some(ssthresh) },
+                    "data_packets_lost": f.losses.data_packets,
+                    "data_bytes_lost": f.losses.data_payload_bytes,
+                    "retransmissions_lost": f.losses.retransmissions,
+                    "ack_packets_lost": f.losses.ack_packets,
+                    "first_send_ps": s.stats.first_send_ps,
+                    "slow_start_end_ps": s.stats.slow_start_end_ps,
+                    "slow_start_segments_sent": s.stats.slow_start_segments_sent,
+                    "slow_start_segments_lost": f.losses.slow_start_data_packets,
+                    "first_loss_ps": s.stats.first_loss_ps,
+                    "first_loss_cwnd_segments": s.stats.first_loss_ps.map(|_| s.stats.first_loss_cwnd_segments),
+                    "recovered_95_ps": s.stats.recovered_95_ps,
+                    "recovered_ps": s.stats.recovered_ps,
                     "srtt_ps": s.rtt.srtt,
                     "min_rtt_ps": s.rtt.min_rtt,
                 })
@@ -391,6 +511,19 @@ impl Simulation {
                 })
             })
             .collect();
+        let captures: Vec<Value> = self
+            .captures
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c.spec.name,
+                    "path": c.spec.path,
+                    "packets_written": c.packets_written,
+                    "packets_not_written": c.packets_not_written,
+                    "error": c.error,
+                })
+            })
+            .collect();
         json!({
             "name": self.scenario.name,
             "seed": self.scenario.seed,
@@ -398,12 +531,17 @@ impl Simulation {
             "events": self.events.popped,
             "flows": flows,
             "links": links,
+            "captures": captures,
         })
     }
 
     /// Runs to the end and returns the summary and both time series.
+    /// A capture that could not be written says so in its summary entry (`error`).
     pub fn finish(&mut self) -> Value {
         self.run();
+        for c in &mut self.captures {
+            c.flush();
+        }
         json!({
             "summary": self.summary(),
             "flow_series": self.flow_series,

@@ -78,10 +78,20 @@ impl TcpConfig {
         if !self.window_scaling {
             return buf.min(65_535) as u32;
         }
+        let shift = self.window_shift();
+        (((buf >> shift).min(65_535)) << shift) as u32
+    }
+
+    /// The RFC 7323 window scale shift this end announces (0 without window scaling).
+    pub fn window_shift(&self) -> u8 {
+        if !self.window_scaling {
+            return 0;
+        }
+        let buf = self.rcv_buffer_bytes.min(u32::MAX as u64);
         let mut shift = 0;
         while shift < 14 && (buf >> shift) > 65_535 {
             shift += 1;
         }
-        (((buf >> shift).min(65_535)) << shift) as u32
+        shift
     }
 }

@@ -42,6 +42,21 @@ pub struct SenderStats {
     pub timeouts: u64,
     pub dupacks_received: u64,
     pub acks_received: u64,
+    /// When the first data segment went out.
+    pub first_send_ps: Option<Time>,
+    /// The end of the first slow start (a loss, or cwnd reaching ssthresh), the segments
+    /// sent before it and the highest sequence sent by then (document 003's slow-start time
+    /// and loss rate during slow start).
+    pub slow_start_end_ps: Option<Time>,
+    pub slow_start_segments_sent: u64,
+    pub slow_start_end_seq: Option<u64>,
+    /// The first congestion event (fast retransmit, timeout or other window reduction), the
+    /// cwnd just before it, and when cwnd, back in the open state, regained 95% and 100% of
+    /// that cwnd (document 003's recovery time).
+    pub first_loss_ps: Option<Time>,
+    pub first_loss_cwnd_segments: u32,
+    pub recovered_95_ps: Option<Time>,
+    pub recovered_ps: Option<Time>,
 }
 
 pub struct TcpSender {
@@ -266,9 +281,42 @@ impl TcpSender {
     }
 
     fn set_ca_state(&mut self, now: Time, state: CaState) {
+        if state != CaState::Open && self.stats.first_loss_ps.is_none() {
+            self.end_first_slow_start(now);
+            self.stats.first_loss_ps = Some(now);
+            self.stats.first_loss_cwnd_segments = self.prior_cwnd.max(1);
+        }
         self.ca_state = state;
         self.sync_cc_view(now);
         self.cc.set_state(&mut self.cc_state, state);
+    }
+
+    /// Records the end of the first slow start (once).
+    fn end_first_slow_start(&mut self, now: Time) {
+        if self.stats.slow_start_end_ps.is_none() && self.stats.first_send_ps.is_some() {
+            self.stats.slow_start_end_ps = Some(now);
+            // New data only: the retransmission that ends slow start may already be out.
+            self.stats.slow_start_segments_sent = self.stats.segments_sent - self.stats.segments_retransmitted;
+            self.stats.slow_start_end_seq = Some(self.snd_max);
+        }
+    }
+
+    /// Slow start's end by growth, and recovery from the first congestion event (document
+    /// 003's measures): checked after every ACK, so the times are exact.
+    fn note_milestones(&mut self, now: Time) {
+        let cwnd = self.cc_state.cwnd;
+        if self.stats.slow_start_end_ps.is_none() && cwnd >= self.cc_state.ssthresh {
+            self.end_first_slow_start(now);
+        }
+        if self.stats.first_loss_ps.is_some() && self.stats.recovered_ps.is_none() && self.ca_state == CaState::Open {
+            let target = self.stats.first_loss_cwnd_segments as u64;
+            if self.stats.recovered_95_ps.is_none() && 100 * cwnd as u64 >= 95 * target {
+                self.stats.recovered_95_ps = Some(now);
+            }
+            if cwnd as u64 >= target {
+                self.stats.recovered_ps = Some(now);
+            }
+        }
     }
 
     fn sack(&self) -> bool {
@@ -425,6 +473,9 @@ impl TcpSender {
             self.cc.cwnd_event(&mut self.cc_state, CwndEvent::TxStart);
         }
         let retransmission = seq < self.snd_max;
+        if self.stats.first_send_ps.is_none() {
+            self.stats.first_send_ps = Some(now);
+        }
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len as u64;
         if retransmission {
@@ -523,6 +574,9 @@ impl TcpSender {
                 self.sync_cc_view(now);
                 self.cong_control(&sample);
             }
+        }
+        if self.stats.recovered_ps.is_none() {
+            self.note_milestones(now);
         }
         self.send(now, out);
     }

@@ -1,0 +1,165 @@
+"""The measures the source documents define, computed from a run's counters and series.
+
+Every function is defined in ``docs/metrics.md`` with its source. Functions take plain
+numbers or a :class:`~fatpipe.result.Result`; none of them runs a simulation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .units import PS_PER_S
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .result import Result
+
+__all__ = [
+    "jain_index",
+    "throughput_ratio",
+    "fairness_deviation",
+    "utilization_estimate",
+    "flow_metrics",
+    "fairness",
+    "recovery_events",
+]
+
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index (Jain, Chiu and Hawe 1984): (sum x)^2 / (n * sum x^2).
+
+    1 when every value is equal, 1/n when one takes everything. NaN for no values or all
+    zeros (nothing to share)."""
+    x = np.asarray(list(values), dtype=np.float64)
+    if x.size and (not np.all(np.isfinite(x)) or np.any(x < 0)):
+        raise ValueError(f"jain_index: values must be finite and >= 0, got {x.tolist()!r}")
+    if x.size == 0:
+        return math.nan
+    square_sum = float(np.sum(x * x))
+    if square_sum == 0:
+        return math.nan
+    return float(np.sum(x)) ** 2 / (x.size * square_sum)
+
+
+def throughput_ratio(a: float, b: float) -> float:
+    """a / b (document 003's throughput ratio of two flows); inf when b is 0 and a is not,
+    NaN when both are 0."""
+    if b == 0:
+        return math.nan if a == 0 else math.inf
+    return a / b
+
+
+def fairness_deviation(values: Sequence[float]) -> float:
+    """Document 002's deviation: (fastest - slowest) / fastest, a fraction (the document
+    plots it in %). 0 when all are equal; NaN for no values or a fastest of 0."""
+    x = [float(v) for v in values]
+    if not x or max(x) == 0:
+        return math.nan
+    return (max(x) - min(x)) / max(x)
+
+
+def utilization_estimate(rates_bps: Sequence[float], link_rate_bps: float) -> float:
+    """Document 002's link utilization estimate (section 5.6): the number of flows times the
+    slowest flow's rate, over the link rate; a lower bound on the real utilization."""
+    x = [float(v) for v in rates_bps]
+    if not x or link_rate_bps <= 0:
+        return math.nan
+    return len(x) * min(x) / link_rate_bps
+
+
+def _seconds(ps: Optional[int]) -> float:
+    return math.nan if ps is None else ps / PS_PER_S
+
+
+def flow_metrics(flow: Mapping[str, Any], duration_ps: int) -> Dict[str, Any]:
+    """The derived per-flow measures of docs/metrics.md from one summary flow entry (the
+    core's counters): goodput, transmitted throughput, slow-start time and loss rate,
+    recovery times, retransmission rate."""
+    start = int(flow["start_ps"])
+    end = flow.get("end_ps")
+    active_ps = (int(end) - start) if end is not None else 0
+    delivered_bits = 8 * int(flow["bytes_delivered"])
+    sent_bits = 8 * int(flow["bytes_sent"])
+    out: Dict[str, Any] = {
+        "goodput_bps": delivered_bits * PS_PER_S / active_ps if active_ps > 0 else 0.0,
+        "run_goodput_bps": delivered_bits * PS_PER_S / duration_ps,
+        "transmitted_throughput_bps": sent_bits * PS_PER_S / active_ps if active_ps > 0 else 0.0,
+    }
+    segments = int(flow.get("segments_sent", 0))
+    out["retransmission_rate"] = (
+        int(flow.get("segments_retransmitted", 0)) / segments if segments else math.nan
+    )
+    first = flow.get("first_send_ps")
+    ss_end = flow.get("slow_start_end_ps")
+    out["slow_start_duration_s"] = (
+        _seconds(ss_end - first) if first is not None and ss_end is not None else math.nan
+    )
+    ss_sent = int(flow.get("slow_start_segments_sent", 0) or 0)
+    out["slow_start_loss_rate"] = (
+        int(flow.get("slow_start_segments_lost", 0)) / ss_sent if ss_sent else math.nan
+    )
+    loss = flow.get("first_loss_ps")
+    for key, at in (("recovery_time_s", "recovered_ps"), ("recovery_time_95_s", "recovered_95_ps")):
+        t = flow.get(at)
+        out[key] = _seconds(t - loss) if loss is not None and t is not None else math.nan
+    return out
+
+
+def fairness(rates_bps: Sequence[float], link_rate_bps: Optional[float]) -> Dict[str, float]:
+    """Run-level sharing measures of a set of flows' rates (docs/metrics.md)."""
+    x = [float(v) for v in rates_bps]
+    out = {
+        "jain_index": jain_index(x) if x else math.nan,
+        "max_min_ratio": throughput_ratio(max(x), min(x)) if x else math.nan,
+        "deviation": fairness_deviation(x),
+    }
+    out["utilization_estimate"] = (
+        utilization_estimate(x, link_rate_bps) if link_rate_bps else math.nan
+    )
+    return out
+
+
+def recovery_events(result: "Result", flow: str) -> pd.DataFrame:
+    """Every congestion event of ``flow`` visible in its sampled series, with how long cwnd
+    took to regain its pre-event value: one row per event with ``time_s`` (the sample where
+    ssthresh changed), ``cwnd_before_segments`` (cwnd at the sample before),
+    ``ssthresh_segments`` (after), ``recovery_95_s`` and ``recovery_s`` (from the event to
+    the first later sample with cwnd >= 95% / 100% of cwnd_before; NaN if never before the
+    next event or the end). Resolution: the sample interval; the first event's exact times
+    are in the summary (``recovery_time_s``)."""
+    series = result.flow_series
+    rows = series[series["flow"] == flow]
+    if rows.empty:
+        names = sorted(set(series["flow"]))
+        raise KeyError(f"no flow {flow!r}; flows: {', '.join(names)}")
+    t = rows["time_s"].to_numpy()
+    cwnd = rows["cwnd_segments"].to_numpy(dtype=np.float64)
+    ssthresh = rows["ssthresh_segments"].to_numpy(dtype=np.float64)
+    changed = [
+        i
+        for i in range(1, len(t))
+        if not np.isnan(ssthresh[i]) and (np.isnan(ssthresh[i - 1]) or ssthresh[i] != ssthresh[i - 1])
+    ]
+    events: List[Dict[str, float]] = []
+    for k, i in enumerate(changed):
+        before = cwnd[i - 1]
+        stop = changed[k + 1] if k + 1 < len(changed) else len(t)
+        rec = {}
+        for key, share in (("recovery_95_s", 0.95), ("recovery_s", 1.0)):
+            hits = np.nonzero(cwnd[i:stop] >= share * before)[0]
+            rec[key] = float(t[i + hits[0]] - t[i]) if hits.size else math.nan
+        events.append(
+            {
+                "time_s": float(t[i]),
+                "cwnd_before_segments": float(before),
+                "ssthresh_segments": float(ssthresh[i]),
+                **rec,
+            }
+        )
+    return pd.DataFrame(
+        events,
+        columns=["time_s", "cwnd_before_segments", "ssthresh_segments", "recovery_95_s", "recovery_s"],
+    )

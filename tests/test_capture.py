@@ -1,0 +1,223 @@
+"""Packet capture (issue 5): pcap files that dpkt, tcpdump and tshark read, whose contents
+agree with fatpipe's own counters."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import dpkt
+import pytest
+
+import fatpipe
+from fatpipe.scenario import ScenarioError
+
+SENDER_PORT = 32768  # first flow's port (capture.rs)
+
+
+def lossy_scenario(**output):
+    """A 1 MB SACK transfer over 20 Mb/s x 40 ms with 2% random loss on the bottleneck:
+    retransmissions, ACKs with SACK blocks, and a flow that completes well before the end,
+    so nothing is in flight when the run stops."""
+    return {
+        "name": "capture-lossy",
+        "duration": "8s",
+        "seed": 3,
+        "topology": {
+            "shape": "dumbbell",
+            "bottleneck_rate": "20Mbps",
+            "rtt": "40ms",
+            "impairments": [{"link": "bottleneck", "kind": "bernoulli", "probability": 0.02}],
+        },
+        "flows": [{"name": "f", "cc": "sack", "bytes": "1MB"}],
+        "output": {"plots": False, **output},
+    }
+
+
+def read_tcp(path: Path):
+    """(time, sport, seq, payload bytes, flags, sack option present) per TCP frame."""
+    frames = []
+    with open(path, "rb") as fh:
+        for ts, buf in dpkt.pcap.Reader(fh):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            tcp = ip.data
+            payload = ip.len - 4 * ip.hl - 4 * tcp.off
+            options = dict(dpkt.tcp.parse_opts(tcp.opts))
+            frames.append((float(ts), tcp.sport, tcp.seq, payload, tcp.flags, dpkt.tcp.TCP_OPT_SACK in options))
+    return frames
+
+
+def retransmitted(frames):
+    """Data frames whose first byte is below the highest byte seen before (32-bit serial
+    arithmetic), as tcptrace counts retransmissions."""
+    high = None
+    out = []
+    for i, (_, sport, seq, payload, _, _) in enumerate(frames):
+        if sport != SENDER_PORT or payload == 0:
+            continue
+        if high is not None and (seq - high) % 2**32 > 2**31:
+            out.append(i)
+        end = (seq + payload) % 2**32
+        if high is None or (end - high) % 2**32 < 2**31:
+            high = end
+    return out
+
+
+@pytest.fixture(scope="module")
+def lossy_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("capture")
+    result = fatpipe.run(lossy_scenario(capture=["sender", "bottleneck", "receiver"]), capture_dir=out)
+    result.write(out, plots=False)
+    return result, out
+
+
+def test_sender_capture_matches_the_senders_counters(lossy_run):
+    result, out = lossy_run
+    flow = result.summary["flows"][0]
+    assert flow["completed"] and flow["segments_retransmitted"] > 10
+    frames = read_tcp(out / "sender.pcap")
+    data = [f for f in frames if f[1] == SENDER_PORT and f[3] > 0]
+    assert len(data) == flow["segments_sent"]
+    assert sum(f[3] for f in data) == flow["bytes_sent"]
+    assert len(retransmitted(frames)) == flow["segments_retransmitted"]
+    acks = [f for f in frames if f[1] != SENDER_PORT]
+    assert len(acks) == flow["acks_sent"] - flow["ack_packets_lost"]
+
+
+def test_receiver_capture_matches_counters_less_network_losses(lossy_run):
+    result, out = lossy_run
+    flow = result.summary["flows"][0]
+    frames = read_tcp(out / "receiver.pcap")
+    data = [f for f in frames if f[1] == SENDER_PORT and f[3] > 0]
+    assert flow["data_packets_lost"] > 0
+    assert len(data) == flow["segments_sent"] - flow["data_packets_lost"]
+    assert sum(f[3] for f in data) == flow["bytes_sent"] - flow["data_bytes_lost"]
+    assert len(retransmitted(frames)) == flow["segments_retransmitted"] - flow["retransmissions_lost"]
+    acks = [f for f in frames if f[1] != SENDER_PORT]
+    assert len(acks) == flow["acks_sent"]
+    assert any(f[5] for f in acks), "a lossy SACK flow's ACKs carry SACK blocks"
+
+
+def test_capture_summary_and_files(lossy_run):
+    result, out = lossy_run
+    entries = {c["name"]: c for c in result.summary["captures"]}
+    assert set(entries) == {"sender", "bottleneck", "receiver"}
+    for name, entry in entries.items():
+        assert entry["path"] == f"{name}.pcap"  # no absolute path in summary.json
+        assert entry["packets_written"] == len(read_tcp(out / f"{name}.pcap"))
+    # The bottleneck carries data only (ACKs return on bottleneck_rev), every packet that
+    # was not lost on entering it.
+    flow = result.summary["flows"][0]
+    assert entries["bottleneck"]["packets_written"] == flow["segments_sent"] - flow["data_packets_lost"]
+
+
+def test_timestamps_are_simulated_time_and_headers_check(lossy_run):
+    result, out = lossy_run
+    frames = read_tcp(out / "sender.pcap")
+    times = [f[0] for f in frames]
+    assert times == sorted(times)
+    assert times[0] == 0.0 and times[-1] < 8.0
+    # Real IP header checksums: the one's-complement sum over a valid header, checksum
+    # included, is 0xffff, so the checksum of it is 0 (RFC 1071).
+    with open(out / "receiver.pcap", "rb") as fh:
+        headers = [buf[14:34] for _, buf in dpkt.pcap.Reader(fh)]
+    assert headers and all(dpkt.in_cksum(h) == 0 for h in headers)
+
+
+def test_tcp_checksum_of_full_frames_is_right(tmp_path):
+    # With snaplen large enough for whole frames, the TCP checksum covers the payload too
+    # (zeros), and tshark validates it as good.
+    tshark = _tool("tshark")
+    result = fatpipe.run(
+        lossy_scenario(capture=["receiver"], capture_snaplen=2000, capture_max_packets=200),
+        capture_dir=tmp_path,
+    )
+    assert result.summary["captures"][0]["packets_written"] == 200
+    assert result.summary["captures"][0]["packets_not_written"] > 0
+    status = _tshark_fields(tshark, tmp_path / "receiver.pcap", ["tcp.checksum.status", "ip.checksum.status"],
+                            ["-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE"])
+    assert len(status) == 200
+    assert all(row == ["1", "1"] for row in status), status[:5]  # 1 = good
+
+
+def _tool(name):
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed (scripts/test.sh installs it)")
+    return path
+
+
+def _tshark_fields(tshark, path, fields, extra=()):
+    cmd = [tshark, "-r", str(path), "-T", "fields", *extra]
+    for f in fields:
+        cmd += ["-e", f]
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [line.split("\t") for line in text.splitlines()]
+
+
+def test_tshark_flags_retransmissions_where_fatpipe_retransmitted(lossy_run):
+    tshark = _tool("tshark")
+    result, out = lossy_run
+    frames = read_tcp(out / "sender.pcap")
+    ours = {i + 1 for i in retransmitted(frames)}  # tshark numbers frames from 1
+    rows = _tshark_fields(
+        tshark,
+        out / "sender.pcap",
+        ["frame.number", "tcp.analysis.retransmission", "tcp.analysis.fast_retransmission",
+         "tcp.analysis.out_of_order", "tcp.analysis.spurious_retransmission"],
+        ["-Y", "tcp.analysis.retransmission || tcp.analysis.fast_retransmission || "
+               "tcp.analysis.out_of_order || tcp.analysis.spurious_retransmission"],
+    )
+    flagged = {int(r[0]) for r in rows}
+    # Without a handshake tshark cannot know the RTT and calls a retransmission sent within
+    # 3 ms of the previous segment "out of order"; either way it is flagged, and exactly the
+    # segments fatpipe retransmitted are.
+    assert flagged == ours
+    assert len(ours) == result.summary["flows"][0]["segments_retransmitted"]
+
+
+def test_tcpdump_reads_captures(lossy_run):
+    tcpdump = _tool("tcpdump")
+    _, out = lossy_run
+    text = subprocess.run([tcpdump, "-nn", "-r", str(out / "receiver.pcap")], check=True,
+                          capture_output=True, text=True).stdout
+    lines = text.splitlines()
+    assert lines and "10.0.0.1.32768 > " in lines[0] and "Flags [P.]" in lines[0]
+    assert any("sack" in line for line in lines)
+
+
+def test_capture_window_limits_time(tmp_path):
+    result = fatpipe.run(lossy_scenario(capture=["sender"], capture_start="1s", capture_stop="1.5s"),
+                         capture_dir=tmp_path)
+    times = [f[0] for f in read_tcp(tmp_path / "sender.pcap")]
+    assert times and min(times) >= 1.0 and max(times) < 1.5
+    assert result.summary["captures"][0]["packets_written"] == len(times)
+
+
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ({"capture": ["nowhere"]}, 'output.capture[0]: "nowhere" is not allowed: expected a host or link of the topology: hosts receiver, sender; links access_fwd_sender, bottleneck'),
+        ({"capture": "sender"}, 'output.capture: "sender" is not allowed: expected an array'),
+        ({"capture": ["sender", "sender"]}, 'output.capture[1]: "sender" is not allowed: each capture point may be named once'),
+        ({"capture": ["sender"], "capture_start": "2s", "capture_stop": "1s"}, "output.capture_stop: 1s is not allowed: must be after capture_start (2s)"),
+        ({"capture": ["sender"], "capture_snaplen": 10}, "output.capture_snaplen: 10 is not allowed: must be at least 64"),
+    ],
+)
+def test_bad_capture_options(output, message):
+    with pytest.raises(ScenarioError) as err:
+        fatpipe.load_scenario(lossy_scenario(**output))
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_cli_run_writes_captures_into_the_output_directory(tmp_path):
+    import json
+    import sys
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps(lossy_scenario(capture=["receiver"])))
+    outdir = tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "fatpipe", "run", str(scenario), "-o", str(outdir), "--quiet"], check=True)
+    assert (outdir / "receiver.pcap").stat().st_size > 1000
+    assert json.loads((outdir / "summary.json").read_text())["captures"][0]["path"] == "receiver.pcap"
