@@ -37,6 +37,17 @@ FLOW_SERIES_COLUMNS = [
     "throughput_bps",
     "send_rate_bps",
 ]
+#: docs/metrics.md's derived per-flow measures (float columns of ``Result.flows``).
+FLOW_METRIC_COLUMNS = (
+    "goodput_bps",
+    "run_goodput_bps",
+    "transmitted_throughput_bps",
+    "retransmission_rate",
+    "slow_start_duration_s",
+    "slow_start_loss_rate",
+    "recovery_time_s",
+    "recovery_time_95_s",
+)
 #: The core's per-link drop counters by cause, in the order the summary table shows them:
 #: (summary key, short label). ``drops_packets`` counts queue overflow only.
 DROP_CAUSES = (
@@ -106,6 +117,10 @@ class Result:
         self._link_names: List[str] = [link["name"] for link in self.scenario["links"]]
         self.summary: Dict[str, Any] = self._build_summary(output["summary"])
         self.flows = pd.DataFrame(self.summary["flows"])
+        # Measures that may be undefined (None in JSON) are NaN in the table, never objects.
+        for column in FLOW_METRIC_COLUMNS:
+            if column in self.flows:
+                self.flows[column] = self.flows[column].astype(np.float64)
         self.links = pd.DataFrame(self.summary["links"])
         self.flow_series = self._build_flow_series(output["flow_series"])
         self.queue_series = self._build_queue_series(output["queue_series"])

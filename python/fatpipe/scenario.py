@@ -2185,6 +2185,14 @@ _TCP = Table(
             "one RTT later)",
         ),
         Field(
+            "initial_ssthresh",
+            Integer(minimum=2, example=300),
+            "ssthresh before the first loss, segments: slow start ends when cwnd reaches it",
+            UNSET,
+            'unset: "arbitrarily high" (RFC 5681 3.1); Linux may take it from a route\'s '
+            "cached metrics (ip route ... ssthresh)",
+        ),
+        Field(
             "max_ssthresh",
             Integer(minimum=1, example=100),
             "Limited Slow Start: above this many segments slow start adds at most "
@@ -2708,6 +2716,7 @@ def _normalize_flow(
             "fack": tcp["fack"],
             "dcr_div": tcp["dcr_div"],
             "max_ssthresh_segments": max_ssthresh or 0,
+            "initial_ssthresh_segments": tcp["initial_ssthresh"],
             "pacing_gain": tcp["pacing_gain"],
             "min_rto_ps": tcp["min_rto"],
             "max_rto_ps": tcp["max_rto"],

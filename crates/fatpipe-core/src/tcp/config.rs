@@ -52,6 +52,10 @@ pub struct TcpConfig {
     pub dcr_div: Option<u32>,
     /// Limited Slow Start (RFC 3742) max_ssthresh, segments; 0: off.
     pub max_ssthresh_segments: u32,
+    /// ssthresh before the first loss, segments; None: "arbitrarily high" (RFC 5681 3.1).
+    /// Linux takes it from a route's cached metrics; ns-2's window_ plays the same part.
+    #[serde(default)]
+    pub initial_ssthresh_segments: Option<u32>,
     /// Pace transmissions at gain x cwnd / SRTT; None: no pacing (unless the algorithm paces).
     pub pacing_gain: Option<f64>,
     /// RFC 6582's "Impatient" variant: restart the retransmission timer only on the first

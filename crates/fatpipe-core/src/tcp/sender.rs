@@ -152,7 +152,7 @@ impl TcpSender {
             cc_state: CcState {
                 cwnd: cfg.initial_window_segments.max(1),
                 cwnd_cnt: 0,
-                ssthresh: INFINITE_SSTHRESH,
+                ssthresh: cfg.initial_ssthresh_segments.unwrap_or(INFINITE_SSTHRESH),
                 cwnd_limited: false,
                 in_flight_segments: 0,
                 mss_bytes: mss,

@@ -29,6 +29,7 @@ pub fn tcp_config() -> TcpConfig {
         fack: false,
         dcr_div: None,
         max_ssthresh_segments: 0,
+        initial_ssthresh_segments: None,
         pacing_gain: None,
         min_rto_ps: 200 * PS_PER_MS,
         max_rto_ps: 120 * PS_PER_S,
