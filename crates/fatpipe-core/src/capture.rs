@@ -14,7 +14,7 @@
 //! after its interface queue, as Linux's packet taps do) and packets delivered to it; a link
 //! capture sees packets as the link starts to serialize them (drops are never seen).
 
-use crate::packet::{Packet, PacketKind};
+use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::Time;
 use serde::Deserialize;
 use std::fs::File;
@@ -174,7 +174,10 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     // IPv4
     let ip_start = frame.len();
     let total_len = pkt.ip_bytes as u16;
-    frame.extend_from_slice(&[0x45, 0]);
+    // Version and header length; the TOS byte's low two bits are the ECN field (RFC 3168:
+    // 10 = ECT(0), 11 = CE).
+    let ecn_field = if pkt.ecn.has(Ecn::CE) { 3 } else if pkt.ecn.has(Ecn::ECT) { 2 } else { 0 };
+    frame.extend_from_slice(&[0x45, ecn_field]);
     frame.extend_from_slice(&total_len.to_be_bytes());
     frame.extend_from_slice(&ip_id.to_be_bytes());
     frame.extend_from_slice(&0x4000u16.to_be_bytes()); // don't fragment
@@ -199,7 +202,13 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     frame.extend_from_slice(&dport.to_be_bytes());
     frame.extend_from_slice(&seq.to_be_bytes());
     frame.extend_from_slice(&ack.to_be_bytes());
-    let flags: u8 = if data && pkt.payload_bytes > 0 { 0x18 } else { 0x10 }; // PSH|ACK or ACK
+    let mut flags: u8 = if data && pkt.payload_bytes > 0 { 0x18 } else { 0x10 }; // PSH|ACK or ACK
+    if pkt.ecn.has(Ecn::ECE) {
+        flags |= 0x40;
+    }
+    if pkt.ecn.has(Ecn::CWR) {
+        flags |= 0x80;
+    }
     frame.push(((header_len / 4) as u8) << 4);
     frame.push(flags);
     let window = if data { wire.sender_window_bytes } else { pkt.window_bytes };

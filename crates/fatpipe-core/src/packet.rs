@@ -50,6 +50,31 @@ impl SackBlocks {
     }
 }
 
+/// Explicit Congestion Notification bits (RFC 3168) in one byte, since a packet is copied
+/// often: the IP header's ECN field (ECT: the transport understands ECN; CE: a router
+/// marked congestion) and the TCP header's ECE and CWR flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ecn(u8);
+
+impl Ecn {
+    /// IP: ECN-capable transport (ECT(0)).
+    pub const ECT: Ecn = Ecn(1);
+    /// IP: congestion experienced, set by a router instead of dropping.
+    pub const CE: Ecn = Ecn(2);
+    /// TCP: ECN-Echo, the receiver reports CE to the sender.
+    pub const ECE: Ecn = Ecn(4);
+    /// TCP: congestion window reduced, the sender tells the receiver it responded.
+    pub const CWR: Ecn = Ecn(8);
+
+    pub fn has(self, bits: Ecn) -> bool {
+        self.0 & bits.0 == bits.0
+    }
+
+    pub fn set(&mut self, bits: Ecn) {
+        self.0 |= bits.0;
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PacketKind {
     /// A TCP segment carrying data from the flow's sender to its receiver.
@@ -85,6 +110,8 @@ pub struct Packet {
     pub ts_ecr: Time,
     /// Data: this segment retransmits bytes sent before.
     pub retransmission: bool,
+    /// ECN bits (RFC 3168); empty for a flow without ECN.
+    pub ecn: Ecn,
 }
 
 impl Packet {

@@ -7,6 +7,14 @@
 //! (`LinkArrival` for the head only), then arrives at the far node, which either forwards it
 //! on its route or, at the destination host, hands it to the flow's receiver (data) or sender
 //! (ACKs). Time only advances by popping the earliest event.
+//!
+//! Local congestion: the first link of a flow leaves its sender's host, so it is that host's
+//! interface and its queue is the interface queue (Linux txqueuelen). Before every call into
+//! a sender the simulation tells it how many segments that queue can still take
+//! (`set_tx_budget`); the sender sends no more, keeps the rest unsent and reduces its window
+//! (CWR), as Linux does when `dev_queue_xmit` refuses a segment. Those segments are never
+//! offered to the link, so they are not drops. A refused sender waits in the link's list and
+//! is called again as soon as the queue has room (`wake_interface_waiters`).
 
 use crate::capture::{Capture, FlowWire};
 use crate::cc::INFINITE_SSTHRESH;
@@ -23,6 +31,7 @@ use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::Time;
 use crate::timer::{Fired, LazyTimer};
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 
 pub struct Flow {
     pub name: String,
@@ -36,6 +45,12 @@ pub struct Flow {
     pacing_timer: LazyTimer,
     pub bursts: BurstStats,
     pub losses: FlowLosses,
+    /// The sender's host interface: the first link toward the receiver.
+    iface: u32,
+    /// Size of the flow's largest segment, IP bytes (what the interface budget counts in).
+    max_ip_bytes: u32,
+    /// In `iface`'s list of senders waiting for room.
+    iface_waiting: bool,
 }
 
 /// Packets of a flow lost in the network (queue overflow, early drop, impairments).
@@ -69,6 +84,9 @@ pub struct Simulation {
     /// delivered to it. Empty for almost every element, so the check costs one branch.
     link_taps: Vec<Vec<u32>>,
     node_taps: Vec<Vec<u32>>,
+    /// Per link, the flows whose senders its queue refused, in the order they were refused
+    /// (sized for every flow of the host at the start: waiting never allocates).
+    iface_waiters: Vec<VecDeque<u32>>,
 }
 
 impl Simulation {
@@ -92,8 +110,15 @@ impl Simulation {
                 pacing_timer: LazyTimer::default(),
                 bursts: BurstStats::default(),
                 losses: FlowLosses::default(),
+                iface: routes[f.src as usize][f.dst as usize].expect("validated: every flow has a route"),
+                max_ip_bytes: f.tcp.header_bytes() + f.tcp.mss_bytes,
+                iface_waiting: false,
             })
             .collect();
+        let mut iface_waiters: Vec<VecDeque<u32>> = vec![VecDeque::new(); links.len()];
+        for f in &flows {
+            iface_waiters[f.iface as usize].reserve(1);
+        }
         let mut events = EventQueue::default();
         for (i, f) in flows.iter().enumerate() {
             events.schedule(f.source.start_ps(), Event::SourceStart(i as u32));
@@ -151,6 +176,7 @@ impl Simulation {
             wire,
             link_taps,
             node_taps,
+            iface_waiters,
         })
     }
 
@@ -202,6 +228,7 @@ impl Simulation {
             }
             Event::Timer(f, kind) => self.on_timer(f, kind),
             Event::SourceStart(f) => {
+                self.grant_tx_budget(f);
                 let flow = &mut self.flows[f as usize];
                 let mut out = std::mem::take(&mut self.out);
                 match &flow.source {
@@ -238,6 +265,8 @@ impl Simulation {
         if stop.is_some_and(|s| now >= s) {
             return;
         }
+        self.grant_tx_budget(f);
+        let flow = &mut self.flows[f as usize];
         let mut out = std::mem::take(&mut self.out);
         let failed = flow.sender.write_burst(now, burst, carry_over, &mut out);
         flow.bursts.bursts += 1;
@@ -274,6 +303,47 @@ impl Simulation {
                 self.events.schedule(arrival, Event::LinkArrival(l));
             }
         }
+        if !self.iface_waiters[l as usize].is_empty() {
+            self.wake_interface_waiters(l);
+        }
+    }
+
+    /// The queue of interface `l` has room again (a packet left it): the senders it refused
+    /// send, first refused first, while there is room. Linux 2.4/2.6 (document 001's hosts)
+    /// retried only on the socket's next ACK or timer, since nothing woke a socket when the
+    /// qdisc drained; modern Linux sends as soon as the device has room (TCP Small Queues'
+    /// `tcp_wfree` and the driver's `netif_wake_queue`). We model the modern behaviour: a
+    /// sender refused with nothing in flight would otherwise wait for a zero-window-probe
+    /// timer this simulation does not have, and on a busy path the next ACK is only a few
+    /// packet times away, so both send the same data at nearly the same time.
+    #[cold]
+    fn wake_interface_waiters(&mut self, l: u32) {
+        for _ in 0..self.iface_waiters[l as usize].len() {
+            let Some(&f) = self.iface_waiters[l as usize].front() else { break };
+            let flow = &self.flows[f as usize];
+            if self.links[l as usize].room_packets(flow.max_ip_bytes) == 0 {
+                break;
+            }
+            self.iface_waiters[l as usize].pop_front();
+            self.grant_tx_budget(f);
+            let flow = &mut self.flows[f as usize];
+            flow.iface_waiting = false;
+            let mut out = std::mem::take(&mut self.out);
+            flow.sender.on_interface_ready(self.now, &mut out);
+            let node = flow.src;
+            self.transmit(node, &mut out);
+            self.out = out;
+            // Still refused: back in the list, behind the others.
+            self.sync_timers(f);
+        }
+    }
+
+    /// Tells flow `f`'s sender how many segments its host's interface queue can take now.
+    #[inline]
+    fn grant_tx_budget(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        let room = self.links[flow.iface as usize].room_packets(flow.max_ip_bytes);
+        flow.sender.set_tx_budget(room);
     }
 
     /// A packet reaches `node`: deliver it there or forward it.
@@ -286,6 +356,9 @@ impl Simulation {
             self.tap(node, false, &pkt);
         }
         let f = pkt.flow;
+        if pkt.kind == PacketKind::Ack {
+            self.grant_tx_budget(f);
+        }
         let flow = &mut self.flows[f as usize];
         let mut out = std::mem::take(&mut self.out);
         match pkt.kind {
@@ -378,6 +451,10 @@ impl Simulation {
             Fired::Ignore => {}
             Fired::Rearm(t) => self.events.schedule(t, Event::Timer(f, kind)),
             Fired::Expired => {
+                if kind != TimerKind::DelayedAck {
+                    self.grant_tx_budget(f);
+                }
+                let flow = &mut self.flows[f as usize];
                 let mut out = std::mem::take(&mut self.out);
                 let node = match kind {
                     TimerKind::Retransmission => {
@@ -411,6 +488,10 @@ impl Simulation {
         }
         if let Some(t) = flow.pacing_timer.set(flow.sender.pacing_deadline()) {
             self.events.schedule(t, Event::Timer(f, TimerKind::Pacing));
+        }
+        if flow.sender.interface_blocked() && !flow.iface_waiting {
+            flow.iface_waiting = true;
+            self.iface_waiters[flow.iface as usize].push_back(f);
         }
     }
 
@@ -482,6 +563,10 @@ impl Simulation {
                     "first_loss_cwnd_segments": s.stats.first_loss_ps.map(|_| s.stats.first_loss_cwnd_segments),
                     "recovered_95_ps": s.stats.recovered_95_ps,
                     "recovered_ps": s.stats.recovered_ps,
+                    "local_congestion_events": s.stats.local_congestion_events,
+                    "cwr_entries": s.stats.cwr_entries,
+                    "ecn_echoes": s.stats.ecn_echoes,
+                    "ce_segments_received": r.stats.ce_segments,
                     "srtt_ps": s.rtt.srtt,
                     "min_rtt_ps": s.rtt.min_rtt,
                 })
@@ -506,6 +591,7 @@ impl Simulation {
                     "early_drops_packets": st.early_drops_packets,
                     "impairment_drops_packets": st.impairment_drops_packets,
                     "outage_drops_packets": st.outage_drops_packets,
+                    "ecn_marks": l.queue.ecn_marks(),
                     "max_queue_packets": st.max_queue_packets,
                     "max_queue_bytes": st.max_queue_bytes,
                 })

@@ -266,8 +266,10 @@ pub struct Bbr {
     prior_cwnd: u32,
 }
 
+/// Linux's `state >= TCP_CA_Recovery`: CWR (local congestion, ECN) is not a recovery, and
+/// BBR sets its window through it as in the open state.
 fn recovering(state: CaState) -> bool {
-    state != CaState::Open
+    matches!(state, CaState::Recovery | CaState::Loss)
 }
 
 impl Bbr {

@@ -81,6 +81,10 @@ impl CcState {
 pub enum CaState {
     /// Normal operation.
     Open,
+    /// Congestion window reduced without a loss (Linux `TCP_CA_CWR`): the host's interface
+    /// queue refused a segment (local congestion) or an ACK echoed an ECN mark. Lasts until
+    /// everything sent before the reduction is acknowledged: one reduction per window.
+    Cwr,
     /// Fast recovery after duplicate ACKs (or SACK-detected loss).
     Recovery,
     /// Recovery after a retransmission timeout.
@@ -154,7 +158,8 @@ pub trait CongestionControl: Send + Sync {
 
     /// The connection entered a new loss-recovery state (Linux `set_state`). Called after the
     /// core has set cwnd for the transition (ssthresh + dupthresh entering NewReno recovery,
-    /// ssthresh leaving it, 1 after a timeout), so an algorithm may override it.
+    /// ssthresh leaving it, ssthresh entering CWR, 1 after a timeout), so an algorithm may
+    /// override it.
     fn set_state(&mut self, _s: &mut CcState, _new: CaState) {}
 
     /// An event outside the ACK stream (Linux `cwnd_event`).

@@ -89,8 +89,9 @@ impl CongestionControl for Nocc {
             // Keep the core's inflation by the segments that left the network, on top of the
             // unreduced window (ssthresh returned it).
             CaState::Recovery => s.ssthresh = INFINITE_SSTHRESH,
-            // Undo the deflation on leaving recovery and the one-segment window of a timeout.
-            CaState::Open | CaState::Loss => self.restore(s),
+            // Undo the deflation on leaving recovery, the one-segment window of a timeout and
+            // the reduction of CWR (local congestion, ECN): no congestion control at all.
+            CaState::Open | CaState::Loss | CaState::Cwr => self.restore(s),
         }
     }
 }

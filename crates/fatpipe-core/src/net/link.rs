@@ -113,6 +113,14 @@ impl Link {
         now + tx
     }
 
+    /// How many packets of `ip_bytes` the link takes now without a drop: the queue's room,
+    /// plus the one an idle link starts sending at once without queueing it.
+    #[inline]
+    pub fn room_packets(&self, ip_bytes: u32) -> u64 {
+        let room = self.queue.room_packets(ip_bytes);
+        room.saturating_add(u64::from(self.transmitting.is_none() && room > 0))
+    }
+
     #[inline]
     pub fn record_drop(&mut self, pkt: &Packet, why: super::queue::Admission) {
         match why {

@@ -62,6 +62,11 @@ pub struct TcpConfig {
     /// partial ACK of a recovery. Off ("Slow-but-Steady"), every partial ACK restarts it, as
     /// Linux (which rearms on every ACK of new data) and ns-2's NewReno do.
     pub newreno_impatient: bool,
+    /// Explicit Congestion Notification (RFC 3168), negotiated by both ends: the sender marks
+    /// new data ECN-capable and answers an ECN-Echo with one window reduction (CWR) per
+    /// window of data; the receiver echoes a CE mark until it sees CWR. Off by default.
+    #[serde(default)]
+    pub ecn: bool,
     pub min_rto_ps: Time,
     pub max_rto_ps: Time,
     pub initial_rto_ps: Time,

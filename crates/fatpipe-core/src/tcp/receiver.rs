@@ -5,7 +5,7 @@
 
 use super::config::TcpConfig;
 use super::ranges::RangeSet;
-use crate::packet::{sack_option_bytes, Packet, PacketKind, SackBlocks};
+use crate::packet::{sack_option_bytes, Ecn, Packet, PacketKind, SackBlocks};
 use crate::time::Time;
 
 #[derive(Clone, Debug, Default)]
@@ -14,6 +14,8 @@ pub struct ReceiverStats {
     pub segments_received: u64,
     pub out_of_order_segments: u64,
     pub duplicate_segments: u64,
+    /// Data segments that arrived marked Congestion Experienced (ECN).
+    pub ce_segments: u64,
     /// When the in-order byte count last advanced.
     pub last_delivery_ps: Option<Time>,
 }
@@ -45,6 +47,10 @@ pub struct TcpReceiver {
     /// RFC 7323 TS.Recent and Last.ACK.sent.
     ts_recent: Time,
     last_ack_sent: u64,
+    /// ECN negotiated; while `ece` is set every ACK carries ECN-Echo (RFC 3168 6.1.3: from a
+    /// CE mark until a segment with CWR arrives; Linux `TCP_ECN_DEMAND_CWR`).
+    ecn: bool,
+    ece: bool,
     pub stats: ReceiverStats,
 }
 
@@ -73,6 +79,8 @@ impl TcpReceiver {
             delayed_ack_deadline: None,
             ts_recent: 0,
             last_ack_sent: 0,
+            ecn: cfg.ecn,
+            ece: false,
             stats: ReceiverStats::default(),
         }
     }
@@ -91,6 +99,17 @@ impl TcpReceiver {
         debug_assert_eq!(seg.kind, PacketKind::Data);
         self.stats.segments_received += 1;
         let (start, end) = (seg.seq, seg.end_seq());
+        if self.ecn {
+            // CWR first: a segment with both CWR and CE asks for ECN-Echo again. A delayed
+            // ACK echoes a CE on any segment it covers, since the flag stays set.
+            if seg.ecn.has(Ecn::CWR) {
+                self.ece = false;
+            }
+            if seg.ecn.has(Ecn::CE) {
+                self.ece = true;
+                self.stats.ce_segments += 1;
+            }
+        }
         // RFC 7323 4.3: remember the timestamp of the segment that the next ACK acknowledges,
         // so that RTT samples include the time an ACK was delayed.
         if self.timestamps && start <= self.last_ack_sent && seg.ts_val >= self.ts_recent {
@@ -182,6 +201,7 @@ impl TcpReceiver {
             ts_val: 0,
             ts_ecr: self.ts_recent,
             retransmission: false,
+            ecn: if self.ece { Ecn::ECE } else { Ecn::default() },
         });
     }
 }

@@ -19,6 +19,11 @@
 //! without SACK the sender goes back to the first unacknowledged byte, with SACK it resends
 //! the holes (every unSACKed byte counts as lost, as in Linux).
 //!
+//! Window reduction without a loss (Linux `tcp_enter_cwr`, state CWR) has two causes: the
+//! host's interface queue refusing a segment (local congestion, see `set_tx_budget`) and,
+//! with ECN (RFC 3168), an ACK echoing a router's CE mark. Either sets ssthresh from the
+//! algorithm and cwnd down to it, once per window of data.
+//!
 //! Sequence numbers are 64-bit byte offsets from the start of the stream (no wrap-around).
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
 
@@ -27,7 +32,7 @@ use super::rate::RateSampler;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
-use crate::packet::{Packet, PacketKind};
+use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::{transmission_time, Time, PS_PER_S};
 
 #[derive(Clone, Debug, Default)]
@@ -57,6 +62,14 @@ pub struct SenderStats {
     pub first_loss_cwnd_segments: u32,
     pub recovered_95_ps: Option<Time>,
     pub recovered_ps: Option<Time>,
+    /// Times the host's interface queue refused a segment of this flow after accepting the
+    /// one before: how often the queue filled up on the sender (retries refused while it
+    /// stays full are not counted again).
+    pub local_congestion_events: u64,
+    /// Entries into CWR (window reduced without a loss: local congestion or ECN).
+    pub cwr_entries: u64,
+    /// ACKs received with ECN-Echo set.
+    pub ecn_echoes: u64,
 }
 
 pub struct TcpSender {
@@ -122,6 +135,22 @@ pub struct TcpSender {
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
     /// algorithm discards the measurement if that segment is retransmitted.
     timed_segment: Option<(u64, Time)>,
+    /// ECN negotiated (RFC 3168): new data goes out ECN-capable, ECN-Echo reduces the window.
+    ecn: bool,
+    /// Set CWR on the next new data segment (RFC 3168 6.1.2; Linux `TCP_ECN_QUEUE_CWR`).
+    ecn_cwr_pending: bool,
+    /// CWR ends when an ACK passes this byte (Linux `high_seq`: snd_nxt on entering CWR).
+    cwr_high_seq: u64,
+    /// Data segments the host's interface queue can still take during this call; the
+    /// simulation sets it before every entry point (unlimited unless it does).
+    tx_budget: u64,
+    /// A segment was refused during the current send pass, and during the previous one.
+    refused: bool,
+    interface_blocked: bool,
+    /// The last segment the sender tried to send was refused.
+    last_refused: bool,
+    /// The head retransmission of a recovery was refused by the interface: send it first.
+    head_rtx_pending: bool,
     pub stats: SenderStats,
 }
 
@@ -179,6 +208,14 @@ impl TcpSender {
             next_send_ps: 0,
             pacing_deadline: None,
             timed_segment: None,
+            ecn: cfg.ecn,
+            ecn_cwr_pending: false,
+            cwr_high_seq: 0,
+            tx_budget: u64::MAX,
+            refused: false,
+            interface_blocked: false,
+            last_refused: false,
+            head_rtx_pending: false,
             stats: SenderStats::default(),
         };
         sender.cc.init(&mut sender.cc_state);
@@ -210,6 +247,26 @@ impl TcpSender {
     /// When pacing next lets a segment go, if it is holding one back.
     pub fn pacing_deadline(&self) -> Option<Time> {
         self.pacing_deadline
+    }
+
+    /// How many data segments the host's interface queue can take now (Linux txqueuelen
+    /// minus what waits in it, shared by every flow of the host). The simulation sets it
+    /// before each call; each segment sent uses one, and a segment beyond it is not sent but
+    /// stays first in line (Linux: `dev_queue_xmit` returns NET_XMIT_DROP, `tcp_write_xmit`
+    /// stops, snd_nxt does not advance), and the window is reduced (CWR).
+    pub fn set_tx_budget(&mut self, packets: u64) {
+        self.tx_budget = packets;
+    }
+
+    /// The last send pass stopped at a segment the host's interface queue refused: the
+    /// sender wants to be called again when the queue has room.
+    pub fn interface_blocked(&self) -> bool {
+        self.interface_blocked
+    }
+
+    /// The host's interface queue has room again (the simulation wakes senders it blocked).
+    pub fn on_interface_ready(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.send(now, out);
     }
 
     /// Bytes sent and not yet acknowledged.
@@ -376,11 +433,21 @@ impl TcpSender {
     pub fn send(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.refill();
         self.pacing_deadline = None;
-        if self.sack() && self.ca_state != CaState::Open {
+        self.refused = false;
+        if self.head_rtx_pending {
+            self.retransmit_first_unacked(now, out);
+        }
+        if self.sack() && matches!(self.ca_state, CaState::Recovery | CaState::Loss) {
             self.send_sack_recovery(now, out);
         } else {
             self.send_window(now, out);
         }
+        if self.refused {
+            // Local congestion (Linux tcp_transmit_skb: a positive return from the queue
+            // calls tcp_enter_cwr).
+            self.enter_cwr(now);
+        }
+        self.interface_blocked = self.refused;
         if self.snd_max > self.snd_una && self.rto_deadline.is_none() {
             // RFC 6298 5.1: start the timer when data goes out and it is not running.
             self.rto_deadline = Some(now + self.rtt.rto());
@@ -398,7 +465,7 @@ impl TcpSender {
     fn send_window(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mss = self.mss as u64;
         let mut cwnd_bytes = self.cc_state.cwnd as u64 * mss;
-        if self.dcr_div.is_some() && self.ca_state == CaState::Open {
+        if self.dcr_div.is_some() && matches!(self.ca_state, CaState::Open | CaState::Cwr) {
             // DCR: each duplicate ACK releases one new segment while the response waits.
             cwnd_bytes += self.dupacks as u64 * mss;
         }
@@ -418,10 +485,9 @@ impl TcpSender {
             if len < mss && self.snd_nxt + len < self.written && self.snd_nxt > self.snd_una {
                 break;
             }
-            if self.paced_out(now) {
+            if self.paced_out(now) || !self.emit(now, self.snd_nxt, len as u32, out) {
                 break;
             }
-            self.emit(now, self.snd_nxt, len as u32, out);
             self.snd_nxt += len;
             self.snd_max = self.snd_max.max(self.snd_nxt);
         }
@@ -448,15 +514,16 @@ impl TcpSender {
                 break;
             }
             if let Some((seq, len)) = self.scoreboard.next_lost_hole(self.snd_una, self.snd_max, lost, mss) {
-                self.emit(now, seq, len as u32, out);
+                if !self.emit(now, seq, len as u32, out) {
+                    break;
+                }
                 self.scoreboard.on_retransmit(seq, len);
                 pipe += len;
             } else if self.snd_max < new_data_end {
                 let len = (new_data_end - self.snd_max).min(mss);
-                if len < mss && self.snd_max + len < self.written {
+                if (len < mss && self.snd_max + len < self.written) || !self.emit(now, self.snd_max, len as u32, out) {
                     break;
                 }
-                self.emit(now, self.snd_max, len as u32, out);
                 self.snd_max += len;
                 self.snd_nxt = self.snd_max;
                 pipe += len;
@@ -467,7 +534,18 @@ impl TcpSender {
         self.cc_state.cwnd_limited = pipe + mss > cwnd_bytes;
     }
 
-    fn emit(&mut self, now: Time, seq: u64, len: u32, out: &mut Vec<Packet>) {
+    /// Sends one segment, if the host's interface queue takes it; returns false, having
+    /// changed nothing but the refusal mark, when it does not (the caller stops sending).
+    #[must_use]
+    fn emit(&mut self, now: Time, seq: u64, len: u32, out: &mut Vec<Packet>) -> bool {
+        if self.tx_budget == 0 {
+            self.refused = true;
+            self.stats.local_congestion_events += u64::from(!self.last_refused);
+            self.last_refused = true;
+            return false;
+        }
+        self.tx_budget -= 1;
+        self.last_refused = false;
         if self.snd_max == self.snd_una {
             // Nothing in flight: time-based algorithms restart their clocks (Linux CA_EVENT_TX_START).
             self.cc.cwnd_event(&mut self.cc_state, CwndEvent::TxStart);
@@ -490,6 +568,14 @@ impl TcpSender {
         if let Some(rate) = &mut self.rate {
             rate.on_send(now, seq, seq + len as u64, self.cc_state.delivered_bytes, self.snd_max == self.snd_una);
         }
+        let mut ecn = Ecn::default();
+        if self.ecn && !retransmission {
+            // RFC 3168 6.1.5: retransmissions are not ECN-capable; CWR rides on new data.
+            ecn.set(Ecn::ECT);
+            if std::mem::take(&mut self.ecn_cwr_pending) {
+                ecn.set(Ecn::CWR);
+            }
+        }
         let ip_bytes = self.header_bytes + len;
         if self.paces {
             if let Some(rate) = self.pacing_rate_bps() {
@@ -510,13 +596,16 @@ impl TcpSender {
             ts_val: now,
             ts_ecr: 0,
             retransmission,
+            ecn,
         });
+        true
     }
 
     fn retransmit_first_unacked(&mut self, now: Time, out: &mut Vec<Packet>) {
         let len = (self.snd_max - self.snd_una).min(self.mss as u64);
-        if len > 0 {
-            self.emit(now, self.snd_una, len as u32, out);
+        // Refused by the interface: sent first on the next pass (Linux keeps it marked lost).
+        self.head_rtx_pending = len > 0 && !self.emit(now, self.snd_una, len as u32, out);
+        if len > 0 && !self.head_rtx_pending {
             if self.sack() {
                 self.scoreboard.on_retransmit(self.snd_una, len);
             } else if self.rate.is_some() {
@@ -575,6 +664,12 @@ impl TcpSender {
                 self.cong_control(&sample);
             }
         }
+        if self.ecn && ack_pkt.ecn.has(Ecn::ECE) && ack >= self.snd_una {
+            // RFC 3168 6.1.2: respond to ECN-Echo as to a loss, at most once per window; in
+            // recovery the window is being reduced already (Linux tcp_try_to_open).
+            self.stats.ecn_echoes += 1;
+            self.enter_cwr(now);
+        }
         if self.stats.recovered_ps.is_none() {
             self.note_milestones(now);
         }
@@ -590,19 +685,20 @@ impl TcpSender {
                     self.cc_state.cwnd = self.cc_state.cwnd.saturating_add(1);
                 }
             }
-            CaState::Open | CaState::Loss => {
+            CaState::Open | CaState::Cwr | CaState::Loss => {
+                let open = self.ca_state != CaState::Loss;
                 // Classic Reno has no guard: three more duplicate ACKs start another recovery.
-                let guarded = !(self.recovery == Recovery::Reno && self.ca_state == CaState::Open);
+                let guarded = !(self.recovery == Recovery::Reno && open);
                 let past_recover = !guarded || self.recover.is_none_or(|r| self.snd_una >= r);
                 let sack_says_lost = self.sack()
-                    && self.ca_state == CaState::Open
+                    && open
                     && self
                         .scoreboard
                         .loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack)
                         .below
                         > self.snd_una;
                 if past_recover && (self.dupacks >= self.dupthresh() || sack_says_lost) {
-                    if self.ca_state == CaState::Open || self.recovery != Recovery::Sack {
+                    if open || self.recovery != Recovery::Sack {
                         self.enter_recovery(now, out);
                     }
                 }
@@ -707,6 +803,18 @@ impl TcpSender {
                     self.cc.cong_avoid(&mut self.cc_state, &sample);
                 }
             }
+            CaState::Cwr => {
+                // No growth while reduced. CWR ends once data sent after the reduction is
+                // acknowledged (Linux: snd_una past high_seq, so that a CWR flag has reached
+                // the receiver); cwnd stays at ssthresh, where entering CWR put it.
+                self.dupacks = 0;
+                if ack > self.cwr_high_seq {
+                    self.set_ca_state(now, CaState::Open);
+                    if !controls {
+                        self.cc.cong_avoid(&mut self.cc_state, &sample);
+                    }
+                }
+            }
             CaState::Open => {
                 self.dupacks = 0;
                 if !controls {
@@ -764,6 +872,7 @@ impl TcpSender {
     }
 
     fn exit_recovery(&mut self, now: Time) {
+        self.head_rtx_pending = false;
         self.cc_state.cwnd_cnt = 0;
         self.dupacks = 0;
         self.set_ca_state(now, CaState::Open);
@@ -773,9 +882,14 @@ impl TcpSender {
     fn enter_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.stats.fast_retransmits += 1;
         self.sync_cc_view(now);
-        self.prior_cwnd = self.cc_state.cwnd;
         let dupthresh = self.dupthresh();
-        self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
+        if self.ca_state != CaState::Cwr {
+            self.prior_cwnd = self.cc_state.cwnd;
+            self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
+            self.ecn_cwr_pending = self.ecn;
+        }
+        // From CWR the window was reduced for this window of data already: ssthresh stays
+        // (Linux tcp_enter_recovery only recomputes it below CWR).
         self.recover = Some(self.snd_max);
         self.cc_state.cwnd_cnt = 0;
         let controls = self.controls;
@@ -813,6 +927,35 @@ impl TcpSender {
         }
     }
 
+    /// Reduces the window without a loss (Linux `tcp_enter_cwr`): ssthresh from the algorithm
+    /// (so HighSpeed and Scalable back off by their own b), cwnd down to it, state CWR until
+    /// everything sent so far is acknowledged. Only from the open state: once per window of
+    /// data, and never on top of a recovery, which reduces the window already.
+    ///
+    /// cwnd falls to ssthresh at once, as this sender does on a fast retransmit (RFC 5681,
+    /// RFC 6675). Linux lowers it gradually to the same end point within the round trip:
+    /// 2.4/2.6 by one segment every second ACK (`tcp_cwnd_down`, rate halving, then
+    /// `tcp_complete_cwr` sets cwnd = min(cwnd, ssthresh)), 3.2 and later by Proportional
+    /// Rate Reduction (RFC 6937). The immediate cut sends nothing until the flight falls
+    /// below the new window instead of one segment per two ACKs meanwhile: the same data
+    /// per round trip, sent later in it.
+    fn enter_cwr(&mut self, now: Time) {
+        if self.ca_state != CaState::Open {
+            return;
+        }
+        self.stats.cwr_entries += 1;
+        self.sync_cc_view(now);
+        self.prior_cwnd = self.cc_state.cwnd;
+        self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
+        if !self.controls {
+            self.cc_state.cwnd = self.cc_state.cwnd.min(self.cc_state.ssthresh).max(1);
+        }
+        self.cc_state.cwnd_cnt = 0;
+        self.cwr_high_seq = self.snd_max;
+        self.ecn_cwr_pending = self.ecn;
+        self.set_ca_state(now, CaState::Cwr);
+    }
+
     /// The retransmission timer expired.
     pub fn on_rto_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.rto_deadline = None;
@@ -845,6 +988,8 @@ impl TcpSender {
             self.snd_nxt = self.snd_una;
         }
         self.timed_segment = None;
+        self.head_rtx_pending = false;
+        self.ecn_cwr_pending = self.ecn;
         self.rtt.back_off();
         self.set_ca_state(now, CaState::Loss);
         self.send(now, out);

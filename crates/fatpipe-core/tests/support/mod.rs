@@ -25,6 +25,7 @@ pub fn tcp_config() -> TcpConfig {
         ack_every_segments: 2,
         dupack_threshold: 3,
         newreno_impatient: false,
+        ecn: false,
         recovery: fatpipe_core::tcp::config::Recovery::Newreno,
         fack: false,
         dcr_div: None,
@@ -83,6 +84,7 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             tcp,
             cc: reno(),
         }],
+        captures: Vec::new(),
     }
 }
 

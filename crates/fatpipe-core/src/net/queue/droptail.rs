@@ -85,6 +85,20 @@ impl QueueDiscipline for DropTail {
         Some(pkt)
     }
 
+    fn room_packets(&self, ip_bytes: u32) -> u64 {
+        let mut room = u64::MAX;
+        if let Some(l) = self.cfg.limit_packets {
+            room = room.min(l.saturating_sub(self.packets.len() as u64));
+        }
+        if let Some(l) = self.cfg.limit_bytes {
+            room = room.min(l.saturating_sub(self.bytes) / (ip_bytes as u64).max(1));
+        }
+        if let Some(l) = self.cfg.limit_cells {
+            room = room.min(l.saturating_sub(self.cells) / self.cfg.cells(ip_bytes).max(1));
+        }
+        room
+    }
+
     fn len_packets(&self) -> usize {
         self.packets.len()
     }
@@ -148,7 +162,27 @@ mod tests {
             ts_val: 0,
             ts_ecr: 0,
             retransmission: false,
+            ecn: Default::default(),
         }
+    }
+
+    #[test]
+    fn room_is_what_enqueue_then_admits() {
+        let cases = [
+            DropTailConfig { limit_packets: Some(5), ..no_limits() },
+            DropTailConfig { limit_bytes: Some(10_000), ..no_limits() },
+            DropTailConfig { cell_bytes: Some(2048), limit_cells: Some(60), ..no_limits() },
+            DropTailConfig { limit_packets: Some(4), limit_bytes: Some(10_000), ..no_limits() },
+        ];
+        for cfg in cases {
+            let mut q = DropTail::new(cfg);
+            q.enqueue(0, pkt(0, 700)).unwrap();
+            let room = q.room_packets(1500);
+            let admitted = (1..100).take_while(|&i| q.enqueue(0, pkt(i, 1500)).is_ok()).count() as u64;
+            assert_eq!(room, admitted);
+            assert_eq!(q.room_packets(1500), 0);
+        }
+        assert_eq!(DropTail::new(no_limits()).room_packets(1500), u64::MAX);
     }
 
     #[test]

@@ -34,6 +34,14 @@ pub trait QueueDiscipline: Send + Sync {
         self.enqueue(now, pkt)?;
         Ok(self.dequeue(now).expect("just enqueued"))
     }
+    /// How many more packets of `ip_bytes` the queue would admit now, by its limits alone
+    /// (`u64::MAX`: no limit). A host's TCP senders never send more than this into their
+    /// interface's queue (local congestion); RED's early drops are not foreseen.
+    fn room_packets(&self, ip_bytes: u32) -> u64;
+    /// Packets marked Congestion Experienced instead of dropped (ECN), since the start.
+    fn ecn_marks(&self) -> u64 {
+        0
+    }
     /// Packets waiting.
     fn len_packets(&self) -> usize;
     /// IP bytes waiting.

@@ -12,9 +12,16 @@
 //! - above (max_th, or 2 max_th when gentle): drop.
 //! In byte mode p_b is scaled by the packet's size over the mean packet size. The hard limit
 //! (`limit_packets`) still drops arrivals to a full queue.
+//!
+//! With `ecn` (RFC 3168 section 7) a probabilistic decision marks an ECN-capable packet
+//! Congestion Experienced and admits it instead of dropping it; packets that are not
+//! ECN-capable are dropped as before. As ns-2's RED (`setbit_`; `drop_early` marks, the
+//! forced drop above max_th, or 2 max_th when gentle, drops), so marks cover the gentle
+//! region too and only the forced region and the hard limit drop ECN-capable packets.
+//! (Linux sch_red marks in the forced region as well unless `harddrop` is set.)
 
 use super::{Admission, QueueDiscipline};
-use crate::packet::Packet;
+use crate::packet::{Ecn, Packet};
 use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
 use serde::Deserialize;
@@ -54,6 +61,19 @@ pub struct RedConfig {
     pub wait: bool,
     /// Target queueing delay of the automatic thresholds, picoseconds.
     pub target_delay_ps: Time,
+    /// Mark ECN-capable packets instead of dropping them early (RFC 3168). Off by default.
+    #[serde(default)]
+    pub ecn: bool,
+}
+
+/// What RED decides for an arrival before the hard limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Early {
+    Admit,
+    /// The probabilistic decision (between the thresholds): drop, or mark with ECN.
+    Signal,
+    /// Above max_th (2 max_th when gentle): drop whatever the packet.
+    Force,
 }
 
 pub struct Red {
@@ -72,6 +92,8 @@ pub struct Red {
     /// When the queue went idle, if it is.
     idle_since: Option<Time>,
     rng: Rng,
+    /// Packets marked CE instead of dropped.
+    marks: u64,
 }
 
 impl Red {
@@ -95,6 +117,7 @@ impl Red {
             count: -1,
             idle_since: Some(0),
             rng,
+            marks: 0,
         }
     }
 
@@ -125,16 +148,16 @@ impl Red {
         Some(if self.cfg.byte_mode { p * size_bytes as f64 / self.cfg.mean_packet_bytes as f64 } else { p })
     }
 
-    /// Whether the arriving packet is dropped early.
-    fn early_drop(&mut self, size_bytes: u32) -> bool {
+    /// Whether the arriving packet is dropped (or marked) early.
+    fn early_drop(&mut self, size_bytes: u32) -> Early {
         if self.avg < self.min_th {
             self.count = -1;
-            return false;
+            return Early::Admit;
         }
         self.count += 1;
         let Some(p_b) = self.base_probability(size_bytes) else {
             self.count = 0;
-            return true;
+            return Early::Force;
         };
         let c = self.count as f64 * p_b;
         let p_a = if self.cfg.wait {
@@ -151,22 +174,29 @@ impl Red {
             1.0
         };
         if self.rng.uniform() < p_a {
+            // A mark resets the count as a drop does (ns-2 drop_early).
             self.count = 0;
-            true
+            Early::Signal
         } else {
-            false
+            Early::Admit
         }
     }
 }
 
 impl QueueDiscipline for Red {
-    fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, Admission)> {
+    fn enqueue(&mut self, now: Time, mut pkt: Packet) -> Result<(), (Packet, Admission)> {
         self.update_average(now);
-        if self.early_drop(pkt.ip_bytes) {
+        let early = self.early_drop(pkt.ip_bytes);
+        let mark = early == Early::Signal && self.cfg.ecn && pkt.ecn.has(Ecn::ECT);
+        if early == Early::Force || (early == Early::Signal && !mark) {
             return Err((pkt, Admission::EarlyDrop));
         }
         if self.cfg.limit_packets.is_some_and(|l| self.packets.len() as u64 >= l) {
             return Err((pkt, Admission::Overflow));
+        }
+        if mark {
+            pkt.ecn.set(Ecn::CE);
+            self.marks += 1;
         }
         self.bytes += pkt.ip_bytes as u64;
         self.packets.push_back(pkt);
@@ -185,6 +215,14 @@ impl QueueDiscipline for Red {
                 None
             }
         }
+    }
+
+    fn room_packets(&self, _ip_bytes: u32) -> u64 {
+        self.cfg.limit_packets.map_or(u64::MAX, |l| l.saturating_sub(self.packets.len() as u64))
+    }
+
+    fn ecn_marks(&self) -> u64 {
+        self.marks
     }
 
     fn len_packets(&self) -> usize {
@@ -217,6 +255,7 @@ mod tests {
             ts_val: 0,
             ts_ecr: 0,
             retransmission: false,
+            ecn: Default::default(),
         }
     }
 
@@ -232,6 +271,7 @@ mod tests {
             mean_packet_bytes: 1000,
             wait: false,
             target_delay_ps: 5 * PS_PER_MS,
+            ecn: false,
         }
     }
 
@@ -325,6 +365,49 @@ mod tests {
         assert!((rate / expected - 1.0).abs() < 0.1, "rate {rate} vs {expected}");
         // And at 2 max_th everything is dropped.
         assert_eq!(drops_at_queue(&mut gentle, 100, 1000), 1000);
+    }
+
+    /// Offers `n` arrivals of `ect` packets at a queue held at `q` packets; returns (drops,
+    /// marks).
+    fn signals_at_queue(red: &mut Red, q: usize, n: usize, ect: bool) -> (usize, u64) {
+        while red.len_packets() < q {
+            red.packets.push_back(pkt(1000));
+        }
+        let (mut drops, mut marked) = (0, 0);
+        for i in 0..n {
+            let mut p = pkt(1000);
+            if ect {
+                p.ecn.set(Ecn::ECT);
+            }
+            match red.enqueue(i as Time, p) {
+                Ok(()) => marked += u64::from(red.packets.pop_back().unwrap().ecn.has(Ecn::CE)),
+                Err(_) => drops += 1,
+            }
+        }
+        assert_eq!(marked, red.ecn_marks(), "every mark is on an admitted packet");
+        (drops, marked)
+    }
+
+    #[test]
+    fn ecn_marks_capable_packets_where_red_would_drop_them() {
+        let mut cfg = config(10.0, 50.0, 1.0);
+        cfg.ecn = true;
+        cfg.gentle = true;
+        let n = 100_000;
+        // Between the thresholds: the same decisions, marks instead of drops (same seed).
+        let (drops, _) = signals_at_queue(&mut Red::new(config(10.0, 50.0, 1.0), 1_000_000_000, Rng::new(5)), 30, n, true);
+        let (ecn_drops, marks) = signals_at_queue(&mut Red::new(cfg.clone(), 1_000_000_000, Rng::new(5)), 30, n, true);
+        assert_eq!(ecn_drops, 0);
+        assert_eq!(marks as usize, drops);
+        // Packets that are not ECN-capable are still dropped.
+        let (plain_drops, plain_marks) = signals_at_queue(&mut Red::new(cfg.clone(), 1_000_000_000, Rng::new(5)), 30, n, false);
+        assert_eq!((plain_drops, plain_marks), (drops, 0));
+        // The gentle region marks too (ns-2); above 2 max_th every packet is dropped.
+        let (gentle_drops, gentle_marks) = signals_at_queue(&mut Red::new(cfg.clone(), 1_000_000_000, Rng::new(5)), 55, n, true);
+        assert_eq!(gentle_drops, 0);
+        assert!(gentle_marks > 0);
+        let (forced, forced_marks) = signals_at_queue(&mut Red::new(cfg, 1_000_000_000, Rng::new(5)), 100, 1000, true);
+        assert_eq!((forced, forced_marks), (1000, 0));
     }
 
     #[test]
