@@ -7,10 +7,11 @@ use fatpipe_core::cc::nocc::NoccConfig;
 use fatpipe_core::cc::scalable::ScalableConfig;
 use fatpipe_core::cc::{CaState, CcSpec};
 use fatpipe_core::net::queue::{droptail::DropTailConfig, red::RedConfig, QueueSpec};
-use fatpipe_core::packet::Packet;
+use fatpipe_core::packet::{Ecn, Packet};
 use fatpipe_core::scenario::Scenario;
 use fatpipe_core::source::{bulk::BulkConfig, SourceSpec};
 use fatpipe_core::tcp::config::Recovery;
+use fatpipe_core::tcp::{TcpReceiver, TcpSender};
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
 use fatpipe_core::Simulation;
 use serde_json::Value;
@@ -243,6 +244,50 @@ fn parallel_streams_share_the_interface_and_a_late_one_is_woken_when_it_has_room
 }
 
 // ---- ECN --------------------------------------------------------------------------------
+
+#[test]
+fn the_receiver_echoes_ce_until_cwr_and_the_sender_reduces_once() {
+    let mut tcp = tcp_config();
+    tcp.ecn = true;
+    let mut sender = TcpSender::new(0, 0, 1, &tcp, reno().build());
+    let mut receiver = TcpReceiver::new(0, 1, 0, &tcp);
+    let (mut data, mut acks) = (Vec::new(), Vec::new());
+    sender.start_bulk(0, None, &mut data);
+    assert_eq!(data.len(), 10);
+    assert!(data.iter().all(|p| p.ecn.has(Ecn::ECT) && !p.ecn.has(Ecn::CWR)), "new data is ECN-capable");
+    // A router marks segment 1; the delayed ACK covering segments 0 and 1 echoes it, and so
+    // does every ACK after it until a CWR arrives (RFC 3168 6.1.3).
+    data[1].ecn.set(Ecn::CE);
+    for seg in &data[..6] {
+        receiver.on_segment(1, seg, &mut acks);
+    }
+    assert_eq!(acks.len(), 3);
+    assert!(acks.iter().all(|a| a.ecn.has(Ecn::ECE)));
+    // The sender reduces on the first echo, and only once for this window.
+    let mut out = Vec::new();
+    for ack in &acks {
+        sender.on_ack(2, ack, &mut out);
+    }
+    assert_eq!((sender.stats.ecn_echoes, sender.stats.cwr_entries), (3, 1));
+    assert_eq!((sender.ca_state, sender.cc_state.ssthresh, sender.cc_state.cwnd), (CaState::Cwr, 5, 5));
+    assert_eq!(sender.stats.segments_retransmitted, 0);
+    // cwnd 5 with 4 in flight: one new segment, carrying CWR.
+    assert_eq!(out.len(), 1);
+    assert!(out[0].ecn.has(Ecn::CWR) && out[0].ecn.has(Ecn::ECT) && out[0].seq == 10 * MSS);
+    // Segments before the CWR still get ECE; the CWR segment (and what follows) do not.
+    acks.clear();
+    for seg in data[6..].iter().chain(&out) {
+        receiver.on_segment(3, seg, &mut acks);
+    }
+    assert_eq!(acks.len(), 2);
+    assert!(acks[0].ecn.has(Ecn::ECE), "segments 6 and 7 came before the CWR");
+    receiver.on_delayed_ack_timer(4, &mut acks);
+    assert!(!acks[2].ecn.has(Ecn::ECE), "the ACK after the CWR segment: {:?}", acks[2]);
+    // A retransmission is never ECN-capable (RFC 3168 6.1.5).
+    let mut rto = Vec::new();
+    sender.on_rto_timer(PS_PER_S, &mut rto);
+    assert!(rto[0].retransmission && !rto[0].ecn.has(Ecn::ECT) && !rto[0].ecn.has(Ecn::CWR));
+}
 
 /// One flow through a 100 Mb/s, 40 ms dumbbell whose bottleneck runs RED with thresholds
 /// far below the hard limit, marking if `red_ecn`.
