@@ -59,6 +59,7 @@ RED_DEFAULTS = {
     "mean_packet_bytes": 500,
     "wait": True,
     "target_delay_ps": 5 * PS_PER_MS,
+    "ecn": False,  # RFC 3168 marking off, as ns-2 and Linux by default
 }
 
 
@@ -80,12 +81,12 @@ def test_red_explicit_values():
     queue = {
         "discipline": "red", "limit_packets": 200, "min_th": 20, "max_th": 60.5, "max_p": 0.05,
         "w_q": 0.002, "gentle": False, "byte_mode": True, "mean_packet_size": "1000B",
-        "wait": False, "target_delay": "10ms",
+        "wait": False, "target_delay": "10ms", "ecn": True,
     }
     assert links(scenario(queue=queue))["bottleneck"]["queue"] == {
         "discipline": "red", "limit_packets": 200, "min_th_packets": 20.0, "max_th_packets": 60.5,
         "max_p": 0.05, "w_q": 0.002, "gentle": False, "byte_mode": True,
-        "mean_packet_bytes": 1000, "wait": False, "target_delay_ps": 10 * PS_PER_MS,
+        "mean_packet_bytes": 1000, "wait": False, "target_delay_ps": 10 * PS_PER_MS, "ecn": True,
     }
 
 

@@ -81,10 +81,12 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "ack_every_segments": 2,
         "dupack_threshold": 3,
         "newreno_impatient": False,
+        "ecn": False,  # Linux tcp_ecn = 2: connections do not ask for ECN
         "recovery": "newreno",  # RFC 6582
         "fack": False,
         "dcr_div": None,
         "max_ssthresh_segments": 0,  # Limited Slow Start off
+        "initial_ssthresh_segments": None,  # RFC 5681: arbitrarily high
         "pacing_gain": None,
         "min_rto_ps": 200 * PS_PER_MS,
         "max_rto_ps": 120 * PS_PER_S,
@@ -191,6 +193,7 @@ def test_tcp_options():
         "delayed_ack_timeout": "200ms", "ack_every": 1, "dupack_threshold": 5,
         "min_rto": "1s", "max_rto": "60s", "initial_rto": "3s", "newreno_impatient": True,
         "recovery": "sack", "fack": True, "dcr_div": 2, "max_ssthresh": 100, "pacing_gain": 1.25,
+        "ecn": True, "initial_ssthresh": 300,
     }
     got = load_scenario(scenario(tcp=tcp))["flows"][0]["tcp"]
     assert got == {
@@ -199,7 +202,8 @@ def test_tcp_options():
         "delayed_ack": False, "delayed_ack_timeout_ps": 200 * PS_PER_MS, "ack_every_segments": 1,
         "dupack_threshold": 5, "newreno_impatient": True, "min_rto_ps": PS_PER_S, "max_rto_ps": 60 * PS_PER_S,
         "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
-        "max_ssthresh_segments": 100, "pacing_gain": 1.25,
+        "max_ssthresh_segments": 100, "pacing_gain": 1.25, "ecn": True,
+        "initial_ssthresh_segments": 300,
     }
 
 

@@ -833,6 +833,18 @@ def _red_table(default_key: str, default_value: Any, default_source: str) -> Tab
                 "5ms",
                 "ns-2 Queue/RED targetdelay_ 0.005 (Floyd, Gummadi and Shenker 2001)",
             ),
+            Field(
+                "ecn",
+                Boolean(),
+                "Explicit Congestion Notification (RFC 3168): where RED would drop a packet "
+                "early it marks it Congestion Experienced instead, if the packet is ECN-capable "
+                "(a flow with tcp.ecn); others are still dropped. As ns-2, the gentle region "
+                "marks too; above max_th (2 x max_th when gentle) and at the hard limit every "
+                "packet is dropped. Marks are counted per link (ecn_marks)",
+                False,
+                "ns-2 Queue/RED setbit_ false; Linux sch_red marks only with the ecn flag (and, "
+                "unlike ns-2, above max_th too unless harddrop is set)",
+            ),
         ),
         doc="Random Early Detection (Floyd and Jacobson 1993) as ns-2 runs it: an arrival is "
         "dropped early with a probability that grows with the average queue from min_th to "
@@ -902,6 +914,7 @@ def _normalize_red(
         "mean_packet_bytes": params["mean_packet_size"],
         "wait": params["wait"],
         "target_delay_ps": params["target_delay"],
+        "ecn": params["ecn"],
     }
 
 
@@ -1298,12 +1311,47 @@ def _access_queue_field(default: Tuple[str, Any, str]) -> Field:
     return Field(
         "access_queue",
         _queue_kind(*default),
-        "queue of each access link: the hosts' interface queues and the routers' queues "
-        "toward the hosts",
+        "queue of each access link: the routers' queues toward the hosts, and the hosts' "
+        "interface queues unless txqueuelen is set",
         {},
         "each key's own default",
     )
 
+
+def _txqueuelen_field(unset: str) -> Field:
+    return Field(
+        "txqueuelen",
+        Integer(minimum=1, maximum=U64_MAX, example=100),
+        "length of every host's interface queue, packets (Linux ifconfig txqueuelen): the "
+        "drop-tail queue of each link leaving a host. When it is full a TCP sender's segment "
+        "is not lost: the sender keeps it, sends it when the queue has room, and reduces its "
+        "window (local congestion, Linux tcp_enter_cwr; counted per flow). Other packets "
+        "(ACKs) that find it full are dropped. Overrides access_queue on the hosts' side",
+        Derived(unset),
+        "Linux's default txqueuelen for Ethernet is 1000 packets; document 001's hosts ran "
+        "with 100",
+    )
+
+
+def _host_interfaces(network: Network, txqueuelen: Optional[int]) -> Network:
+    """Gives every link leaving a host a drop-tail queue of ``txqueuelen`` packets (if set):
+    the host's interface queue, where the core models local congestion."""
+    if txqueuelen is not None:
+        for link in network.links:
+            if network.nodes[link["from"]]["kind"] == "host":
+                link["queue"] = _txqueuelen_queue(txqueuelen)
+    return network
+
+
+def _txqueuelen_queue(txqueuelen: int) -> Dict[str, Any]:
+    # pfifo_fast, Linux's default interface queue discipline, counts packets only.
+    return {"discipline": "droptail", "limit_packets": txqueuelen, "limit_bytes": None,
+            "cell_bytes": None, "limit_cells": None}
+
+
+_TXQUEUELEN_UNSET = (
+    "unset: the hosts' interface queues are access_queue, 1000 packets by default"
+)
 
 _DUMBBELL = shape_table(
         Field("bottleneck_rate", Rate(), "rate of the bottleneck link r1 -> r2 (and r2 -> r1)"),
@@ -1358,6 +1406,7 @@ _DUMBBELL = shape_table(
             "each key's own default",
         ),
         _access_queue_field(_ACCESS_QUEUE_DEFAULT),
+        _txqueuelen_field(_TXQUEUELEN_UNSET),
     doc="sender -> access link -> router r1 -> bottleneck -> router r2 -> access link -> "
     "receiver, and the same links in reverse (for ACKs and reverse flows). Links: "
     '"bottleneck" (r1 -> r2), "bottleneck_rev" (r2 -> r1), "access_fwd_sender" (sender -> '
@@ -1442,7 +1491,7 @@ def _build_dumbbell(topo: Dict[str, Any], path: str) -> Network:
         + [access(f"access_rev_sender{s}", r1, senders[i], sender_delays[i]) for i, s in enumerate(suffix)]
     )
     pairs = _pairs_of(senders, receivers)
-    return Network(
+    network = Network(
         nodes=nodes,
         links=links,
         endpoints=pairs[0],
@@ -1450,6 +1499,7 @@ def _build_dumbbell(topo: Dict[str, Any], path: str) -> Network:
         pairs=pairs,
         pair_doc=_pair_doc(nodes, pairs),
     )
+    return _host_interfaces(network, topo["txqueuelen"])
 
 
 # ---- two-to-one (document 001) ---------------------------------------------------------
@@ -1493,6 +1543,10 @@ _TWO_TO_ONE = shape_table(
     *_COMMON_LINK_FIELDS,
     _BOTTLENECK_QUEUE_FIELD,
     _access_queue_field(_TWO_TO_ONE_ACCESS_QUEUE_DEFAULT),
+    _txqueuelen_field(
+        "unset: the senders' interface queues are access_queue (100 packets by default, "
+        "document 001) and the receiver's (its link bottleneck_rev) is queue"
+    ),
     doc="Document 001's two-to-one: sender0 and sender1 -> router -> bottleneck -> receiver, "
     "and the same links in reverse. Links: \"access_fwd_sender0\", \"access_fwd_sender1\" "
     "(sender -> router), \"bottleneck\" (router -> receiver), \"bottleneck_rev\" (receiver -> "
@@ -1532,10 +1586,11 @@ def _build_two_to_one(topo: Dict[str, Any], path: str) -> Network:
         + [_link(f"access_rev_sender{i}", router, i, access_bps, access_delay_ps, access_q, topo) for i in (0, 1)]
     )
     pairs = _pairs_of([0, 1], [receiver, receiver])
-    return Network(
+    network = Network(
         nodes=nodes, links=links, endpoints=pairs[0], path_mtu_bytes=topo["mtu"],
         pairs=pairs, pair_doc=_pair_doc(nodes, pairs),
     )
+    return _host_interfaces(network, topo["txqueuelen"])
 
 
 # ---- parking lot -----------------------------------------------------------------------
@@ -1569,6 +1624,7 @@ _PARKING_LOT = shape_table(
     *_COMMON_LINK_FIELDS,
     _BOTTLENECK_QUEUE_FIELD,
     _access_queue_field(_ACCESS_QUEUE_DEFAULT),
+    _txqueuelen_field(_TXQUEUELEN_UNSET),
     doc="Cross traffic: hops bottleneck links in a row; pair 0 (sender0 -> receiver0) crosses "
     "all of them, pair i (sender<i> -> receiver<i>, i = 1 .. hops) only hop i. RTTs: "
     "2 x (hops x hop_delay + 2 x access_delay) for pair 0, 2 x (hop_delay + 2 x access_delay) "
@@ -1607,10 +1663,11 @@ def _build_parking_lot(topo: Dict[str, Any], path: str) -> Network:
         senders.append(s)
         receivers.append(r)
     pairs = _pairs_of(senders, receivers)
-    return Network(
+    network = Network(
         nodes=nodes, links=links, endpoints=pairs[0], path_mtu_bytes=topo["mtu"],
         pairs=pairs, pair_doc=_pair_doc(nodes, pairs),
     )
+    return _host_interfaces(network, topo["txqueuelen"])
 
 
 # ---- custom ----------------------------------------------------------------------------
@@ -1630,6 +1687,19 @@ _CUSTOM_NODE = Table(
             "kind",
             Choice(("host", "router")),
             '"host": flows start and end here; "router": only forwards',
+        ),
+        Field(
+            "txqueuelen",
+            Integer(minimum=1, maximum=U64_MAX, example=100),
+            "hosts only: length of the host's interface queue, packets (Linux ifconfig "
+            "txqueuelen): every link leaving the host gets a drop-tail queue of this many "
+            "packets instead of its own queue (which still applies to the reverse direction "
+            "of a duplex link). Whatever the queue, a TCP sender's segment that finds the "
+            "interface queue of its host full is not lost: the sender sends it later and "
+            "reduces its window (local congestion)",
+            UNSET,
+            "unset: each link leaving the host keeps its own queue (1000 packets by default, "
+            "Linux's default txqueuelen for Ethernet)",
         ),
     ),
     doc="A node of a custom topology.",
@@ -1697,6 +1767,11 @@ def _build_custom(topo: Dict[str, Any], path: str) -> Network:
                         f"[{index[node['name']]}] is named {json.dumps(node['name'])} too")
         index[node["name"]] = i
         nodes.append({"name": node["name"], "kind": node["kind"]})
+        if node["txqueuelen"] is not None and node["kind"] != "host":
+            raise _fail(
+                f"{path}.nodes[{i}].txqueuelen", node["txqueuelen"],
+                "only a host has an interface queue; a router's queues are its links' queue tables",
+            )
     known = ", ".join(json.dumps(n["name"]) for n in nodes)
     links: List[Dict[str, Any]] = []
     where: Dict[str, str] = {}
@@ -1734,6 +1809,11 @@ def _build_custom(topo: Dict[str, Any], path: str) -> Network:
                 )
             where[name] = sub
             links.append(_link(name, x, y, link["rate"], link["delay"], q, topo))
+    for node in topo["nodes"]:
+        if node["txqueuelen"] is not None:
+            for link in links:
+                if link["from"] == index[node["name"]]:
+                    link["queue"] = _txqueuelen_queue(node["txqueuelen"])
     hosts = {n["name"]: i for i, n in enumerate(nodes) if n["kind"] == "host"}
     if not hosts:
         sub = f"{path}.nodes"
@@ -2216,6 +2296,19 @@ _TCP = Table(
             "restarts it on every partial ACK",
             False,
             "Linux (rearms the timer on every ACK of new data) and ns-2's NewReno",
+        ),
+        Field(
+            "ecn",
+            Boolean(),
+            "Explicit Congestion Notification (RFC 3168), on at both ends: new data goes out "
+            "ECN-capable; the receiver echoes a Congestion Experienced mark (ECN-Echo) on its "
+            "ACKs until a segment with CWR arrives; on ECN-Echo the sender reduces its window "
+            "as after a loss but retransmits nothing (ssthresh from the algorithm, cwnd down to "
+            "it, at most once per window of data) and sets CWR on its next new segment. Only a "
+            "RED queue with ecn = true marks",
+            False,
+            "Linux net.ipv4.tcp_ecn = 2: ECN is accepted when the peer asks but connections "
+            "do not ask for it",
         ),
         Field(
             "min_rto",
@@ -2712,6 +2805,7 @@ def _normalize_flow(
             "ack_every_segments": tcp["ack_every"],
             "dupack_threshold": tcp["dupack_threshold"],
             "newreno_impatient": tcp["newreno_impatient"],
+            "ecn": tcp["ecn"],
             "recovery": recovery,
             "fack": tcp["fack"],
             "dcr_div": tcp["dcr_div"],

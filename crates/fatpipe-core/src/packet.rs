@@ -119,3 +119,18 @@ impl Packet {
         self.seq + self.payload_bytes as u64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_stays_small() {
+        // Queues and links copy packets by value: the ECN byte fits in existing padding.
+        assert!(std::mem::size_of::<Packet>() <= 96, "{}", std::mem::size_of::<Packet>());
+        let mut e = Ecn::default();
+        e.set(Ecn::ECT);
+        e.set(Ecn::CWR);
+        assert!(e.has(Ecn::ECT) && e.has(Ecn::CWR) && !e.has(Ecn::CE) && !e.has(Ecn::ECE));
+    }
+}
