@@ -256,10 +256,13 @@ def _summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None
         f"{summary['events']:,} events, seed {summary['seed']}",
         "",
     ]
+    # Window reductions without loss (local congestion, ECN) only when there were any.
+    cwr = any(f.get("cwr_entries") for f in summary["flows"])
     lines += _table(
-        ["flow", "goodput Mb/s", "retransmits", "timeouts"],
+        ["flow", "goodput Mb/s", "retransmits", "timeouts"] + (["cwnd cuts w/o loss"] if cwr else []),
         [
             [f["name"], f"{f['goodput_bps'] / 1e6:.2f}", f["segments_retransmitted"], f["timeouts"]]
+            + ([f["cwr_entries"]] if cwr else [])
             for f in summary["flows"]
         ],
     )
