@@ -115,10 +115,11 @@ impl Simulation {
                 iface_waiting: false,
             })
             .collect();
-        let mut iface_waiters: Vec<VecDeque<u32>> = vec![VecDeque::new(); links.len()];
+        let mut senders_per_link = vec![0; links.len()];
         for f in &flows {
-            iface_waiters[f.iface as usize].reserve(1);
+            senders_per_link[f.iface as usize] += 1;
         }
+        let iface_waiters = senders_per_link.into_iter().map(VecDeque::with_capacity).collect();
         let mut events = EventQueue::default();
         for (i, f) in flows.iter().enumerate() {
             events.schedule(f.source.start_ps(), Event::SourceStart(i as u32));
