@@ -116,11 +116,7 @@ class Result:
         self._flow_names: List[str] = [f["name"] for f in self.scenario["flows"]]
         self._link_names: List[str] = [link["name"] for link in self.scenario["links"]]
         self.summary: Dict[str, Any] = self._build_summary(output["summary"])
-        self.flows = pd.DataFrame(self.summary["flows"])
-        # Measures that may be undefined (None in JSON) are NaN in the table, never objects.
-        for column in FLOW_METRIC_COLUMNS:
-            if column in self.flows:
-                self.flows[column] = self.flows[column].astype(np.float64)
+        self.flows = _flow_table(self.summary["flows"])
         self.links = pd.DataFrame(self.summary["links"])
         self.flow_series = self._build_flow_series(output["flow_series"])
         self.queue_series = self._build_queue_series(output["queue_series"])
@@ -210,6 +206,32 @@ class Result:
         df["utilization"] = departed_bps / df["link"].map(rate).to_numpy(dtype=np.float64)
         return df[QUEUE_SERIES_COLUMNS]
 
+    @classmethod
+    def read(cls, outdir: Union[str, "os.PathLike[str]"]) -> "Result":
+        """The result a run wrote into ``outdir`` (``fatpipe run -o``, :meth:`write`):
+        ``summary.json``, ``scenario.json`` and the Parquet series; captures found there
+        are listed in ``capture_files``. Raises ``FileNotFoundError`` naming what is
+        missing."""
+        out = Path(outdir)
+        missing = [n for n in ("summary.json", "scenario.json", "flow_series.parquet", "queue_series.parquet")
+                   if not (out / n).is_file()]
+        if missing:
+            raise FileNotFoundError(f"{out}: not a fatpipe run directory (missing {', '.join(missing)})")
+        self = cls.__new__(cls)
+        self.scenario = json.loads((out / "scenario.json").read_text(encoding="utf-8"))
+        self.summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        self.plots = True
+        self._flow_names = [f["name"] for f in self.scenario["flows"]]
+        self._link_names = [link["name"] for link in self.scenario["links"]]
+        self.flows = _flow_table(self.summary["flows"])
+        self.links = pd.DataFrame(self.summary["links"])
+        self.flow_series = pd.read_parquet(out / "flow_series.parquet")
+        self.queue_series = pd.read_parquet(out / "queue_series.parquet")
+        self.capture_files = {
+            c["name"]: str(out / c["path"]) for c in self.summary.get("captures", []) if (out / c["path"]).is_file()
+        }
+        return self
+
     # ---- access -----------------------------------------------------------------------
 
     def series(self, name: str) -> pd.DataFrame:
@@ -265,6 +287,15 @@ class Result:
             plot_cwnd(self, out / "cwnd.png")
             plot_throughput(self, out / "throughput.png")
         return out
+
+
+def _flow_table(flows: List[Dict[str, Any]]) -> pd.DataFrame:
+    table = pd.DataFrame(flows)
+    # Measures that may be undefined (None in JSON) are NaN in the table, never objects.
+    for column in FLOW_METRIC_COLUMNS:
+        if column in table:
+            table[column] = table[column].astype(np.float64)
+    return table
 
 
 def _shared_link(links: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
