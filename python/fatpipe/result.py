@@ -66,6 +66,7 @@ QUEUE_SERIES_COLUMNS = [
     "drops_packets",
     "departed_bytes",
     "utilization",
+    "queue_delay_s",
 ]
 
 
@@ -127,8 +128,14 @@ class Result:
         duration_ps = int(core["duration_ps"])
         duration_s = duration_ps / PS_PER_S
         flows = []
-        for entry in core["flows"]:
+        sources = [f["source"] for f in self.scenario["flows"]]
+        for i, entry in enumerate(core["flows"]):
             flow = dict(entry)
+            source = sources[i] if i < len(sources) else {}
+            # Document 000 eq. 4.3: a paced application offers burst_size x 8 / period.
+            flow["offered_load_bps"] = (
+                source["burst_bytes"] * 8 * PS_PER_S / source["period_ps"] if source.get("kind") == "burst" else None
+            )
             # Goodput over the active time (the application's start to the last in-order
             # delivery), so a flow that finished early or started late is not diluted by
             # idle time; the rest of docs/metrics.md's per-flow measures beside it.
@@ -204,6 +211,8 @@ class Result:
         # shows 1.0; a frame straddling a sample boundary can push one interval slightly
         # above 1 and the next below. Not clipped: clipping would hide that.
         df["utilization"] = departed_bps / df["link"].map(rate).to_numpy(dtype=np.float64)
+        # Time a packet arriving at the sample would wait: the queued IP bytes at the rate.
+        df["queue_delay_s"] = df["queue_bytes"] * 8 / df["link"].map(rate).to_numpy(dtype=np.float64)
         return df[QUEUE_SERIES_COLUMNS]
 
     @classmethod
