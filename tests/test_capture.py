@@ -221,3 +221,20 @@ def test_cli_run_writes_captures_into_the_output_directory(tmp_path):
     subprocess.run([sys.executable, "-m", "fatpipe", "run", str(scenario), "-o", str(outdir), "--quiet"], check=True)
     assert (outdir / "receiver.pcap").stat().st_size > 1000
     assert json.loads((outdir / "summary.json").read_text())["captures"][0]["path"] == "receiver.pcap"
+
+
+def test_tcptrace_style_connection_counts_agree_with_the_counters(lossy_run):
+    from fatpipe.pcap import connections
+
+    result, out = lossy_run
+    flow = result.summary["flows"][0]
+    conns = connections(out / "sender.pcap")
+    assert len(conns) == 1
+    c = conns.iloc[0]
+    assert c["src"] == "10.0.0.1:32768" and c["dst"].endswith(":5001")
+    assert c["data_packets"] == flow["segments_sent"]
+    assert c["data_bytes"] == flow["bytes_sent"]
+    assert c["retransmitted_packets"] == flow["segments_retransmitted"]
+    assert c["unique_bytes"] == flow["bytes_delivered"] == 1_000_000
+    assert c["ack_packets"] == flow["acks_sent"] - flow["ack_packets_lost"]
+    assert 0 < c["sack_packets"] < c["ack_packets"]

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Tuple, Union
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_pcap", "flow_port", "node_ip"]
+__all__ = ["read_pcap", "connections", "flow_port", "node_ip"]
 
 _MAGIC_NS = 0xA1B23C4D
 _MAGIC_US = 0xA1B2C3D4
@@ -112,3 +112,35 @@ def flow_packets(df: pd.DataFrame, sender_ip: str, sender_port: int) -> Dict[str
     data = df[(df["src_ip"] == sender_ip) & (df["src_port"] == sender_port)]
     acks = df[(df["dst_ip"] == sender_ip) & (df["dst_port"] == sender_port)]
     return {"data": data, "acks": acks}
+
+
+def connections(path: Union[str, "os.PathLike[str]"]) -> pd.DataFrame:
+    """tcptrace's per-connection counts of a capture, one row per direction that carried
+    data: first and last packet time, data packets and bytes, retransmitted packets and
+    bytes (a segment starting below the highest byte seen before it), pure ACKs the other
+    way, ACKs with SACK blocks, and throughput (unique bytes / duration)."""
+    df = read_pcap(path)
+    rows = []
+    for (src, sport, dst, dport), seg in df.groupby(["src_ip", "src_port", "dst_ip", "dst_port"], sort=True):
+        data = seg[seg["payload_bytes"] > 0]
+        if data.empty:
+            continue
+        rel = unwrap(data["seq"].to_numpy(), int(data["seq"].iloc[0]))
+        end = rel + data["payload_bytes"].to_numpy()
+        high = np.maximum.accumulate(np.concatenate([[0], end[:-1]]))
+        retrans = rel < high
+        back = df[(df["src_ip"] == dst) & (df["src_port"] == dport) & (df["dst_ip"] == src) & (df["dst_port"] == sport)]
+        duration = float(seg["time_s"].iloc[-1] - seg["time_s"].iloc[0])
+        unique = int(end.max())
+        rows.append({
+            "src": f"{src}:{sport}", "dst": f"{dst}:{dport}",
+            "first_s": float(seg["time_s"].iloc[0]), "last_s": float(seg["time_s"].iloc[-1]),
+            "data_packets": int(len(data)), "data_bytes": int(data["payload_bytes"].sum()),
+            "retransmitted_packets": int(retrans.sum()),
+            "retransmitted_bytes": int(data["payload_bytes"].to_numpy()[retrans].sum()),
+            "ack_packets": int((back["payload_bytes"] == 0).sum()),
+            "sack_packets": int(back["sack"].map(bool).sum()),
+            "unique_bytes": unique,
+            "throughput_bps": unique * 8 / duration if duration > 0 else float("nan"),
+        })
+    return pd.DataFrame(rows)
