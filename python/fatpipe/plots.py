@@ -41,7 +41,8 @@ def plot_cwnd(result: "Result", path: PathLike) -> str:
     fig = _figure()
     ax = fig.add_subplot()
     series = result.flow_series
-    for name in [f["name"] for f in result.scenario["flows"]]:
+    # UDP flows have no window: only TCP flows are drawn.
+    for name in [f["name"] for f in result.scenario["flows"] if "tcp" in f]:
         rows = series[series["flow"] == name]
         (line,) = ax.plot(
             rows["time_s"], rows["cwnd_segments"], label=f"{name} cwnd", linewidth=1.0
@@ -62,7 +63,8 @@ def plot_cwnd(result: "Result", path: PathLike) -> str:
     ax.set_xlim(0, result.scenario["duration_ps"] / 1e12)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    if ax.get_legend_handles_labels()[0]:  # none when every flow is UDP
+        ax.legend(loc="best", fontsize="small")
     fig.savefig(os.fspath(path), metadata=_PNG_METADATA)
     return title
 
