@@ -238,3 +238,22 @@ def test_tcptrace_style_connection_counts_agree_with_the_counters(lossy_run):
     assert c["unique_bytes"] == flow["bytes_delivered"] == 1_000_000
     assert c["ack_packets"] == flow["acks_sent"] - flow["ack_packets_lost"]
     assert 0 < c["sack_packets"] < c["ack_packets"]
+
+
+def test_udp_datagrams_are_captured_with_good_checksums(tmp_path):
+    tshark = _tool("tshark")
+    result = fatpipe.run(
+        {
+            "name": "udp-capture",
+            "duration": "1s",
+            "topology": {"shape": "dumbbell", "bottleneck_rate": "20Mbps", "rtt": "40ms"},
+            "flows": [{"name": "u", "transport": "udp", "udp": {"mode": "cbr", "rate": "5Mbps"}}],
+            "output": {"plots": False, "capture": ["receiver"], "capture_snaplen": 2000},
+        },
+        capture_dir=tmp_path,
+    )
+    flow = result.summary["flows"][0]
+    rows = _tshark_fields(tshark, tmp_path / "receiver.pcap", ["udp.length", "udp.checksum.status", "ip.checksum.status"],
+                          ["-o", "udp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE"])
+    assert len(rows) == flow["datagrams_received"] > 0
+    assert all(r == [str(flow["payload_bytes"] + 8), "1", "1"] for r in rows), rows[:3]

@@ -363,10 +363,14 @@ def _summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None
         f"{summary['events']:,} events, seed {summary['seed']}",
         "",
     ]
+    # TCP counts retransmissions and timeouts, UDP lost datagrams: "-" where a flow's
+    # transport has no such count; the lost column only when there is a UDP flow.
+    udp = any(f.get("transport") == "udp" for f in summary["flows"])
+    keys = ["segments_retransmitted", "timeouts"] + (["datagrams_lost"] if udp else [])
     lines += _table(
-        ["flow", "goodput Mb/s", "retransmits", "timeouts"],
+        ["flow", "goodput Mb/s", "retransmits", "timeouts"] + (["lost datagrams"] if udp else []),
         [
-            [f["name"], f"{f['goodput_bps'] / 1e6:.2f}", f["segments_retransmitted"], f["timeouts"]]
+            [f["name"], f"{f['goodput_bps'] / 1e6:.2f}"] + [f.get(k, "-") for k in keys]
             for f in summary["flows"]
         ],
     )

@@ -80,6 +80,11 @@ def _flow_names(result: "Result") -> List[str]:
     return [f["name"] for f in result.scenario["flows"]]
 
 
+def _tcp_flow_names(result: "Result") -> List[str]:
+    """Flows with a window and an RTT (UDP flows have neither)."""
+    return [f["name"] for f in result.scenario["flows"] if f.get("tcp") is not None]
+
+
 def _duration_s(result: "Result") -> float:
     return result.scenario["duration_ps"] / 1e12
 
@@ -91,7 +96,7 @@ def plot_cwnd(result: "Result", path: PathLike) -> str:
     fig = _figure()
     ax = fig.add_subplot()
     series = result.flow_series
-    for name in _flow_names(result):
+    for name in _tcp_flow_names(result):
         rows = series[series["flow"] == name]
         (line,) = ax.plot(rows["time_s"], rows["cwnd_segments"], label=f"{name} cwnd", linewidth=1.0)
         if rows["ssthresh_segments"].notna().any():
@@ -108,8 +113,8 @@ def plot_outstanding(result: "Result", path: PathLike) -> str:
     fig = _figure()
     ax = fig.add_subplot()
     series = result.flow_series
-    windows = {f["name"]: f["tcp"]["rcv_buffer_bytes"] for f in result.scenario["flows"]}
-    for name in _flow_names(result):
+    windows = {f["name"]: f["tcp"]["rcv_buffer_bytes"] for f in result.scenario["flows"] if f.get("tcp") is not None}
+    for name in _tcp_flow_names(result):
         rows = series[series["flow"] == name]
         (line,) = ax.plot(rows["time_s"], rows["outstanding_bytes"] / 1e6, label=name, linewidth=1.0)
         ax.axhline(windows[name] / 1e6, color=line.get_color(), linestyle=":", linewidth=0.8,
@@ -212,7 +217,7 @@ def plot_rtt(result: "Result", path: PathLike) -> str:
     fig = _figure()
     ax = fig.add_subplot()
     series = result.flow_series
-    for name in _flow_names(result):
+    for name in _tcp_flow_names(result):
         rows = series[series["flow"] == name]
         ax.plot(rows["time_s"], rows["srtt_s"] * 1e3, label=name, linewidth=1.0)
     ax.set_xlim(0, _duration_s(result))

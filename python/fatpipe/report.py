@@ -145,7 +145,7 @@ def _figures(result: Result) -> Tuple[List[str], List[str]]:
             continue
         title, uri = _png(lambda p, fn=fn: fn(result, p))
         figures.append(_figure(title, uri))
-    for flow in [f["name"] for f in result.scenario["flows"]]:
+    for flow in [f["name"] for f in result.scenario["flows"] if f.get("tcp") is not None]:
         try:
             title, uri = _png(lambda p, flow=flow: PLOTS["time_sequence"](result, p, flow=flow))
         except PlotUnavailable as err:

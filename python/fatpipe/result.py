@@ -86,17 +86,19 @@ class Result:
         plots: whether :meth:`write` draws PNGs by default (the scenario's ``output.plots``).
         summary: JSON-ready dict: the core's summary plus ``duration_s``,
             ``total_goodput_bps``, per flow ``goodput_bps`` (over the flow's active time,
-            start to last in-order delivery) and ``run_goodput_bps`` (over the whole run),
+            start to last in-order delivery, or for UDP to the last datagram received) and ``run_goodput_bps`` (over the whole run),
             per link ``utilization`` (busy time / duration) and ``total_drops_packets``
             (every packet lost on entering the link, the sum of :data:`DROP_CAUSES`: queue
             overflow ``drops_packets``, RED's ``early_drops_packets``, random loss
             ``impairment_drops_packets`` and ``outage_drops_packets``).
-        flows: one row per flow (the summary's flow entries).
+        flows: one row per flow (the summary's flow entries); keys a flow's transport does
+            not have (a UDP flow's cwnd, a TCP flow's datagram counts) are NaN.
         links: one row per link (the summary's link entries).
-        flow_series: per sample and flow: time_s, flow (name), cwnd_segments, cwnd_bytes,
-            ssthresh_segments (NaN while unset), outstanding_bytes, srtt_s (NaN before the
-            first RTT sample), delivered_bytes and sent_bytes (cumulative), throughput_bps
-            and send_rate_bps (over the interval ending at the sample; 0 at the first).
+        flow_series: per sample and flow: time_s, flow (name), cwnd_segments, cwnd_bytes
+            (NaN for UDP flows), ssthresh_segments (NaN while unset), outstanding_bytes (UDP:
+            payload bytes in flight), srtt_s (NaN before the first RTT sample), delivered_bytes
+            and sent_bytes (cumulative), throughput_bps and send_rate_bps (over the interval
+            ending at the sample; 0 at the first).
         queue_series: per sample and link: time_s, link (name), queue_packets, queue_bytes,
             drops_packets (queue overflow only) and departed_bytes (cumulative, wire bytes),
             utilization (of the interval ending at the sample; 0 at the first).
@@ -180,10 +182,11 @@ class Result:
                 "flow": self._names(list(cols["flow"]), self._flow_names),
             }
         )
-        mss = {f["name"]: f["tcp"]["mss_bytes"] for f in self.scenario["flows"]}
-        cwnd = np.asarray(cols["cwnd_segments"], dtype=np.int64)
-        df["cwnd_segments"] = cwnd
-        df["cwnd_bytes"] = cwnd * df["flow"].map(mss).to_numpy(dtype=np.int64)
+        # A UDP flow has no window (the core writes -1) and no MSS: NaN for both.
+        mss = {f["name"]: f["tcp"]["mss_bytes"] if "tcp" in f else np.nan for f in self.scenario["flows"]}
+        cwnd = np.asarray(cols["cwnd_segments"], dtype=np.float64)
+        df["cwnd_segments"] = np.where(cwnd < 0, np.nan, cwnd)
+        df["cwnd_bytes"] = df["cwnd_segments"].to_numpy() * df["flow"].map(mss).to_numpy(dtype=np.float64)
         ssthresh = np.asarray(cols["ssthresh_segments"], dtype=np.float64)
         df["ssthresh_segments"] = np.where(ssthresh < 0, np.nan, ssthresh)
         df["outstanding_bytes"] = np.asarray(cols["outstanding_bytes"], dtype=np.int64)

@@ -91,6 +91,11 @@ __all__ = [
 IPV4_TCP_HEADER_BYTES = 40
 #: The RFC 7323 timestamps option: 10 bytes, padded to 12 with two NOPs (as Linux sends it).
 TIMESTAMPS_OPTION_BYTES = 12
+#: IPv4 (20) + UDP (8) header bytes (RFC 791, RFC 768): a datagram's IP packet is its payload
+#: plus these.
+IPV4_UDP_HEADER_BYTES = 28
+#: The largest UDP payload an IPv4 datagram can carry (65535 - 28).
+UDP_MAX_PAYLOAD_BYTES = 65535 - IPV4_UDP_HEADER_BYTES
 #: Counts of segments and packets are 32-bit in the core.
 U32_MAX = 2**32 - 1
 
@@ -2242,7 +2247,127 @@ _TCP = Table(
     doc="TCP options of the flow's two endpoints.",
 )
 
-_FLOW = Table(
+# ---- UDP sources -------------------------------------------------------------------
+
+def _udp_payload_field() -> Field:
+    return Field(
+        "payload_size",
+        Size(minimum=1, maximum=UDP_MAX_PAYLOAD_BYTES, example=1472),
+        "UDP payload bytes per datagram; with the 28 bytes of IP and UDP headers it must fit "
+        "the MTU (datagrams are not fragmented)",
+        Derived("mtu - 28, 1472 for Ethernet"),
+        "the largest datagram that is not fragmented (iperf's default for IPv4 is 1470)",
+    )
+
+
+def _udp_rate_field(meaning: str, default: Any = REQUIRED, source: str = "") -> Field:
+    return Field(
+        "rate",
+        Rate(),
+        f"{meaning}: UDP payload bits per second, as iperf -u -b counts them (the wire "
+        "carries 28 header bytes and the link framing more per datagram); the sending host "
+        "never exceeds its line rate",
+        default,
+        source,
+    )
+
+
+_UDP_CBR = Table(
+    fields=(_udp_rate_field("constant sending rate"), _udp_payload_field()),
+    doc="Constant bit rate (iperf -u -b rate): one datagram every payload_size x 8 / rate.",
+)
+
+_UDP_BURST = Table(
+    fields=(
+        Field(
+            "burst_size",
+            Size(minimum=1, example="32KB"),
+            "bytes of one burst (NetSpec's blocksize); cut into datagrams of payload_size, the "
+            "last one shorter",
+            REQUIRED,
+        ),
+        Field(
+            "repeats",
+            Integer(minimum=1, example=50),
+            "bursts sent back to back in each period (NetSpec's repeats): a period sends "
+            "burst_size x repeats bytes",
+            1,
+            "NetSpec: one block per period",
+        ),
+        Field(
+            "burst_period",
+            Duration(positive=True, example="3s"),
+            "time between the starts of two periods; required unless count = 1",
+            UNSET,
+            "document 000's periodic congestion used 3 s",
+        ),
+        Field(
+            "count",
+            Integer(minimum=1, maximum=U64_MAX, example=1),
+            "number of periods; 1 sends a single burst (document 000's minimal congestion event)",
+            UNSET,
+            "unset: until stop or the end of the run",
+        ),
+        _udp_rate_field(
+            "rate of the datagrams within a period",
+            UNSET,
+            "unset: the sending host's line rate (a blocking socket write returns as the "
+            "interface drains, so the burst leaves back to back)",
+        ),
+        _udp_payload_field(),
+    ),
+    doc="Bursts (NetSpec's UDP burst mode, document 000): every burst_period, repeats bursts "
+    "of burst_size bytes back to back, for count periods.",
+)
+
+_UDP_ONOFF = Table(
+    fields=(
+        _udp_rate_field("sending rate while on"),
+        Field("on_time", Duration(positive=True, example="100ms"), "time sending at rate in each period"),
+        Field("off_time", Duration(positive=True, example="900ms"), "silent time in each period"),
+        _udp_payload_field(),
+    ),
+    doc="On-off: constant bit rate for on_time, silent for off_time, repeated (period = "
+    "on_time + off_time; mean rate = rate x on_time / period).",
+)
+
+#: UDP traffic patterns: [flows.udp] mode = ... -> its table.
+UDP_MODES: Dict[str, Table] = {"cbr": _UDP_CBR, "burst": _UDP_BURST, "onoff": _UDP_ONOFF}
+#: The core's source kind of each mode.
+_UDP_SOURCE_KINDS = {"cbr": "udp_cbr", "burst": "udp_burst", "onoff": "udp_onoff"}
+#: [[flows]] keys that belong to TCP flows only.
+TCP_ONLY_FLOW_KEYS = ("cc", "tcp", "bytes", "burst_size", "burst_period", "burst_carry_over")
+
+
+@dataclass(frozen=True)
+class FlowTable(Table):
+    """``[[flows]]``: keys of one transport may not appear in a flow of the other. Checked
+    on what the user wrote, before defaults fill in ``cc`` and ``tcp``."""
+
+    def parse(self, value: Any, path: str, extra_keys: Sequence[str] = ()) -> Dict[str, Any]:
+        parsed = super().parse(value, path, extra_keys)
+        if parsed["transport"] == "udp":
+            for key in TCP_ONLY_FLOW_KEYS:
+                if key in value:
+                    raise ScenarioError(
+                        f'{_join(path, key)}: not allowed with transport = "udp": {key} is for '
+                        "TCP flows; a UDP flow takes its pattern from [flows.udp]",
+                        _join(path, key),
+                    )
+            if parsed["udp"] is None:
+                sub = _join(path, "udp")
+                raise ScenarioError(
+                    f'{sub}: missing; required with transport = "udp" (a [flows.udp] table '
+                    f"with mode = {', '.join(json.dumps(m) for m in UDP_MODES)})",
+                    sub,
+                )
+        elif parsed["udp"] is not None:
+            sub = _join(path, "udp")
+            raise ScenarioError(f'{sub}: not allowed: [flows.udp] needs transport = "udp"', sub)
+        return parsed
+
+
+_FLOW = FlowTable(
     fields=(
         Field(
             "name",
@@ -2345,9 +2470,30 @@ _FLOW = Table(
             "NetSpec burst mode",
         ),
         Field("tcp", _TCP, "TCP options ([flows.tcp])", {}, "each key's own default"),
+        Field(
+            "transport",
+            Choice(("tcp", "udp")),
+            '"tcp": a TCP connection (cc, tcp and the application keys above); "udp": '
+            "datagrams as [flows.udp] says, with no congestion control and no reaction to loss",
+            "tcp",
+            "fatpipe default",
+        ),
+        Field(
+            "udp",
+            Tagged(
+                tag="mode",
+                variants=UDP_MODES,
+                tag_doc="UDP traffic pattern",
+            ),
+            'with transport = "udp" (and only then; required): the traffic pattern, a '
+            "[flows.udp] table with mode = ... and its keys; the flow's start and stop apply",
+            UNSET,
+            "unset: a TCP flow",
+        ),
     ),
-    doc="A bulk TCP transfer: the application writes as fast as the send buffer takes data "
-    "(iperf, NetSpec full blast).",
+    doc="A flow. TCP by default: a bulk transfer, the application writing as fast as the send "
+    "buffer takes data (iperf, NetSpec full blast), or paced with burst_size. With transport "
+    '= "udp": datagrams as [flows.udp] says (NetSpec UDP cross traffic, iperf -u).',
 )
 
 class CapturePoints(Kind):
@@ -2457,7 +2603,7 @@ SCENARIO = Table(
         Field(
             "flows",
             TableArray(_FLOW, min_items=1, header="flows"),
-            "the TCP flows, at least one ([[flows]])",
+            "the flows, TCP or UDP, at least one ([[flows]])",
         ),
         Field("output", _OUTPUT, "recording and output ([output])", {}, "each key's own default"),
     ),
@@ -2636,9 +2782,78 @@ def _normalize_source(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: O
     }
 
 
+def _check_start_stop(flow: Dict[str, Any], path: str, duration_ps: int) -> None:
+    start_ps, stop_ps = flow["start"], flow["stop"]
+    if start_ps >= duration_ps:
+        raise ScenarioError(
+            f"{path}.start: {format_duration(start_ps)} is not allowed: must be before the end of "
+            f"the run (duration {format_duration(duration_ps)})",
+            f"{path}.start",
+        )
+    if stop_ps is not None and stop_ps <= start_ps:
+        raise ScenarioError(
+            f"{path}.stop: {format_duration(stop_ps)} is not allowed: must be after start "
+            f"({format_duration(start_ps)})",
+            f"{path}.stop",
+        )
+
+
+def _normalize_udp_flow(
+    flow: Dict[str, Any], path: str, index: int, network: Network, duration_ps: int
+) -> Dict[str, Any]:
+    """A UDP flow: source kind udp_<mode>, no tcp or cc (docs/core-interface.md)."""
+    _check_start_stop(flow, path, duration_ps)
+    udp, udp_path = flow["udp"], _join(path, "udp")
+    mode = udp["mode"]
+    max_payload = network.path_mtu_bytes - IPV4_UDP_HEADER_BYTES
+    payload = udp["payload_size"] if udp["payload_size"] is not None else max_payload
+    if max_payload < 1 or payload > max_payload:
+        raise ScenarioError(
+            f"{udp_path}.payload_size: {payload} bytes is larger than the link MTU "
+            f"{network.path_mtu_bytes} minus {IPV4_UDP_HEADER_BYTES} bytes of IP/UDP headers "
+            f"(max {max_payload})",
+            f"{udp_path}.payload_size",
+        )
+    source: Dict[str, Any] = {
+        "kind": _UDP_SOURCE_KINDS[mode],
+        "start_ps": flow["start"],
+        "stop_ps": flow["stop"],
+    }
+    if mode == "cbr":
+        source.update(rate_bps=udp["rate"])
+    elif mode == "onoff":
+        source.update(rate_bps=udp["rate"], on_ps=udp["on_time"], off_ps=udp["off_time"])
+    else:
+        if udp["burst_period"] is None and udp["count"] != 1:
+            sub = _join(udp_path, "burst_period")
+            raise ScenarioError(f"{sub}: missing; required unless count = 1", sub)
+        if udp["burst_size"] * udp["repeats"] > U64_MAX:
+            raise _fail(
+                _join(udp_path, "repeats"), udp["repeats"],
+                f"burst_size x repeats must be at most {U64_MAX} bytes",
+            )
+        source.update(
+            burst_bytes=udp["burst_size"],
+            repeats=udp["repeats"],
+            period_ps=udp["burst_period"],
+            count=udp["count"],
+            rate_bps=udp["rate"],
+        )
+    source["payload_bytes"] = payload
+    src, dst = _flow_endpoints(flow, path, network, both_ways=False)
+    return {
+        "name": flow["name"] if flow["name"] is not None else f"flow{index}",
+        "src": src,
+        "dst": dst,
+        "source": source,
+    }
+
+
 def _normalize_flow(
     flow: Dict[str, Any], path: str, index: int, network: Network, duration_ps: int
 ) -> Dict[str, Any]:
+    if flow["transport"] == "udp":
+        return _normalize_udp_flow(flow, path, index, network, duration_ps)
     tcp = flow["tcp"]
     tcp_path = _join(path, "tcp")
     header_bytes = IPV4_TCP_HEADER_BYTES + (TIMESTAMPS_OPTION_BYTES if tcp["timestamps"] else 0)
@@ -2663,19 +2878,8 @@ def _normalize_flow(
             f"max_rto ({format_duration(tcp['max_rto'])})",
             f"{tcp_path}.min_rto",
         )
+    _check_start_stop(flow, path, duration_ps)
     start_ps, stop_ps = flow["start"], flow["stop"]
-    if start_ps >= duration_ps:
-        raise ScenarioError(
-            f"{path}.start: {format_duration(start_ps)} is not allowed: must be before the end of "
-            f"the run (duration {format_duration(duration_ps)})",
-            f"{path}.start",
-        )
-    if stop_ps is not None and stop_ps <= start_ps:
-        raise ScenarioError(
-            f"{path}.stop: {format_duration(stop_ps)} is not allowed: must be after start "
-            f"({format_duration(start_ps)})",
-            f"{path}.stop",
-        )
     src, dst = _flow_endpoints(flow, path, network)
     cc = flow["cc"]
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
@@ -2728,8 +2932,11 @@ def _normalize_flow(
     }
 
 
-def _flow_endpoints(flow: Dict[str, Any], path: str, network: Network) -> Tuple[int, int]:
-    """(src, dst) node indices of a flow: by pair and direction, or by host names (custom)."""
+def _flow_endpoints(
+    flow: Dict[str, Any], path: str, network: Network, both_ways: bool = True
+) -> Tuple[int, int]:
+    """(src, dst) node indices of a flow: by pair and direction, or by host names (custom).
+    ``both_ways``: the flow needs a route back too (TCP's ACKs; UDP does not)."""
     shape = network.shape
     if network.hosts is not None:
         for key in ("pair", "direction"):
@@ -2750,7 +2957,7 @@ def _flow_endpoints(flow: Dict[str, Any], path: str, network: Network) -> Tuple[
         if flow["src"] == flow["dst"]:
             raise _fail(_join(path, "dst"), flow["dst"], "must differ from src")
         src, dst = network.hosts[flow["src"]], network.hosts[flow["dst"]]
-        for a, b in ((src, dst), (dst, src)):
+        for a, b in ((src, dst), (dst, src))[: 2 if both_ways else 1]:
             if hop_count(network, a, b) is None:
                 what = "data" if a == src else "ACKs"
                 raise _fail(

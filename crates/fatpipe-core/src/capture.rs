@@ -1,6 +1,6 @@
 //! Packet capture: writes what a tcpdump at a host or on a link would have seen, as a
 //! classic pcap file (nanosecond time stamps, Ethernet link type) that tcpdump, tshark and
-//! Wireshark read.
+//! Wireshark read. TCP segments and ACKs, and UDP datagrams (sender port to port 5001).
 //!
 //! Simulated packets carry sequence numbers and lengths, not bytes; a capture builds real
 //! Ethernet/IPv4/TCP headers from them: 32-bit sequence numbers from per-flow initial
@@ -168,6 +168,7 @@ fn fold(mut acc: u32) -> u16 {
 pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u16) {
     frame.clear();
     let data = pkt.kind == PacketKind::Data;
+    let udp = pkt.kind == PacketKind::Datagram;
     frame.extend_from_slice(&node_mac(pkt.dst));
     frame.extend_from_slice(&node_mac(pkt.src));
     frame.extend_from_slice(&0x0800u16.to_be_bytes());
@@ -178,12 +179,30 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     frame.extend_from_slice(&total_len.to_be_bytes());
     frame.extend_from_slice(&ip_id.to_be_bytes());
     frame.extend_from_slice(&0x4000u16.to_be_bytes()); // don't fragment
-    frame.extend_from_slice(&[64, 6, 0, 0]); // TTL, TCP, checksum placeholder
+    frame.extend_from_slice(&[64, if udp { 17 } else { 6 }, 0, 0]); // TTL, protocol, checksum placeholder
     let (src_ip, dst_ip) = (node_ip(pkt.src), node_ip(pkt.dst));
     frame.extend_from_slice(&src_ip);
     frame.extend_from_slice(&dst_ip);
     let ip_sum = fold(sum16(&frame[ip_start..ip_start + 20], 0));
     frame[ip_start + 10..ip_start + 12].copy_from_slice(&ip_sum.to_be_bytes());
+    if udp {
+        let start = frame.len();
+        let udp_len = (pkt.ip_bytes - 20) as u16;
+        frame.extend_from_slice(&wire.sender_port.to_be_bytes());
+        frame.extend_from_slice(&wire.receiver_port.to_be_bytes());
+        frame.extend_from_slice(&udp_len.to_be_bytes());
+        frame.extend_from_slice(&[0, 0]);
+        let mut acc = sum16(&src_ip, 0);
+        acc = sum16(&dst_ip, acc);
+        acc += 17 + udp_len as u32;
+        // RFC 768: a computed 0 is sent as all ones (0 means "no checksum").
+        let sum = match fold(sum16(&frame[start..], acc)) {
+            0 => 0xffff,
+            v => v,
+        };
+        frame[start + 6..start + 8].copy_from_slice(&sum.to_be_bytes());
+        return;
+    }
     // TCP
     let tcp_start = frame.len();
     let tcp_len = pkt.ip_bytes - 20;

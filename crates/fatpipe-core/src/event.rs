@@ -22,7 +22,7 @@ pub enum Event {
     SourceStart(u32),
     /// The application of a flow stops writing.
     SourceStop(u32),
-    /// A paced application's next burst is due.
+    /// A paced application's next burst, or a UDP source's next datagram, is due.
     SourceTick(u32),
     /// Sample every probe.
     Probe,

@@ -7,6 +7,8 @@ use crate::time::Time;
 
 /// IPv4 (20) + TCP (20) header bytes without options.
 pub const IPV4_TCP_HEADER_BYTES: u32 = 40;
+/// IPv4 (20) + UDP (8) header bytes: a datagram's IP packet is its payload plus these.
+pub const IPV4_UDP_HEADER_BYTES: u32 = 28;
 /// The TCP timestamps option (RFC 7323): 10 bytes, padded to 12.
 pub const TCP_TIMESTAMPS_OPTION_BYTES: u32 = 12;
 
@@ -56,6 +58,9 @@ pub enum PacketKind {
     Data,
     /// A pure TCP acknowledgment from the flow's receiver to its sender.
     Ack,
+    /// A UDP datagram from a UDP flow's sender to its receiver; `seq` numbers the datagrams
+    /// from 0 (as iperf's UDP payload does). Nothing answers it.
+    Datagram,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! (ACKs). Time only advances by popping the earliest event.
 
 use crate::capture::{Capture, FlowWire};
-use crate::cc::INFINITE_SSTHRESH;
+use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::rng::Rng;
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::Link;
@@ -18,8 +18,10 @@ use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
 use crate::scenario::Scenario;
 use crate::source::burst::BurstStats;
+use crate::source::udp::{UdpFlow, UdpSchedule};
 use crate::source::SourceSpec;
-use crate::tcp::{TcpReceiver, TcpSender};
+use crate::tcp::config::Recovery;
+use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use crate::timer::{Fired, LazyTimer};
 use serde_json::{json, Value};
@@ -35,6 +37,9 @@ pub struct Flow {
     delayed_ack_timer: LazyTimer,
     pacing_timer: LazyTimer,
     pub bursts: BurstStats,
+    /// A UDP flow's sender and receiver; its TCP endpoints above are idle placeholders that
+    /// never run (kept so that every flow has the same shape).
+    pub udp: Option<UdpFlow>,
     pub losses: FlowLosses,
 }
 
@@ -85,19 +90,25 @@ impl Simulation {
                 src: f.src,
                 dst: f.dst,
                 source: f.source.clone(),
-                sender: TcpSender::new(i as u32, f.src, f.dst, &f.tcp, f.cc.build()),
-                receiver: TcpReceiver::new(i as u32, f.dst, f.src, &f.tcp),
+                sender: TcpSender::new(i as u32, f.src, f.dst, f.tcp.as_ref().unwrap_or(&IDLE_TCP), f.cc.as_ref().map_or_else(idle_cc, CcSpec::build)),
+                receiver: TcpReceiver::new(i as u32, f.dst, f.src, f.tcp.as_ref().unwrap_or(&IDLE_TCP)),
                 rto_timer: LazyTimer::default(),
                 delayed_ack_timer: LazyTimer::default(),
                 pacing_timer: LazyTimer::default(),
                 bursts: BurstStats::default(),
                 losses: FlowLosses::default(),
+                udp: UdpSchedule::of(&f.source).map(|schedule| {
+                    // The sending host's line: the first link of the route (validated to exist).
+                    let line = &links[routes[f.src as usize][f.dst as usize].expect("validated route") as usize].spec;
+                    UdpFlow::new(i as u32, f.src, f.dst, schedule, f.source.stop_ps(), line.rate_bps, line.framing_bytes)
+                }),
             })
             .collect();
         let mut events = EventQueue::default();
         for (i, f) in flows.iter().enumerate() {
             events.schedule(f.source.start_ps(), Event::SourceStart(i as u32));
-            if let Some(stop) = f.source.stop_ps() {
+            // A UDP source checks its stop time at each datagram.
+            if let (Some(stop), None) = (f.source.stop_ps(), &f.udp) {
                 events.schedule(stop, Event::SourceStop(i as u32));
             }
         }
@@ -114,9 +125,9 @@ impl Simulation {
                     // Linux's first ephemeral port, one per flow; iperf's server port.
                     sender_port: 32768 + (i % 28232) as u16,
                     receiver_port: 5001,
-                    window_shift: f.tcp.window_shift(),
-                    sender_window_bytes: f.tcp.advertised_window_bytes(),
-                    timestamps: f.tcp.timestamps,
+                    window_shift: f.tcp.as_ref().map_or(0, TcpConfig::window_shift),
+                    sender_window_bytes: f.tcp.as_ref().map_or(0, TcpConfig::advertised_window_bytes),
+                    timestamps: f.tcp.as_ref().is_some_and(|t| t.timestamps),
                 }
             })
             .collect();
@@ -211,12 +222,18 @@ impl Simulation {
                         self.on_burst_tick(f);
                         return;
                     }
+                    SourceSpec::UdpCbr(_) | SourceSpec::UdpBurst(_) | SourceSpec::UdpOnoff(_) => {
+                        self.out = out;
+                        self.on_udp_tick(f);
+                        return;
+                    }
                 }
                 let node = flow.src;
                 self.transmit(node, &mut out);
                 self.out = out;
                 self.sync_timers(f);
             }
+            Event::SourceTick(f) if self.flows[f as usize].udp.is_some() => self.on_udp_tick(f),
             Event::SourceTick(f) => self.on_burst_tick(f),
             Event::SourceStop(f) => self.flows[f as usize].sender.stop_application(),
             Event::Probe => {
@@ -249,6 +266,27 @@ impl Simulation {
         let next = now + period;
         if next <= self.scenario.duration_ps && stop.is_none_or(|s| next < s) {
             self.events.schedule(next, Event::SourceTick(f));
+        }
+    }
+
+    /// A UDP source sends its datagram if it is due and schedules the next: one pending
+    /// event per UDP flow, whatever its rate.
+    fn on_udp_tick(&mut self, f: u32) {
+        let now = self.now;
+        let udp = self.flows[f as usize].udp.as_mut().expect("a UDP flow");
+        let Some(t) = udp.next_departure() else { return };
+        if t > now {
+            if t <= self.scenario.duration_ps {
+                self.events.schedule(t, Event::SourceTick(f));
+            }
+            return;
+        }
+        let pkt = udp.send(now);
+        let next = udp.next_departure();
+        let node = self.flows[f as usize].src;
+        self.forward(node, pkt);
+        if let Some(t) = next.filter(|&t| t <= self.scenario.duration_ps) {
+            self.events.schedule(t, Event::SourceTick(f));
         }
     }
 
@@ -287,10 +325,15 @@ impl Simulation {
         }
         let f = pkt.flow;
         let flow = &mut self.flows[f as usize];
+        if pkt.kind == PacketKind::Datagram {
+            flow.udp.as_mut().expect("datagrams belong to UDP flows").on_datagram(self.now, &pkt);
+            return;
+        }
         let mut out = std::mem::take(&mut self.out);
         match pkt.kind {
             PacketKind::Data => flow.receiver.on_segment(self.now, &pkt, &mut out),
             PacketKind::Ack => flow.sender.on_ack(self.now, &pkt, &mut out),
+            PacketKind::Datagram => unreachable!("handled above"),
         }
         self.transmit(node, &mut out);
         self.out = out;
@@ -353,6 +396,7 @@ impl Simulation {
                 }
             }
             PacketKind::Ack => flow.losses.ack_packets += 1,
+            PacketKind::Datagram => note_datagram_loss(&mut self.flows, pkt),
         }
     }
 
@@ -421,7 +465,18 @@ impl Simulation {
             let s = &flow.sender;
             fs.time_ps.push(now);
             fs.flow.push(i as u32);
-            fs.cwnd_segments.push(s.cc_state.cwnd);
+            if let Some(udp) = &flow.udp {
+                // No window, threshold or RTT: -1, as for an unset threshold.
+                let st = &udp.stats;
+                fs.cwnd_segments.push(-1);
+                fs.ssthresh_segments.push(-1);
+                fs.outstanding_bytes.push(st.bytes_in_flight());
+                fs.srtt_ps.push(-1);
+                fs.delivered_bytes.push(st.bytes_received);
+                fs.sent_bytes.push(st.bytes_sent);
+                continue;
+            }
+            fs.cwnd_segments.push(s.cc_state.cwnd as i64);
             let ssthresh = s.cc_state.ssthresh;
             fs.ssthresh_segments.push(if ssthresh >= INFINITE_SSTHRESH { -1 } else { ssthresh as i64 });
             fs.outstanding_bytes.push(s.outstanding_bytes());
@@ -446,11 +501,15 @@ impl Simulation {
             .flows
             .iter()
             .map(|f| {
+                if let Some(udp) = &f.udp {
+                    return udp_summary(f, udp);
+                }
                 let s = &f.sender;
                 let r = &f.receiver;
                 let ssthresh = s.cc_state.ssthresh;
                 json!({
                     "name": f.name,
+                    "transport": "tcp",
                     "algorithm": s.algorithm(),
                     "mss_bytes": s.mss(),
                     "header_bytes": s.header_bytes(),
@@ -548,4 +607,67 @@ impl Simulation {
             "queue_series": self.queue_series,
         })
     }
+}
+
+/// Counts a dropped datagram against its UDP flow (every place that discards a packet calls
+/// this, so that sent = received + lost + in flight holds exactly).
+#[inline]
+fn note_datagram_loss(flows: &mut [Flow], pkt: &Packet) {
+    if pkt.kind == PacketKind::Datagram {
+        if let Some(udp) = flows[pkt.flow as usize].udp.as_mut() {
+            udp.on_lost(pkt);
+        }
+    }
+}
+
+/// A UDP flow's summary entry (docs/core-interface.md): no TCP keys at all, so that nothing
+/// reads a window or a retransmission count a UDP flow does not have.
+fn udp_summary(f: &Flow, udp: &UdpFlow) -> Value {
+    let st = &udp.stats;
+    json!({
+        "name": f.name,
+        "transport": "udp",
+        "source": f.source.kind(),
+        "payload_bytes": f.source.udp_payload_bytes(),
+        "header_bytes": crate::packet::IPV4_UDP_HEADER_BYTES,
+        "start_ps": f.source.start_ps(),
+        "end_ps": st.last_arrival_ps,
+        "bytes_sent": st.bytes_sent,
+        "bytes_delivered": st.bytes_received,
+        "bytes_lost": st.bytes_lost,
+        "datagrams_sent": st.datagrams_sent,
+        "datagrams_received": st.datagrams_received,
+        "datagrams_lost": st.datagrams_lost,
+        "datagrams_in_flight_at_end": st.datagrams_in_flight(),
+    })
+}
+
+/// TCP settings for the idle endpoints a UDP flow carries (they never send or receive; any
+/// valid values do).
+const IDLE_TCP: TcpConfig = TcpConfig {
+    mss_bytes: 536,
+    initial_window_segments: 1,
+    rcv_buffer_bytes: 65_535,
+    snd_buffer_bytes: 65_535,
+    window_scaling: false,
+    timestamps: false,
+    delayed_ack: false,
+    delayed_ack_timeout_ps: 0,
+    ack_every_segments: 1,
+    dupack_threshold: 3,
+    recovery: Recovery::Reno,
+    fack: false,
+    dcr_div: None,
+    max_ssthresh_segments: 0,
+    initial_ssthresh_segments: None,
+    pacing_gain: None,
+    newreno_impatient: false,
+    min_rto_ps: 0,
+    max_rto_ps: 0,
+    initial_rto_ps: 0,
+};
+
+/// The idle endpoints' congestion control (never consulted).
+fn idle_cc() -> Box<dyn crate::cc::CongestionControl> {
+    Box::new(crate::cc::nocc::Nocc::new(crate::cc::nocc::NoccConfig { cwnd_segments: None }))
 }

@@ -80,8 +80,8 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             src: 0,
             dst: 3,
             source: SourceSpec::Bulk(BulkConfig { start_ps: 0, stop_ps: None, bytes: None }),
-            tcp,
-            cc: reno(),
+            tcp: Some(tcp),
+            cc: Some(reno()),
         }],
     }
 }
@@ -171,6 +171,7 @@ impl Harness {
                 match p.kind {
                     PacketKind::Data => self.receiver.on_segment(t, &p, &mut out),
                     PacketKind::Ack => self.sender.on_ack(t, &p, &mut out),
+                    PacketKind::Datagram => unreachable!("TCP endpoints send no datagrams"),
                 }
             } else if rto == Some(t) {
                 self.sender.on_rto_timer(t, &mut out);
