@@ -83,6 +83,7 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             tcp: Some(tcp),
             cc: Some(reno()),
         }],
+        captures: Vec::new(),
     }
 }
 
