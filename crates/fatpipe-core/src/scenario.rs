@@ -48,6 +48,9 @@ pub struct FlowSpec {
     pub source: SourceSpec,
     pub tcp: TcpConfig,
     pub cc: CcSpec,
+    /// The flow is one of parallel streams (iperf -P) reported together under this name.
+    #[serde(default)]
+    pub group: Option<String>,
 }
 
 impl Scenario {
@@ -159,6 +162,23 @@ impl Scenario {
                 }
                 if b.bytes == Some(0) {
                     return Err(format!("flows[{i}].source.bytes: 0 is not allowed: must be positive"));
+                }
+            }
+            if let SourceSpec::Http(h) = &f.source {
+                if h.objects_bytes.is_empty() || h.objects_bytes.contains(&0) || h.requests == 0 {
+                    return Err(format!("flows[{i}].source: http needs objects_bytes (each positive) and requests > 0"));
+                }
+                if h.request_bytes == 0 || h.request_bytes > t.mss_bytes {
+                    return Err(format!("flows[{i}].source.request_bytes: {} is not allowed: a request is one segment, 1 to mss_bytes ({})", h.request_bytes, t.mss_bytes));
+                }
+                if h.server_pacing.is_some_and(|p| p.burst_bytes == 0 || p.period_ps == 0) {
+                    return Err(format!("flows[{i}].source.server_pacing: burst_bytes and period_ps must be positive"));
+                }
+                if h.stop_ps.is_some_and(|s| s <= h.start_ps) {
+                    return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
+                }
+                if !h.persistent && !t.handshake {
+                    return Err(format!("flows[{i}].tcp.handshake: HTTP/1.0 opens a connection per request with a handshake; it cannot be off"));
                 }
             }
             if let CcSpec::Reno(r) = &f.cc {

@@ -2,6 +2,7 @@
 
 pub mod bulk;
 pub mod burst;
+pub mod http;
 
 use serde::Deserialize;
 
@@ -10,6 +11,7 @@ use serde::Deserialize;
 pub enum SourceSpec {
     Bulk(bulk::BulkConfig),
     Burst(burst::BurstConfig),
+    Http(http::HttpConfig),
 }
 
 impl SourceSpec {
@@ -17,6 +19,7 @@ impl SourceSpec {
         match self {
             SourceSpec::Bulk(b) => b.start_ps,
             SourceSpec::Burst(b) => b.start_ps,
+            SourceSpec::Http(h) => h.start_ps,
         }
     }
 
@@ -24,6 +27,7 @@ impl SourceSpec {
         match self {
             SourceSpec::Bulk(b) => b.stop_ps,
             SourceSpec::Burst(b) => b.stop_ps,
+            SourceSpec::Http(h) => h.stop_ps,
         }
     }
 }
