@@ -2617,13 +2617,14 @@ def _normalize_http(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: Opt
     """An HTTP client and server ([flows.http])."""
     http = flow["http"]
     http_path = _join(path, "http")
-    for key, why in (
-        ("bytes", "the objects' sizes say what is sent"),
-        ("burst_size", "pace the server's responses with [flows.http] burst_size"),
-        ("burst_period", "pace the server's responses with [flows.http] burst_period"),
+    for key, shown, why in (
+        ("bytes", format_size, "the objects' sizes say what is sent"),
+        ("burst_size", format_size, "pace the server's responses with [flows.http] burst_size"),
+        ("burst_period", format_duration, "pace the server's responses with [flows.http] burst_period"),
     ):
         if flow[key] is not None:
-            raise _fail(_join(path, key), flow[key], f"not with [flows.http]: {why}")
+            sub = _join(path, key)
+            raise ScenarioError(f"{sub}: {shown(flow[key])} is not allowed: not with [flows.http]: {why}", sub)
     if flow["burst_carry_over"]:
         raise _fail(
             _join(path, "burst_carry_over"), True,
