@@ -142,3 +142,17 @@ def test_stop_ends_the_requests_and_completes_the_one_under_way():
     flow = result.summary["flows"][0]
     assert flow["requests_completed"] == len(r) < 100
     assert flow["completed"] is False
+
+
+def test_the_run_summary_lists_requests_and_stream_groups():
+    from fatpipe.cli import _summary_table
+
+    result = run({"version": "1.0", "objects": ["2KB", "7KB"]})
+    text = _summary_table(result.summary, 1.0, result.scenario)
+    assert "requests done" in text and " 2/2 " in text
+    pytest.importorskip("fatpipe._core")
+    import fatpipe
+
+    streams = fatpipe.run({"duration": "1s", "topology": PATH, "flows": [{"name": "p", "streams": 2}], "output": {"plots": False}})
+    text = _summary_table(streams.summary, 1.0, streams.scenario)
+    assert "summed goodput Mb/s" in text and "p.1" in text and "p.2" in text

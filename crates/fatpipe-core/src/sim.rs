@@ -221,9 +221,13 @@ impl Simulation {
         }
     }
 
-    /// The application starts writing, on an established connection.
+    /// The application starts writing, on an established connection (unless its stop time
+    /// passed while the connection was being opened).
     fn start_application(&mut self, f: u32) {
         let flow = &mut self.flows[f as usize];
+        if flow.source.stop_ps().is_some_and(|s| self.now >= s) {
+            return;
+        }
         let mut out = std::mem::take(&mut self.out);
         match &flow.source {
             SourceSpec::Bulk(b) => flow.sender.start_bulk(self.now, b.bytes, &mut out),

@@ -254,3 +254,18 @@ fn an_idle_shorter_than_two_rtos_halves_the_window_once() {
     h2.sender.write_burst(last + rto, 1_000_000, true, &mut out);
     assert_eq!(h2.sender.cc_state.cwnd, cwnd);
 }
+
+#[test]
+fn an_application_stopped_before_its_connection_opened_writes_nothing() {
+    let mut tcp = tcp_config();
+    tcp.handshake = true;
+    let mut s = dumbbell(100_000_000, RTT, 1000, PS_PER_S, tcp);
+    if let fatpipe_core::source::SourceSpec::Bulk(b) = &mut s.flows[0].source {
+        b.stop_ps = Some(RTT / 2); // before the SYN-ACK returns
+    }
+    let mut sim = Simulation::new(s).unwrap();
+    sim.run();
+    let flow = &sim.flows[0];
+    assert!(flow.handshake.as_ref().unwrap().listener_established());
+    assert_eq!((flow.sender.bytes_written(), flow.sender.stats.segments_sent), (0, 0));
+}
