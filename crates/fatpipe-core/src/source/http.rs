@@ -278,7 +278,7 @@ impl HttpSession {
     /// The request timer expired: no response byte yet, so the request goes again (RFC 6298
     /// 5.4-5.6: retransmit, back off, restart the timer).
     pub fn on_request_timer(&mut self, now: Time, conn: u16, out: &mut Vec<Packet>) {
-        if !self.request_deadline.is_some_and(|d| d <= now) {
+        if self.request_deadline.is_none_or(|d| d > now) {
             return;
         }
         self.request_retransmissions += 1;
