@@ -375,6 +375,20 @@ def _summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None
         ],
     )
     lines.append("")
+    if summary.get("groups"):
+        lines += _table(
+            ["streams", "count", "summed goodput Mb/s", "retransmits"],
+            [[g["name"], g["streams"], f"{g['goodput_bps'] / 1e6:.2f}", g["segments_retransmitted"]] for g in summary["groups"]],
+        )
+        lines.append("")
+    http = [f for f in summary["flows"] if f.get("requests_completed") is not None]
+    if http and scenario is not None:
+        requested = {f["name"]: f["source"]["requests"] for f in scenario["flows"] if f["source"]["kind"] == "http"}
+        lines += _table(
+            ["http", "requests done", "connections", "request resends"],
+            [[f["name"], f"{f['requests_completed']}/{requested[f['name']]}", f["connections"], f["request_retransmissions"]] for f in http],
+        )
+        lines.append("")
     lines += _link_table(summary["links"], scenario)
     return "\n".join(lines)
 

@@ -57,6 +57,34 @@ DROP_CAUSES = (
     ("outage_drops_packets", "outage"),
 )
 
+#: Columns of the HTTP request table, in order.
+REQUEST_COLUMNS = [
+    "flow",
+    "request",
+    "object",
+    "connection",
+    "size_bytes",
+    "start_s",
+    "request_sent_s",
+    "first_byte_s",
+    "last_byte_s",
+    "response_time_s",
+    "throughput_bps",
+]
+#: Per-stream counters a group of parallel streams sums.
+GROUP_SUMS = (
+    "bytes_delivered",
+    "bytes_sent",
+    "segments_sent",
+    "segments_retransmitted",
+    "fast_retransmits",
+    "timeouts",
+    "goodput_bps",
+    "run_goodput_bps",
+)
+#: Columns of the groups table (one row per group of parallel streams).
+GROUP_COLUMNS = ["name", "streams", "algorithm", "start_ps", "end_ps", "completed"] + list(GROUP_SUMS)
+
 #: Columns of the queue (link) time series, in order.
 QUEUE_SERIES_COLUMNS = [
     "time_s",
@@ -93,6 +121,20 @@ class Result:
             ``impairment_drops_packets`` and ``outage_drops_packets``).
         flows: one row per flow (the summary's flow entries); keys a flow's transport does
             not have (a UDP flow's cwnd, a TCP flow's datagram counts) are NaN.
+            A flow with ``streams = N`` has a row per stream, ``group`` naming the flow
+            they came from.
+        groups: one row per group of parallel streams (the summary's ``groups``): name,
+            streams, algorithm, start_ps (earliest), end_ps (latest; None if no stream
+            delivered), completed (every stream), and the sums of :data:`GROUP_SUMS`
+            (goodput_bps is the sum of the streams' goodputs). Empty without streams.
+        requests: one row per completed HTTP request (:data:`REQUEST_COLUMNS`): flow (name),
+            request and object (indices), connection (the flow's connection it used, from
+            0), size_bytes; start_s (the client began: sent the SYN of a new connection, or
+            the request), request_sent_s (the request first went out), first_byte_s and
+            last_byte_s (first response segment arrived, last byte delivered in order);
+            response_time_s = last_byte_s - start_s, what the user waits, connection setup
+            included; throughput_bps = size_bytes x 8 / response_time_s (document 000's
+            "received throughput"). Empty without HTTP flows.
         links: one row per link (the summary's link entries).
         flow_series: per sample and flow: time_s, flow (name), cwnd_segments, cwnd_bytes
             (NaN for UDP flows), ssthresh_segments (NaN while unset), outstanding_bytes (UDP:
@@ -120,6 +162,8 @@ class Result:
         self._link_names: List[str] = [link["name"] for link in self.scenario["links"]]
         self.summary: Dict[str, Any] = self._build_summary(output["summary"])
         self.flows = _flow_table(self.summary["flows"])
+        self.groups = pd.DataFrame(self.summary["groups"], columns=GROUP_COLUMNS)
+        self.requests = self._build_requests(output.get("requests"))
         self.links = pd.DataFrame(self.summary["links"])
         self.flow_series = self._build_flow_series(output["flow_series"])
         self.queue_series = self._build_queue_series(output["queue_series"])
@@ -161,6 +205,7 @@ class Result:
         ]
         summary.update(
             flows=flows,
+            groups=_groups(flows),
             links=links,
             duration_s=duration_s,
             total_goodput_bps=sum(8 * int(f["bytes_delivered"]) for f in flows) / duration_s,
@@ -197,6 +242,17 @@ class Result:
         df["throughput_bps"] = _rate_per_interval(df, "flow", "delivered_bytes", time_ps)
         df["send_rate_bps"] = _rate_per_interval(df, "flow", "sent_bytes", time_ps)
         return df[FLOW_SERIES_COLUMNS]
+
+    def _build_requests(self, cols: Optional[Mapping[str, List[int]]]) -> pd.DataFrame:
+        if not cols or not cols.get("flow"):
+            return pd.DataFrame({c: [] for c in REQUEST_COLUMNS})
+        df = pd.DataFrame({"flow": self._names(list(cols["flow"]), self._flow_names)})
+        for column in ("request", "object", "connection", "size_bytes"):
+            df[column] = np.asarray(cols[column], dtype=np.int64)
+        for column in ("start", "request_sent", "first_byte", "last_byte", "response_time"):
+            df[f"{column}_s"] = np.asarray(cols[f"{column}_ps"], dtype=np.int64) / PS_PER_S
+        df["throughput_bps"] = df["size_bytes"] * 8 / df["response_time_s"]
+        return df[REQUEST_COLUMNS]
 
     def _build_queue_series(self, cols: Mapping[str, List[int]]) -> pd.DataFrame:
         time_ps = np.asarray(cols["time_ps"], dtype=np.int64)
@@ -237,6 +293,9 @@ class Result:
         self._link_names = [link["name"] for link in self.scenario["links"]]
         self.flows = _flow_table(self.summary["flows"])
         self.links = pd.DataFrame(self.summary["links"])
+        self.groups = pd.DataFrame(self.summary.get("groups", []), columns=GROUP_COLUMNS)
+        requests = out / "requests.parquet"
+        self.requests = pd.read_parquet(requests) if requests.is_file() else pd.DataFrame(columns=REQUEST_COLUMNS)
         self.flow_series = pd.read_parquet(out / "flow_series.parquet")
         self.queue_series = pd.read_parquet(out / "queue_series.parquet")
         self.capture_files = {
@@ -278,7 +337,8 @@ class Result:
         """Writes the run's files into ``outdir`` (created if needed) and returns its path.
 
         Files: ``summary.json``, ``scenario.json`` (both sorted, indented, newline-ended),
-        ``flow_series.parquet``, ``queue_series.parquet``, and, if ``plots`` (default: the
+        ``flow_series.parquet``, ``queue_series.parquet``, ``requests.parquet`` (with HTTP
+        flows), ``groups.parquet`` (with parallel streams), and, if ``plots`` (default: the
         scenario's ``output.plots``), ``cwnd.png`` and ``throughput.png``. Every file is a
         function of the scenario and seed only -- no clock time, no absolute paths -- so
         two runs of the same scenario give identical files.
@@ -293,6 +353,10 @@ class Result:
             target = out / f"{name}.pcap"
             if Path(path).resolve() != target.resolve():
                 shutil.copyfile(path, target)
+        if any(f["source"]["kind"] == "http" for f in self.scenario["flows"]):
+            _write_parquet(out / "requests.parquet", self.requests)
+        if len(self.groups):
+            _write_parquet(out / "groups.parquet", self.groups)
         if self.plots if plots is None else plots:
             from .plots import plot_cwnd, plot_throughput
 
@@ -324,6 +388,29 @@ def _json_number(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
+
+
+def _groups(flows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One summed row per group of parallel streams, in the order the groups first appear."""
+    members: Dict[str, List[Dict[str, Any]]] = {}
+    for flow in flows:
+        if flow.get("group") is not None:
+            members.setdefault(flow["group"], []).append(flow)
+    groups = []
+    for name, streams in members.items():
+        ends = [f["end_ps"] for f in streams if f["end_ps"] is not None]
+        row: Dict[str, Any] = {
+            "name": name,
+            "streams": len(streams),
+            "algorithm": streams[0]["algorithm"],
+            "start_ps": min(f["start_ps"] for f in streams),
+            "end_ps": max(ends) if ends else None,
+            "completed": all(f["completed"] for f in streams),
+        }
+        for key in GROUP_SUMS:
+            row[key] = sum(f[key] for f in streams)
+        groups.append(row)
+    return groups
 
 
 def _rate_per_interval(df: pd.DataFrame, key: str, column: str, time_ps: np.ndarray) -> np.ndarray:

@@ -2243,9 +2243,108 @@ _TCP = Table(
             "1s",
             "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT",
         ),
+        Field(
+            "handshake",
+            Boolean(),
+            "model the three-way handshake (SYN, SYN-ACK, ACK; SYN and SYN-ACK resent after "
+            "initial_rto, doubling) before the first data, which then starts one RTT after the "
+            "application; the exchange gives the sender its first RTT sample. HTTP/1.0 needs it; "
+            "a persistent HTTP/1.1 connection without it starts established",
+            Derived("true with [flows.http], false otherwise (the connection starts established)"),
+            "RFC 793 section 3.4; a bulk flow is usually measured once established (iperf)",
+        ),
+        Field(
+            "slow_start_after_idle",
+            Boolean(),
+            "when new data is sent with nothing in flight more than an RTO after the last "
+            "data, restart from min(cwnd, initial_window): cwnd halves per RTO idle down to it "
+            "(not for bbr, which sets cwnd itself)",
+            True,
+            "Linux net.ipv4.tcp_slow_start_after_idle = 1 (tcp_cwnd_restart); RFC 5681 section "
+            "4.1, RFC 2861; document 000 section 2 notes Linux 2.x does it",
+        ),
     ),
     doc="TCP options of the flow's two endpoints.",
 )
+
+
+class SizeList(Kind):
+    """A non-empty array of positive sizes; parsed to int bytes."""
+
+    type_doc = "array of sizes (bytes) >= 1"
+
+    def parse(self, value: Any, path: str) -> List[int]:
+        if not isinstance(value, (list, tuple)) or not value:
+            raise _fail(path, value, 'expected a non-empty array of sizes, such as ["2KB", "422KB"]')
+        size = Size(minimum=1, example="10KB")
+        return [size.parse(v, f"{path}[{i}]") for i, v in enumerate(value)]
+
+
+#: Document 000's request (section 3.4): the GET line, User-Agent, its Rate and Period
+#: fields, Host and Accept, each line ended by CRLF, and the empty line.
+DOCUMENT_000_REQUEST = (
+    "GET /size100K.txt HTTP/1.1\r\nUser-Agent: ApacheBench/1.1\r\nRate = 64000\r\n"
+    "Period = 10000\r\nHost: 140.173.170.11\r\nAccept: */*\r\n\r\n"
+)
+
+_HTTP = Table(
+    fields=(
+        Field(
+            "version",
+            Choice(("1.0", "1.1")),
+            '"1.0": a new connection (handshake, slow start from the initial window) per '
+            'request, opened when the previous response is complete; "1.1": one persistent '
+            "connection, the next request sent when the previous response's last byte "
+            "arrives (no pipelining), the window carried over",
+            "1.1",
+            "RFC 9112 section 9.3 (HTTP/1.1 connections persist by default); document 000 "
+            "compares both (E0.13, E0.14)",
+        ),
+        Field(
+            "objects",
+            SizeList(),
+            "sizes of the objects the client fetches, in turn; request i fetches object i "
+            "modulo their number",
+        ),
+        Field(
+            "requests",
+            Integer(minimum=1, maximum=U64_MAX, example=100),
+            "requests the client makes, one after another",
+            Derived("one per object"),
+            "fatpipe default; document 000 made 100 requests per file size (E0.13)",
+        ),
+        Field(
+            "request_size",
+            Size(minimum=1, example="124B"),
+            "bytes of one request (GET line and headers), sent as one segment (at most the "
+            "MSS); on a new connection it carries the ACK of the SYN-ACK",
+            f"{len(DOCUMENT_000_REQUEST)}B",
+            "document 000 section 3.4: its modified Zeus client's GET with Rate and Period "
+            "fields, lines ended by CRLF",
+        ),
+        Field(
+            "burst_size",
+            Size(minimum=1, example="64KB"),
+            "server pacing (document 000's Apache explicit_rate_size): the server writes each "
+            "response in bursts of this many bytes, the first when the request arrives, then "
+            "one every burst_period (a burst not yet written when the next is due carries "
+            "over; the summary counts these failed burst cycles)",
+            UNSET,
+            "unset: the server writes each response at once",
+        ),
+        Field(
+            "burst_period",
+            Duration(example="10ms"),
+            "time between two bursts of a response (with burst_size)",
+            UNSET,
+            "required with burst_size; document 000 used 10 ms and 5 ms",
+        ),
+    ),
+    doc="An HTTP workload (document 000's web server and client): the flow's sender host is "
+    "the server, its receiver host the client, which fetches the objects one request at a "
+    "time. result.requests (requests.parquet) has one row per completed request.",
+)
+
 
 # ---- UDP sources -------------------------------------------------------------------
 
@@ -2336,7 +2435,7 @@ UDP_MODES: Dict[str, Table] = {"cbr": _UDP_CBR, "burst": _UDP_BURST, "onoff": _U
 #: The core's source kind of each mode.
 _UDP_SOURCE_KINDS = {"cbr": "udp_cbr", "burst": "udp_burst", "onoff": "udp_onoff"}
 #: [[flows]] keys that belong to TCP flows only.
-TCP_ONLY_FLOW_KEYS = ("cc", "tcp", "bytes", "burst_size", "burst_period", "burst_carry_over")
+TCP_ONLY_FLOW_KEYS = ("cc", "tcp", "bytes", "burst_size", "burst_period", "burst_carry_over", "http", "streams")
 
 
 @dataclass(frozen=True)
@@ -2468,6 +2567,23 @@ _FLOW = FlowTable(
             "queued-burst mode); false drops it",
             False,
             "NetSpec burst mode",
+        ),
+        Field(
+            "streams",
+            Integer(minimum=1, maximum=1000, example=4),
+            "parallel streams (iperf -P): the flow becomes this many TCP connections between "
+            'the same hosts, named "<name>.1" ... "<name>.<streams>", each with the same cc and '
+            "tcp settings and an equal share of bytes; results keep a row per stream and "
+            "result.groups sums them under the flow's name",
+            1,
+            "iperf's default; document 001 used 2 to 16 (E1.6)",
+        ),
+        Field(
+            "http",
+            _HTTP,
+            "an HTTP workload instead of a bulk transfer ([flows.http])",
+            UNSET,
+            "unset: a bulk (or paced) transfer",
         ),
         Field("tcp", _TCP, "TCP options ([flows.tcp])", {}, "each key's own default"),
         Field(
@@ -2693,6 +2809,7 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         for i, flow in enumerate(top["flows"])
     ]
     _check_unique_names(top["flows"], flows)
+    flows = _expand_streams(top["flows"], flows)
     core = {
         "name": name,
         "seed": top["seed"],
@@ -2757,6 +2874,49 @@ def load_scenario(source: Union[PathLike, Mapping[str, Any]]) -> Dict[str, Any]:
     file cannot be read.
     """
     return load(source).core
+
+
+def _normalize_http(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: Optional[int], mss: int) -> Dict[str, Any]:
+    """An HTTP client and server ([flows.http])."""
+    http = flow["http"]
+    http_path = _join(path, "http")
+    for key, shown, why in (
+        ("bytes", format_size, "the objects' sizes say what is sent"),
+        ("burst_size", format_size, "pace the server's responses with [flows.http] burst_size"),
+        ("burst_period", format_duration, "pace the server's responses with [flows.http] burst_period"),
+    ):
+        if flow[key] is not None:
+            sub = _join(path, key)
+            raise ScenarioError(f"{sub}: {shown(flow[key])} is not allowed: not with [flows.http]: {why}", sub)
+    if flow["burst_carry_over"]:
+        raise _fail(
+            _join(path, "burst_carry_over"), True,
+            "not with [flows.http]: a paced server always writes the rest of a burst",
+        )
+    if flow["streams"] > 1:
+        raise _fail(_join(path, "streams"), flow["streams"], "not with [flows.http]: one client, one connection at a time")
+    if http["request_size"] > mss:
+        raise ScenarioError(
+            f"{http_path}.request_size: {format_size(http['request_size'])} is not allowed: a request is one "
+            f"segment, at most the MSS ({mss} bytes)",
+            f"{http_path}.request_size",
+        )
+    if (http["burst_size"] is None) != (http["burst_period"] is None):
+        present, missing = ("burst_size", "burst_period") if http["burst_size"] is not None else ("burst_period", "burst_size")
+        raise ScenarioError(f"{http_path}.{missing}: missing; required with {present}", f"{http_path}.{missing}")
+    pacing = None
+    if http["burst_size"] is not None:
+        pacing = {"burst_bytes": http["burst_size"], "period_ps": http["burst_period"]}
+    return {
+        "kind": "http",
+        "start_ps": start_ps,
+        "stop_ps": stop_ps,
+        "persistent": http["version"] == "1.1",
+        "objects_bytes": http["objects"],
+        "requests": http["requests"] if http["requests"] is not None else len(http["objects"]),
+        "request_bytes": http["request_size"],
+        "server_pacing": pacing,
+    }
 
 
 def _normalize_source(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: Optional[int]) -> Dict[str, Any]:
@@ -2899,11 +3059,22 @@ def _normalize_flow(
     initial_window = tcp["initial_window"]
     if initial_window == InitialWindow.RFC3390:
         initial_window = rfc3390_initial_window(mss)
+    if flow["http"] is not None:
+        source = _normalize_http(flow, path, start_ps, stop_ps, mss)
+    else:
+        source = _normalize_source(flow, path, start_ps, stop_ps)
+    handshake = tcp["handshake"] if tcp["handshake"] is not None else flow["http"] is not None
+    if not handshake and source["kind"] == "http" and not source["persistent"]:
+        raise _fail(
+            f"{tcp_path}.handshake", False,
+            'HTTP/1.0 opens a connection per request with a handshake (only version = "1.1" may start established)',
+        )
     return {
         "name": flow["name"] if flow["name"] is not None else f"flow{index}",
         "src": src,
         "dst": dst,
-        "source": _normalize_source(flow, path, start_ps, stop_ps),
+        "group": None,
+        "source": source,
         "tcp": {
             "mss_bytes": mss,
             "initial_window_segments": initial_window,
@@ -2925,6 +3096,8 @@ def _normalize_flow(
             "min_rto_ps": tcp["min_rto"],
             "max_rto_ps": tcp["max_rto"],
             "initial_rto_ps": tcp["initial_rto"],
+            "handshake": handshake,
+            "slow_start_after_idle": tcp["slow_start_after_idle"],
         },
         "cc": algorithm.normalize(
             {k: v for k, v in cc.items() if k not in ("algorithm", "preset")}, _join(path, "cc")
@@ -2984,6 +3157,41 @@ def _flow_endpoints(
     if direction not in pairs[pair]:
         raise _fail(_join(path, "direction"), direction, f'shape = "{shape}" has no such direction')
     return pairs[pair][direction]
+
+
+def _expand_streams(parsed: List[Dict[str, Any]], flows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Each flow with streams = N > 1 becomes N flows "<name>.1" ... "<name>.N" in group
+    "<name>", with bytes shared out (the first bytes % N streams carry one byte more)."""
+    expanded: List[Dict[str, Any]] = []
+    owner: Dict[str, int] = {f["name"]: i for i, f in enumerate(flows)}
+    for i, (user, flow) in enumerate(zip(parsed, flows)):
+        n = user["streams"]
+        if n == 1:
+            expanded.append(flow)
+            continue
+        source = flow["source"]
+        if source["kind"] != "bulk":
+            raise _fail(
+                f"flows[{i}].streams", n,
+                "parallel streams are bulk transfers; not with burst_size (pace each flow separately)",
+            )
+        total = source["bytes"]
+        if total is not None and total < n:
+            raise _fail(f"flows[{i}].bytes", total, f"must give each of the {n} streams at least one byte")
+        for k in range(n):
+            name = f"{flow['name']}.{k + 1}"
+            if name in owner:
+                raise _fail(
+                    f"flows[{i}].streams", n,
+                    f"stream name {json.dumps(name)} is already the name of flows[{owner[name]}]",
+                )
+            stream = json.loads(json.dumps(flow))
+            stream["name"] = name
+            stream["group"] = flow["name"]
+            if total is not None:
+                stream["source"]["bytes"] = total // n + (1 if k < total % n else 0)
+            expanded.append(stream)
+    return expanded
 
 
 def _check_unique_names(parsed: List[Dict[str, Any]], flows: List[Dict[str, Any]]) -> None:

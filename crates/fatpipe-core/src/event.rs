@@ -36,6 +36,9 @@ pub enum TimerKind {
     DelayedAck,
     /// The sender's pacing timer: the next segment may go.
     Pacing,
+    /// Connection setup and requests: SYN and SYN-ACK retransmission (`tcp/handshake.rs`),
+    /// an HTTP client's request retransmission (`source/http.rs`).
+    Connection,
 }
 
 #[derive(Clone, Copy, Debug)]

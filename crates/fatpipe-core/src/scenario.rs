@@ -55,6 +55,43 @@ pub struct FlowSpec {
     pub tcp: Option<TcpConfig>,
     #[serde(default)]
     pub cc: Option<CcSpec>,
+    /// The flow is one of parallel streams (iperf -P) reported together under this name.
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+/// TCP settings for the idle endpoints a UDP flow carries (they never send or receive; any
+/// valid values do).
+pub const IDLE_TCP: TcpConfig = TcpConfig {
+    mss_bytes: 536,
+    initial_window_segments: 1,
+    rcv_buffer_bytes: 65_535,
+    snd_buffer_bytes: 65_535,
+    window_scaling: false,
+    timestamps: false,
+    delayed_ack: false,
+    delayed_ack_timeout_ps: 0,
+    ack_every_segments: 1,
+    dupack_threshold: 3,
+    recovery: crate::tcp::config::Recovery::Reno,
+    fack: false,
+    dcr_div: None,
+    max_ssthresh_segments: 0,
+    initial_ssthresh_segments: None,
+    pacing_gain: None,
+    newreno_impatient: false,
+    min_rto_ps: 0,
+    max_rto_ps: 0,
+    initial_rto_ps: 0,
+    handshake: false,
+    slow_start_after_idle: false,
+};
+
+impl FlowSpec {
+    /// The flow's TCP settings; a UDP flow (none) gets `IDLE_TCP` for its idle endpoints.
+    pub fn tcp(&self) -> &TcpConfig {
+        self.tcp.as_ref().unwrap_or(&IDLE_TCP)
+    }
 }
 
 impl Scenario {
@@ -178,6 +215,23 @@ impl Scenario {
                     return Err(format!("flows[{i}].source.bytes: 0 is not allowed: must be positive"));
                 }
             }
+            if let SourceSpec::Http(h) = &f.source {
+                if h.objects_bytes.is_empty() || h.objects_bytes.contains(&0) || h.requests == 0 {
+                    return Err(format!("flows[{i}].source: http needs objects_bytes (each positive) and requests > 0"));
+                }
+                if h.request_bytes == 0 || h.request_bytes > t.mss_bytes {
+                    return Err(format!("flows[{i}].source.request_bytes: {} is not allowed: a request is one segment, 1 to mss_bytes ({})", h.request_bytes, t.mss_bytes));
+                }
+                if h.server_pacing.is_some_and(|p| p.burst_bytes == 0 || p.period_ps == 0) {
+                    return Err(format!("flows[{i}].source.server_pacing: burst_bytes and period_ps must be positive"));
+                }
+                if h.stop_ps.is_some_and(|s| s <= h.start_ps) {
+                    return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
+                }
+                if !h.persistent && !t.handshake {
+                    return Err(format!("flows[{i}].tcp.handshake: HTTP/1.0 opens a connection per request with a handshake; it cannot be off"));
+                }
+            }
             if let CcSpec::Reno(r) = cc {
                 if !(r.a > 0.0) || !(r.b > 0.0 && r.b < 1.0) {
                     return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
@@ -265,7 +319,7 @@ impl Scenario {
                     None => Err(format!("flows[{i}].source.period_ps: null is not allowed unless count = 1")),
                 }
             }
-            SourceSpec::Bulk(_) | SourceSpec::Burst(_) => unreachable!("a UDP source"),
+            SourceSpec::Bulk(_) | SourceSpec::Burst(_) | SourceSpec::Http(_) => unreachable!("a UDP source"),
         }
     }
 }

@@ -16,15 +16,17 @@ use crate::net::link::Link;
 use crate::net::routing::shortest_path_table;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
-use crate::scenario::Scenario;
+use crate::scenario::{FlowSpec, Scenario};
 use crate::source::burst::BurstStats;
+use crate::source::http::{HttpSession, RequestTable};
 use crate::source::udp::{UdpFlow, UdpSchedule};
 use crate::source::SourceSpec;
-use crate::tcp::config::Recovery;
-use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::tcp::{Handshake, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use crate::timer::{Fired, LazyTimer};
 use serde_json::{json, Value};
+
+mod workload;
 
 pub struct Flow {
     pub name: String,
@@ -41,6 +43,16 @@ pub struct Flow {
     /// never run (kept so that every flow has the same shape).
     pub udp: Option<UdpFlow>,
     pub losses: FlowLosses,
+    /// Connection setup of the live connection, when modelled (`tcp.handshake`, HTTP).
+    pub handshake: Option<Handshake>,
+    /// HTTP client and server (an `http` source).
+    pub http: Option<HttpSession>,
+    /// The live connection (`Packet::conn`); packets of another are ignored.
+    pub conn: u16,
+    connection_timer: LazyTimer,
+    /// Totals of the connections closed before the live one (HTTP/1.0), which reports add to
+    /// the live connection's: bytes delivered and written, SYNs and SYN-ACKs retransmitted.
+    closed: ClosedConnections,
 }
 
 /// Packets of a flow lost in the network (queue overflow, early drop, impairments).
@@ -53,6 +65,39 @@ pub struct FlowLosses {
     pub ack_packets: u64,
     /// Data segments first sent during the first slow start and lost.
     pub slow_start_data_packets: u64,
+    /// SYNs, SYN-ACKs, handshake ACKs and HTTP requests lost.
+    pub setup_packets: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ClosedConnections {
+    delivered_bytes: u64,
+    written_bytes: u64,
+    syn_retransmits: u64,
+    synack_retransmits: u64,
+}
+
+/// A fresh sender and receiver for connection `conn` of flow `i` (slow start from the initial
+/// window, no RTT sample).
+fn endpoints(i: u32, spec: &FlowSpec, conn: u16) -> (TcpSender, TcpReceiver) {
+    let mut sender = TcpSender::new(i, spec.src, spec.dst, spec.tcp(), spec.cc.as_ref().map_or_else(idle_cc, CcSpec::build));
+    let mut receiver = TcpReceiver::new(i, spec.dst, spec.src, spec.tcp());
+    sender.conn = conn;
+    receiver.conn = conn;
+    (sender, receiver)
+}
+
+impl Flow {
+    /// Bytes delivered in order to the receiving application, over all connections.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.closed.delivered_bytes + self.receiver.rcv_nxt
+    }
+
+    /// SYNs and SYN-ACKs retransmitted, over all connections.
+    pub fn handshake_retransmits(&self) -> (u64, u64) {
+        let (syn, synack) = self.handshake.as_ref().map_or((0, 0), |h| h.retransmits());
+        (self.closed.syn_retransmits + syn as u64, self.closed.synack_retransmits + synack as u64)
+    }
 }
 
 pub struct Simulation {
@@ -85,23 +130,36 @@ impl Simulation {
             .flows
             .iter()
             .enumerate()
-            .map(|(i, f)| Flow {
-                name: f.name.clone(),
-                src: f.src,
-                dst: f.dst,
-                source: f.source.clone(),
-                sender: TcpSender::new(i as u32, f.src, f.dst, f.tcp.as_ref().unwrap_or(&IDLE_TCP), f.cc.as_ref().map_or_else(idle_cc, CcSpec::build)),
-                receiver: TcpReceiver::new(i as u32, f.dst, f.src, f.tcp.as_ref().unwrap_or(&IDLE_TCP)),
-                rto_timer: LazyTimer::default(),
-                delayed_ack_timer: LazyTimer::default(),
-                pacing_timer: LazyTimer::default(),
-                bursts: BurstStats::default(),
-                losses: FlowLosses::default(),
-                udp: UdpSchedule::of(&f.source).map(|schedule| {
-                    // The sending host's line: the first link of the route (validated to exist).
-                    let line = &links[routes[f.src as usize][f.dst as usize].expect("validated route") as usize].spec;
-                    UdpFlow::new(i as u32, f.src, f.dst, schedule, f.source.stop_ps(), line.rate_bps, line.framing_bytes)
-                }),
+            .map(|(i, f)| {
+                let (sender, receiver) = endpoints(i as u32, f, 0);
+                let (http, handshake) = match &f.source {
+                    // HTTP opens its connections itself (`sim/workload.rs`).
+                    SourceSpec::Http(h) => (Some(HttpSession::new(i as u32, f.dst, f.src, h, f.tcp())), None),
+                    _ => (None, f.tcp().handshake.then(|| Handshake::new(i as u32, 0, f.src, f.dst, f.tcp()))),
+                };
+                Flow {
+                    name: f.name.clone(),
+                    src: f.src,
+                    dst: f.dst,
+                    source: f.source.clone(),
+                    sender,
+                    receiver,
+                    rto_timer: LazyTimer::default(),
+                    delayed_ack_timer: LazyTimer::default(),
+                    pacing_timer: LazyTimer::default(),
+                    bursts: BurstStats::default(),
+                    handshake,
+                    http,
+                    conn: 0,
+                    connection_timer: LazyTimer::default(),
+                    closed: ClosedConnections::default(),
+                    losses: FlowLosses::default(),
+                    udp: UdpSchedule::of(&f.source).map(|schedule| {
+                        // The sending host's line: the first link of the route (validated to exist).
+                        let line = &links[routes[f.src as usize][f.dst as usize].expect("validated route") as usize].spec;
+                        UdpFlow::new(i as u32, f.src, f.dst, schedule, f.source.stop_ps(), line.rate_bps, line.framing_bytes)
+                    }),
+                }
             })
             .collect();
         let mut events = EventQueue::default();
@@ -119,12 +177,19 @@ impl Simulation {
             .enumerate()
             .map(|(i, f)| {
                 let mut rng = Rng::for_element(scenario.seed, &format!("{}/isn", f.name));
+                let http = matches!(f.source, SourceSpec::Http(_));
+                let tcp = f.tcp();
                 FlowWire {
                     sender_isn: rng.next_u64() as u32,
                     receiver_isn: rng.next_u64() as u32,
-                    // Linux's first ephemeral port, one per flow; iperf's server port.
-                    sender_port: 32768 + (i % 28232) as u16,
-                    receiver_port: 5001,
+                    // Linux's first ephemeral port, one per flow, to iperf's server port; an
+                    // HTTP server listens on 80 and its client takes a new port per connection.
+                    sender_port: if http { 80 } else { 32768 + (i % 28232) as u16 },
+                    receiver_port: if http { 40000 + ((i * 1000) % 25000) as u16 } else { 5001 },
+                    sender_node: f.src,
+                    mss_bytes: tcp.mss_bytes,
+                    sack_permitted: tcp.recovery == crate::tcp::config::Recovery::Sack,
+                    window_scaling: tcp.window_scaling,
                     window_shift: f.tcp.as_ref().map_or(0, TcpConfig::window_shift),
                     sender_window_bytes: f.tcp.as_ref().map_or(0, TcpConfig::advertised_window_bytes),
                     timestamps: f.tcp.as_ref().is_some_and(|t| t.timestamps),
@@ -212,30 +277,23 @@ impl Simulation {
                 self.arrive(to, pkt);
             }
             Event::Timer(f, kind) => self.on_timer(f, kind),
-            Event::SourceStart(f) => {
-                let flow = &mut self.flows[f as usize];
-                let mut out = std::mem::take(&mut self.out);
-                match &flow.source {
-                    SourceSpec::Bulk(b) => flow.sender.start_bulk(self.now, b.bytes, &mut out),
-                    SourceSpec::Burst(_) => {
-                        self.out = out;
-                        self.on_burst_tick(f);
-                        return;
-                    }
-                    SourceSpec::UdpCbr(_) | SourceSpec::UdpBurst(_) | SourceSpec::UdpOnoff(_) => {
-                        self.out = out;
-                        self.on_udp_tick(f);
-                        return;
-                    }
+            Event::SourceStart(f) => self.on_source_start(f),
+            Event::SourceTick(f) => {
+                if self.flows[f as usize].udp.is_some() {
+                    self.on_udp_tick(f);
+                } else if self.flows[f as usize].http.is_some() {
+                    self.on_http_tick(f);
+                } else {
+                    self.on_burst_tick(f);
                 }
-                let node = flow.src;
-                self.transmit(node, &mut out);
-                self.out = out;
-                self.sync_timers(f);
             }
-            Event::SourceTick(f) if self.flows[f as usize].udp.is_some() => self.on_udp_tick(f),
-            Event::SourceTick(f) => self.on_burst_tick(f),
-            Event::SourceStop(f) => self.flows[f as usize].sender.stop_application(),
+            Event::SourceStop(f) => {
+                // An HTTP client checks its stop time itself and completes the response under way.
+                let flow = &mut self.flows[f as usize];
+                if flow.http.is_none() {
+                    flow.sender.stop_application();
+                }
+            }
             Event::Probe => {
                 self.sample();
                 let next = self.now + self.scenario.sample_interval_ps;
@@ -244,6 +302,34 @@ impl Simulation {
                 }
             }
         }
+    }
+
+    /// The application starts writing, on an established connection (unless its stop time
+    /// passed while the connection was being opened).
+    fn start_application(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        if flow.source.stop_ps().is_some_and(|s| self.now >= s) {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        match &flow.source {
+            SourceSpec::Bulk(b) => flow.sender.start_bulk(self.now, b.bytes, &mut out),
+            SourceSpec::Burst(_) => {
+                self.out = out;
+                self.on_burst_tick(f);
+                return;
+            }
+            SourceSpec::Http(_) => unreachable!("an HTTP client starts in sim/workload.rs"),
+            SourceSpec::UdpCbr(_) | SourceSpec::UdpBurst(_) | SourceSpec::UdpOnoff(_) => {
+                self.out = out;
+                self.on_udp_tick(f);
+                return;
+            }
+        }
+        let node = flow.src;
+        self.transmit(node, &mut out);
+        self.out = out;
+        self.sync_timers(f);
     }
 
     /// A paced application writes its next burst and schedules the one after.
@@ -256,9 +342,7 @@ impl Simulation {
             return;
         }
         let mut out = std::mem::take(&mut self.out);
-        let failed = flow.sender.write_burst(now, burst, carry_over, &mut out);
-        flow.bursts.bursts += 1;
-        flow.bursts.failed_cycles += u64::from(failed);
+        flow.bursts.write(&mut flow.sender, now, burst, carry_over, &mut out);
         let node = flow.src;
         self.transmit(node, &mut out);
         self.out = out;
@@ -329,15 +413,27 @@ impl Simulation {
             flow.udp.as_mut().expect("datagrams belong to UDP flows").on_datagram(self.now, &pkt);
             return;
         }
+        if pkt.conn != flow.conn {
+            return; // a straggler of a closed connection: its endpoints are gone
+        }
         let mut out = std::mem::take(&mut self.out);
         match pkt.kind {
             PacketKind::Data => flow.receiver.on_segment(self.now, &pkt, &mut out),
             PacketKind::Ack => flow.sender.on_ack(self.now, &pkt, &mut out),
             PacketKind::Datagram => unreachable!("handled above"),
+            PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => {
+                self.out = out;
+                self.on_connection_packet(node, &pkt);
+                return;
+            }
         }
+        let workload = pkt.kind == PacketKind::Data && (flow.http.is_some() || flow.handshake.is_some());
         self.transmit(node, &mut out);
         self.out = out;
         self.sync_timers(f);
+        if workload {
+            self.after_data_delivery(f, &pkt);
+        }
     }
 
     /// Sends what an endpoint at `node` emitted.
@@ -397,6 +493,7 @@ impl Simulation {
             }
             PacketKind::Ack => flow.losses.ack_packets += 1,
             PacketKind::Datagram => note_datagram_loss(&mut self.flows, pkt),
+            PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => flow.losses.setup_packets += 1,
         }
     }
 
@@ -417,10 +514,12 @@ impl Simulation {
             TimerKind::Retransmission => &mut flow.rto_timer,
             TimerKind::DelayedAck => &mut flow.delayed_ack_timer,
             TimerKind::Pacing => &mut flow.pacing_timer,
+            TimerKind::Connection => &mut flow.connection_timer,
         };
         match timer.fire(now) {
             Fired::Ignore => {}
             Fired::Rearm(t) => self.events.schedule(t, Event::Timer(f, kind)),
+            Fired::Expired if kind == TimerKind::Connection => self.on_connection_timer(f),
             Fired::Expired => {
                 let mut out = std::mem::take(&mut self.out);
                 let node = match kind {
@@ -436,6 +535,7 @@ impl Simulation {
                         flow.sender.on_pacing_timer(now, &mut out);
                         flow.src
                     }
+                    TimerKind::Connection => unreachable!("handled above"),
                 };
                 self.transmit(node, &mut out);
                 self.out = out;
@@ -455,6 +555,14 @@ impl Simulation {
         }
         if let Some(t) = flow.pacing_timer.set(flow.sender.pacing_deadline()) {
             self.events.schedule(t, Event::Timer(f, TimerKind::Pacing));
+        }
+        if flow.handshake.is_some() || flow.http.is_some() {
+            let setup = flow.handshake.as_ref().and_then(|h| h.deadline());
+            let request = flow.http.as_ref().and_then(|h| h.request_deadline());
+            let deadline = [setup, request].into_iter().flatten().min();
+            if let Some(t) = flow.connection_timer.set(deadline) {
+                self.events.schedule(t, Event::Timer(f, TimerKind::Connection));
+            }
         }
     }
 
@@ -481,7 +589,7 @@ impl Simulation {
             fs.ssthresh_segments.push(if ssthresh >= INFINITE_SSTHRESH { -1 } else { ssthresh as i64 });
             fs.outstanding_bytes.push(s.outstanding_bytes());
             fs.srtt_ps.push(s.rtt.srtt.map_or(-1, |v| v as i64));
-            fs.delivered_bytes.push(flow.receiver.rcv_nxt);
+            fs.delivered_bytes.push(flow.delivered_bytes());
             fs.sent_bytes.push(s.stats.bytes_sent);
         }
         let qs = &mut self.queue_series;
@@ -500,23 +608,27 @@ impl Simulation {
         let flows: Vec<Value> = self
             .flows
             .iter()
-            .map(|f| {
+            .zip(&self.scenario.flows)
+            .map(|(f, spec)| {
                 if let Some(udp) = &f.udp {
                     return udp_summary(f, udp);
                 }
                 let s = &f.sender;
                 let r = &f.receiver;
                 let ssthresh = s.cc_state.ssthresh;
+                let (syn_retransmits, synack_retransmits) = f.handshake_retransmits();
+                let http = f.http.as_ref();
                 json!({
                     "name": f.name,
                     "transport": "tcp",
+                    "group": spec.group,
                     "algorithm": s.algorithm(),
                     "mss_bytes": s.mss(),
                     "header_bytes": s.header_bytes(),
                     "start_ps": f.source.start_ps(),
                     "end_ps": r.stats.last_delivery_ps,
-                    "completed": s.is_finished(),
-                    "bytes_delivered": r.rcv_nxt,
+                    "completed": http.map_or(s.is_finished(), |h| h.is_done()),
+                    "bytes_delivered": f.delivered_bytes(),
                     "bytes_sent": s.stats.bytes_sent,
                     "segments_sent": s.stats.segments_sent,
                     "segments_retransmitted": s.stats.segments_retransmitted,
@@ -524,7 +636,7 @@ impl Simulation {
                     "timeouts": s.stats.timeouts,
                     "dupacks_received": s.stats.dupacks_received,
                     "acks_sent": r.stats.acks_sent,
-                    "bytes_written": s.bytes_written(),
+                    "bytes_written": f.closed.written_bytes + s.bytes_written(),
                     "bursts": f.bursts.bursts,
                     "failed_burst_cycles": f.bursts.failed_cycles,
                     "cwnd_segments": s.cc_state.cwnd,
@@ -533,6 +645,7 @@ impl Simulation {
                     "data_bytes_lost": f.losses.data_payload_bytes,
                     "retransmissions_lost": f.losses.retransmissions,
                     "ack_packets_lost": f.losses.ack_packets,
+                    "setup_packets_lost": f.losses.setup_packets,
                     "first_send_ps": s.stats.first_send_ps,
                     "slow_start_end_ps": s.stats.slow_start_end_ps,
                     "slow_start_segments_sent": s.stats.slow_start_segments_sent,
@@ -543,6 +656,11 @@ impl Simulation {
                     "recovered_ps": s.stats.recovered_ps,
                     "srtt_ps": s.rtt.srtt,
                     "min_rtt_ps": s.rtt.min_rtt,
+                    "connections": http.map_or(1, |h| h.connections),
+                    "syn_retransmits": syn_retransmits,
+                    "synack_retransmits": synack_retransmits,
+                    "requests_completed": http.map(|h| h.records.len()),
+                    "request_retransmissions": http.map(|h| h.request_retransmissions),
                 })
             })
             .collect();
@@ -601,10 +719,17 @@ impl Simulation {
         for c in &mut self.captures {
             c.flush();
         }
+        let mut requests = RequestTable::default();
+        for (i, flow) in self.flows.iter().enumerate() {
+            for r in flow.http.iter().flat_map(|h| &h.records) {
+                requests.push(i as u32, r);
+            }
+        }
         json!({
             "summary": self.summary(),
             "flow_series": self.flow_series,
             "queue_series": self.queue_series,
+            "requests": requests,
         })
     }
 }
@@ -641,31 +766,6 @@ fn udp_summary(f: &Flow, udp: &UdpFlow) -> Value {
         "datagrams_in_flight_at_end": st.datagrams_in_flight(),
     })
 }
-
-/// TCP settings for the idle endpoints a UDP flow carries (they never send or receive; any
-/// valid values do).
-const IDLE_TCP: TcpConfig = TcpConfig {
-    mss_bytes: 536,
-    initial_window_segments: 1,
-    rcv_buffer_bytes: 65_535,
-    snd_buffer_bytes: 65_535,
-    window_scaling: false,
-    timestamps: false,
-    delayed_ack: false,
-    delayed_ack_timeout_ps: 0,
-    ack_every_segments: 1,
-    dupack_threshold: 3,
-    recovery: Recovery::Reno,
-    fack: false,
-    dcr_div: None,
-    max_ssthresh_segments: 0,
-    initial_ssthresh_segments: None,
-    pacing_gain: None,
-    newreno_impatient: false,
-    min_rto_ps: 0,
-    max_rto_ps: 0,
-    initial_rto_ps: 0,
-};
 
 /// The idle endpoints' congestion control (never consulted).
 fn idle_cc() -> Box<dyn crate::cc::CongestionControl> {

@@ -7,6 +7,7 @@ pub mod udp;
 pub mod udp_burst;
 pub mod udp_cbr;
 pub mod udp_onoff;
+pub mod http;
 
 use serde::Deserialize;
 
@@ -22,6 +23,7 @@ pub enum SourceSpec {
     UdpBurst(udp_burst::UdpBurstConfig),
     #[serde(rename = "udp_onoff")]
     UdpOnoff(udp_onoff::UdpOnOffConfig),
+    Http(http::HttpConfig),
 }
 
 impl SourceSpec {
@@ -32,6 +34,7 @@ impl SourceSpec {
             SourceSpec::UdpCbr(u) => u.start_ps,
             SourceSpec::UdpBurst(u) => u.start_ps,
             SourceSpec::UdpOnoff(u) => u.start_ps,
+            SourceSpec::Http(h) => h.start_ps,
         }
     }
 
@@ -42,6 +45,7 @@ impl SourceSpec {
             SourceSpec::UdpCbr(u) => u.stop_ps,
             SourceSpec::UdpBurst(u) => u.stop_ps,
             SourceSpec::UdpOnoff(u) => u.stop_ps,
+            SourceSpec::Http(h) => h.stop_ps,
         }
     }
 
@@ -53,6 +57,7 @@ impl SourceSpec {
             SourceSpec::UdpCbr(_) => "udp_cbr",
             SourceSpec::UdpBurst(_) => "udp_burst",
             SourceSpec::UdpOnoff(_) => "udp_onoff",
+            SourceSpec::Http(_) => "http",
         }
     }
 
@@ -67,7 +72,7 @@ impl SourceSpec {
             SourceSpec::UdpCbr(u) => Some(u.payload_bytes),
             SourceSpec::UdpBurst(u) => Some(u.payload_bytes),
             SourceSpec::UdpOnoff(u) => Some(u.payload_bytes),
-            SourceSpec::Bulk(_) | SourceSpec::Burst(_) => None,
+            SourceSpec::Bulk(_) | SourceSpec::Burst(_) | SourceSpec::Http(_) => None,
         }
     }
 }

@@ -36,7 +36,7 @@ impl UdpSchedule {
             SourceSpec::UdpCbr(c) => Some(UdpSchedule::Cbr(CbrSchedule::new(c.clone()))),
             SourceSpec::UdpBurst(c) => Some(UdpSchedule::Burst(BurstSchedule::new(c.clone()))),
             SourceSpec::UdpOnoff(c) => Some(UdpSchedule::OnOff(OnOffSchedule::new(c.clone()))),
-            SourceSpec::Bulk(_) | SourceSpec::Burst(_) => None,
+            SourceSpec::Bulk(_) | SourceSpec::Burst(_) | SourceSpec::Http(_) => None,
         }
     }
 
@@ -125,6 +125,7 @@ impl UdpFlow {
             ts_val: now,
             ts_ecr: 0,
             retransmission: false,
+            conn: 0,
         };
         self.stats.datagrams_sent += 1;
         self.stats.bytes_sent += payload as u64;
