@@ -249,7 +249,9 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
         // MSS and window scale, so that tools know both; SACK-permitted and timestamps are
         // laid out as Linux does (packet::syn_option_bytes gives the same size).
         frame.extend_from_slice(&[2, 4]);
-        frame.extend_from_slice(&(wire.mss_bytes.min(65_535) as u16).to_be_bytes());
+        // The MSS option announces MTU - 40; the timestamps option then takes 12 of it.
+        let announced = wire.mss_bytes + if wire.timestamps { crate::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 };
+        frame.extend_from_slice(&(announced.min(65_535) as u16).to_be_bytes());
         if wire.sack_permitted && wire.timestamps {
             frame.extend_from_slice(&[4, 2, 8, 10]);
         } else if wire.sack_permitted {
