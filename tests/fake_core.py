@@ -82,6 +82,8 @@ def fake_output(doc):
             "segments_sent": 100, "segments_retransmitted": 3, "fast_retransmits": 1,
             "timeouts": 1, "dupacks_received": 9, "acks_sent": 50,
             "cwnd_segments": 20, "ssthresh_segments": None, "srtt_ps": 40 * 10**9, "min_rtt_ps": None,
+            "group": flow.get("group"), "connections": 1, "syn_retransmits": 0, "synack_retransmits": 0,
+            "requests_completed": None, "request_retransmissions": None,
         })
     links = [{
         "name": link["name"], "from": link["from"], "to": link["to"], "rate_bps": link["rate_bps"],
@@ -97,4 +99,7 @@ def fake_output(doc):
                     "events": 12345, "flows": flows, "links": links},
         "flow_series": fs,
         "queue_series": qs,
+        # No HTTP flows: an empty request table.
+        "requests": {k: [] for k in ("flow", "request", "object", "connection", "size_bytes", "start_ps",
+                                     "request_sent_ps", "first_byte_ps", "last_byte_ps", "response_time_ps")},
     }

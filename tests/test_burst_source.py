@@ -50,3 +50,7 @@ def test_failed_cycles_are_counted_when_the_buffer_is_smaller_than_a_burst():
     assert fits["bursts"] == too_small["bursts"] == 201
     assert fits["failed_burst_cycles"] == 0
     assert too_small["failed_burst_cycles"] > 150
+    # Document 000 eq. 4.3: offered load = burst size x 8 / period = 51.2 Mb/s, and a
+    # burst that fits is carried: the transmitted rate matches it within 1%.
+    assert fits["offered_load_bps"] == pytest.approx(64_000 * 8 / 0.010)
+    assert fits["transmitted_throughput_bps"] == pytest.approx(fits["offered_load_bps"], rel=0.01)

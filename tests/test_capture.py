@@ -221,3 +221,58 @@ def test_cli_run_writes_captures_into_the_output_directory(tmp_path):
     subprocess.run([sys.executable, "-m", "fatpipe", "run", str(scenario), "-o", str(outdir), "--quiet"], check=True)
     assert (outdir / "receiver.pcap").stat().st_size > 1000
     assert json.loads((outdir / "summary.json").read_text())["captures"][0]["path"] == "receiver.pcap"
+
+
+def test_tcptrace_style_connection_counts_agree_with_the_counters(lossy_run):
+    from fatpipe.pcap import connections
+
+    result, out = lossy_run
+    flow = result.summary["flows"][0]
+    conns = connections(out / "sender.pcap")
+    assert len(conns) == 1
+    c = conns.iloc[0]
+    assert c["src"] == "10.0.0.1:32768" and c["dst"].endswith(":5001")
+    assert c["data_packets"] == flow["segments_sent"]
+    assert c["data_bytes"] == flow["bytes_sent"]
+    assert c["retransmitted_packets"] == flow["segments_retransmitted"]
+    assert c["unique_bytes"] == flow["bytes_delivered"] == 1_000_000
+    assert c["ack_packets"] == flow["acks_sent"] - flow["ack_packets_lost"]
+    assert 0 < c["sack_packets"] < c["ack_packets"]
+
+
+def test_udp_datagrams_are_captured_with_good_checksums(tmp_path):
+    tshark = _tool("tshark")
+    result = fatpipe.run(
+        {
+            "name": "udp-capture",
+            "duration": "1s",
+            "topology": {"shape": "dumbbell", "bottleneck_rate": "20Mbps", "rtt": "40ms"},
+            "flows": [{"name": "u", "transport": "udp", "udp": {"mode": "cbr", "rate": "5Mbps"}}],
+            "output": {"plots": False, "capture": ["receiver"], "capture_snaplen": 2000},
+        },
+        capture_dir=tmp_path,
+    )
+    flow = result.summary["flows"][0]
+    rows = _tshark_fields(tshark, tmp_path / "receiver.pcap", ["udp.length", "udp.checksum.status", "ip.checksum.status"],
+                          ["-o", "udp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE"])
+    assert len(rows) == flow["datagrams_received"] > 0
+    assert all(r == [str(flow["payload_bytes"] + 8), "1", "1"] for r in rows), rows[:3]
+
+
+def test_with_a_handshake_tshark_knows_the_rtt_and_window_scale(tmp_path):
+    # A captured SYN gives tshark the window scale and the initial RTT, so it calls every
+    # retransmission a retransmission (none "out of order") and shows scaled windows.
+    tshark = _tool("tshark")
+    scenario = lossy_scenario(capture=["sender"])
+    scenario["flows"][0]["tcp"] = {"handshake": True}
+    result = fatpipe.run(scenario, capture_dir=tmp_path)
+    flow = result.summary["flows"][0]
+    rows = _tshark_fields(tshark, tmp_path / "sender.pcap",
+                          ["tcp.flags.syn", "tcp.options.mss_val", "tcp.window_size_scalefactor", "tcp.analysis.initial_rtt"])
+    assert rows[0][:2] == ["1", "1460"] and rows[1][0] == "1"  # SYN, SYN-ACK; MSS = 1500 - 40
+    assert rows[-1][2] == "256" and float(rows[-1][3]) == pytest.approx(0.040, abs=0.001)
+    flagged = _tshark_fields(tshark, tmp_path / "sender.pcap", ["frame.number"],
+                             ["-Y", "tcp.analysis.retransmission || tcp.analysis.fast_retransmission"])
+    assert len(flagged) == flow["segments_retransmitted"] > 0
+    ooo = _tshark_fields(tshark, tmp_path / "sender.pcap", ["frame.number"], ["-Y", "tcp.analysis.out_of_order"])
+    assert ooo == []

@@ -1,4 +1,4 @@
-"""Every example runs from the command line as a user would run it, and the two issue-4
+"""Every example runs from the command line as a user would run it, and the issue-4
 examples show what their comments claim."""
 
 import json
@@ -44,3 +44,15 @@ def test_reverse_traffic_costs_the_forward_flow():
     alone = _goodputs(fatpipe.run(alone_doc))
     assert both["forward"] < 0.95 * alone["forward"], (both, alone)
     assert both["reverse"] > 0
+
+
+def test_http_example_pays_one_rtt_per_http10_connection():
+    path = next(p for p in EXAMPLES if p.stem == "http-paced-67ms")
+    q = fatpipe.run(path).requests
+    http10 = q[q["flow"] == "http10"].set_index("request")["response_time_s"]
+    http11 = q[q["flow"] == "http11"].set_index("request")["response_time_s"]
+    assert len(http10) == len(http11) == 60
+    assert (http10.iloc[1:] - http11.iloc[1:] >= 0.067).all()
+    # The 422 KB file: 7 paced bursts, the last 60 ms after the first, one RTT on top.
+    big = q[(q["size_bytes"] == 422_000) & (q["flow"] == "http11")]["response_time_s"]
+    assert big.between(0.127, 0.129).all(), list(big)

@@ -90,8 +90,11 @@ def test_queue_series(result):
     qs = result.queue_series
     assert list(qs.columns) == [
         "time_s", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes", "utilization",
+        "queue_delay_s",
     ]
     bottleneck = qs[qs["link"] == "bottleneck"]
+    # 100 Mb/s: each queued byte waits 80 ns.
+    assert bottleneck["queue_delay_s"].tolist() == pytest.approx((bottleneck["queue_bytes"] * 8e-8).tolist())
     assert bottleneck["utilization"].iloc[0] == 0
     # departed bytes grow at rate/16 bytes per second = half the line rate.
     assert bottleneck["utilization"].iloc[1:].tolist() == pytest.approx([0.5] * 20)

@@ -86,11 +86,13 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "fack": False,
         "dcr_div": None,
         "max_ssthresh_segments": 0,  # Limited Slow Start off
-        "initial_ssthresh_segments": None,  # RFC 5681: arbitrarily high
+        "initial_ssthresh_segments": None,  # "arbitrarily high" (RFC 5681)
         "pacing_gain": None,
         "min_rto_ps": 200 * PS_PER_MS,
         "max_rto_ps": 120 * PS_PER_S,
         "initial_rto_ps": 1 * PS_PER_S,
+        "handshake": False,  # a bulk flow starts established
+        "slow_start_after_idle": True,  # Linux
     }
     assert flow["cc"] == {"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": False}
     assert isinstance(flow["cc"]["a"], float) and isinstance(flow["cc"]["b"], float)
@@ -105,7 +107,7 @@ def test_normalized_scenario_is_json_with_exactly_the_core_keys():
     }
     assert set(core["links"][0]["queue"]) == {"discipline", "limit_packets", "limit_bytes", "cell_bytes", "limit_cells"}
     assert all(link["impairments"] == [] for link in core["links"])
-    assert set(core["flows"][0]) == {"name", "src", "dst", "source", "tcp", "cc"}
+    assert set(core["flows"][0]) == {"name", "src", "dst", "source", "tcp", "cc", "group"}
 
 
 def test_dumbbell_links():
@@ -193,7 +195,7 @@ def test_tcp_options():
         "delayed_ack_timeout": "200ms", "ack_every": 1, "dupack_threshold": 5,
         "min_rto": "1s", "max_rto": "60s", "initial_rto": "3s", "newreno_impatient": True,
         "recovery": "sack", "fack": True, "dcr_div": 2, "max_ssthresh": 100, "pacing_gain": 1.25,
-        "ecn": True, "initial_ssthresh": 300,
+        "handshake": True, "slow_start_after_idle": False, "ecn": True,
     }
     got = load_scenario(scenario(tcp=tcp))["flows"][0]["tcp"]
     assert got == {
@@ -202,8 +204,8 @@ def test_tcp_options():
         "delayed_ack": False, "delayed_ack_timeout_ps": 200 * PS_PER_MS, "ack_every_segments": 1,
         "dupack_threshold": 5, "newreno_impatient": True, "min_rto_ps": PS_PER_S, "max_rto_ps": 60 * PS_PER_S,
         "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
-        "max_ssthresh_segments": 100, "pacing_gain": 1.25, "ecn": True,
-        "initial_ssthresh_segments": 300,
+        "max_ssthresh_segments": 100, "initial_ssthresh_segments": None, "pacing_gain": 1.25, "handshake": True,
+        "slow_start_after_idle": False, "ecn": True,
     }
 
 

@@ -6,6 +6,8 @@
     fatpipe validate SCENARIO.toml [--json]
     fatpipe reference [--update docs/scenario.md]
     fatpipe bench [--quick]
+    fatpipe report OUTDIR [-o FILE.html]
+    fatpipe plot OUTDIR [--what cwnd,throughput,...] [--format png|svg] [--flow NAME]
 
 Every user mistake -- an invalid scenario, a missing or unreadable file, a TOML syntax
 error, an unwritable output directory, a bad argument -- prints one line
@@ -127,7 +129,61 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--quick", action="store_true", help="about 1 million segments per case")
     p.set_defaults(func=_cmd_bench)
+
+    p = commands.add_parser(
+        "report",
+        help="write one self-contained HTML page of a run",
+        description="Write OUTDIR/report.html: the summary tables (flows, links, sharing, "
+        "captures), every plot (embedded) and the scenario, from a run directory written by "
+        "`fatpipe run`.",
+    )
+    p.add_argument("outdir", metavar="OUTDIR", help="run directory")
+    p.add_argument("-o", "--output", metavar="FILE.html", help="where to write (default OUTDIR/report.html)")
+    p.set_defaults(func=_cmd_report)
+
+    p = commands.add_parser(
+        "plot",
+        help="draw chosen plots of a run",
+        description="Draw plots of a run directory into it (or --output DIR): "
+        + ", ".join(_plot_names())
+        + ". time_sequence needs a packet capture at the flow's sender (output.capture).",
+    )
+    p.add_argument("outdir", metavar="OUTDIR", help="run directory")
+    p.add_argument("--what", type=_plot_list, default=["cwnd", "throughput"], metavar="NAMES",
+                   help="comma-separated plot names (default cwnd,throughput)")
+    p.add_argument("--format", choices=["png", "svg"], default="png", help="image format (default png)")
+    p.add_argument("--flow", metavar="NAME", help="time_sequence: the flow (default: every flow)")
+    p.add_argument("--start", type=_seconds, metavar="SECONDS", help="time_sequence: zoom from this time")
+    p.add_argument("--stop", type=_seconds, metavar="SECONDS", help="time_sequence: zoom to this time")
+    p.add_argument("-o", "--output", metavar="DIR", help="directory for the images (default OUTDIR)")
+    p.set_defaults(func=_cmd_plot)
     return parser
+
+
+def _plot_names() -> List[str]:
+    # The registry lives with matplotlib; the names are listed here without importing it.
+    return ["cwnd", "outstanding", "throughput", "throughput_stacked", "queue", "rtt", "time_sequence"]
+
+
+def _plot_list(text: str) -> List[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in _plot_names()]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"{(unknown or [text])[0]!r} is not allowed: expected comma-separated plot names from "
+            + ", ".join(_plot_names())
+        )
+    return names
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: expected seconds, such as 1.5") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: expected seconds >= 0")
+    return value
 
 
 # ---- commands ------------------------------------------------------------------------
@@ -226,6 +282,57 @@ def _cmd_algorithms(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _read_run(outdir: str) -> Any:
+    from .result import Result
+
+    try:
+        return Result.read(outdir)
+    except FileNotFoundError as err:
+        raise CliError(str(err)) from None
+    except (OSError, ValueError) as err:
+        raise CliError(f"{outdir}: cannot read the run: {err}") from None
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    _read_run(args.outdir)  # one clear line if it is not a run directory
+    try:
+        path = write_report(args.outdir, args.output)
+    except OSError as err:
+        raise CliError(f"{args.output or args.outdir}: cannot write the report: {err.strerror or err}") from None
+    print(f"report: {path}")
+    return EXIT_OK
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from .plots import PLOTS, PlotUnavailable
+
+    result = _read_run(args.outdir)
+    target = Path(args.output) if args.output else Path(args.outdir)
+    _prepare_outdir(target)
+    flows = [f["name"] for f in result.scenario["flows"]]
+    if args.flow is not None and args.flow not in flows:
+        raise CliError(f"--flow: {args.flow!r} is not allowed: flows of this run: {', '.join(flows)}")
+    written = []
+    for name in args.what:
+        try:
+            if name == "time_sequence":
+                for flow in [args.flow] if args.flow else flows:
+                    path = target / f"time_sequence_{flow}.{args.format}"
+                    PLOTS[name](result, path, flow=flow, start_s=args.start, stop_s=args.stop)
+                    written.append(path)
+            else:
+                path = target / f"{name}.{args.format}"
+                PLOTS[name](result, path)
+                written.append(path)
+        except PlotUnavailable as err:
+            raise CliError(str(err)) from None
+    for path in written:
+        print(path)
+    return EXIT_OK
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import main as bench_main
 
@@ -256,17 +363,35 @@ def _summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None
         f"{summary['events']:,} events, seed {summary['seed']}",
         "",
     ]
-    # Window reductions without loss (local congestion, ECN) only when there were any.
+    # TCP counts retransmissions and timeouts, UDP lost datagrams: "-" where a flow's
+    # transport has no such count; the lost column only when there is a UDP flow, window
+    # reductions without loss (local congestion, ECN) only when there were any.
+    udp = any(f.get("transport") == "udp" for f in summary["flows"])
     cwr = any(f.get("cwr_entries") for f in summary["flows"])
+    keys = ["segments_retransmitted", "timeouts"] + (["datagrams_lost"] if udp else []) + (["cwr_entries"] if cwr else [])
     lines += _table(
-        ["flow", "goodput Mb/s", "retransmits", "timeouts"] + (["cwnd cuts w/o loss"] if cwr else []),
+        ["flow", "goodput Mb/s", "retransmits", "timeouts"] + (["lost datagrams"] if udp else [])
+        + (["cwnd cuts w/o loss"] if cwr else []),
         [
-            [f["name"], f"{f['goodput_bps'] / 1e6:.2f}", f["segments_retransmitted"], f["timeouts"]]
-            + ([f["cwr_entries"]] if cwr else [])
+            [f["name"], f"{f['goodput_bps'] / 1e6:.2f}"] + [f.get(k, "-") for k in keys]
             for f in summary["flows"]
         ],
     )
     lines.append("")
+    if summary.get("groups"):
+        lines += _table(
+            ["streams", "count", "summed goodput Mb/s", "retransmits"],
+            [[g["name"], g["streams"], f"{g['goodput_bps'] / 1e6:.2f}", g["segments_retransmitted"]] for g in summary["groups"]],
+        )
+        lines.append("")
+    http = [f for f in summary["flows"] if f.get("requests_completed") is not None]
+    if http and scenario is not None:
+        requested = {f["name"]: f["source"]["requests"] for f in scenario["flows"] if f["source"]["kind"] == "http"}
+        lines += _table(
+            ["http", "requests done", "connections", "request resends"],
+            [[f["name"], f"{f['requests_completed']}/{requested[f['name']]}", f["connections"], f["request_retransmissions"]] for f in http],
+        )
+        lines.append("")
     lines += _link_table(summary["links"], scenario)
     return "\n".join(lines)
 

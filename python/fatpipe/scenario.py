@@ -91,6 +91,11 @@ __all__ = [
 IPV4_TCP_HEADER_BYTES = 40
 #: The RFC 7323 timestamps option: 10 bytes, padded to 12 with two NOPs (as Linux sends it).
 TIMESTAMPS_OPTION_BYTES = 12
+#: IPv4 (20) + UDP (8) header bytes (RFC 791, RFC 768): a datagram's IP packet is its payload
+#: plus these.
+IPV4_UDP_HEADER_BYTES = 28
+#: The largest UDP payload an IPv4 datagram can carry (65535 - 28).
+UDP_MAX_PAYLOAD_BYTES = 65535 - IPV4_UDP_HEADER_BYTES
 #: Counts of segments and packets are 32-bit in the core.
 U32_MAX = 2**32 - 1
 
@@ -2331,11 +2336,230 @@ _TCP = Table(
             "1s",
             "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT",
         ),
+        Field(
+            "handshake",
+            Boolean(),
+            "model the three-way handshake (SYN, SYN-ACK, ACK; SYN and SYN-ACK resent after "
+            "initial_rto, doubling) before the first data, which then starts one RTT after the "
+            "application; the exchange gives the sender its first RTT sample. HTTP/1.0 needs it; "
+            "a persistent HTTP/1.1 connection without it starts established",
+            Derived("true with [flows.http], false otherwise (the connection starts established)"),
+            "RFC 793 section 3.4; a bulk flow is usually measured once established (iperf)",
+        ),
+        Field(
+            "slow_start_after_idle",
+            Boolean(),
+            "when new data is sent with nothing in flight more than an RTO after the last "
+            "data, restart from min(cwnd, initial_window): cwnd halves per RTO idle down to it "
+            "(not for bbr, which sets cwnd itself)",
+            True,
+            "Linux net.ipv4.tcp_slow_start_after_idle = 1 (tcp_cwnd_restart); RFC 5681 section "
+            "4.1, RFC 2861; document 000 section 2 notes Linux 2.x does it",
+        ),
     ),
     doc="TCP options of the flow's two endpoints.",
 )
 
-_FLOW = Table(
+
+class SizeList(Kind):
+    """A non-empty array of positive sizes; parsed to int bytes."""
+
+    type_doc = "array of sizes (bytes) >= 1"
+
+    def parse(self, value: Any, path: str) -> List[int]:
+        if not isinstance(value, (list, tuple)) or not value:
+            raise _fail(path, value, 'expected a non-empty array of sizes, such as ["2KB", "422KB"]')
+        size = Size(minimum=1, example="10KB")
+        return [size.parse(v, f"{path}[{i}]") for i, v in enumerate(value)]
+
+
+#: Document 000's request (section 3.4): the GET line, User-Agent, its Rate and Period
+#: fields, Host and Accept, each line ended by CRLF, and the empty line.
+DOCUMENT_000_REQUEST = (
+    "GET /size100K.txt HTTP/1.1\r\nUser-Agent: ApacheBench/1.1\r\nRate = 64000\r\n"
+    "Period = 10000\r\nHost: 140.173.170.11\r\nAccept: */*\r\n\r\n"
+)
+
+_HTTP = Table(
+    fields=(
+        Field(
+            "version",
+            Choice(("1.0", "1.1")),
+            '"1.0": a new connection (handshake, slow start from the initial window) per '
+            'request, opened when the previous response is complete; "1.1": one persistent '
+            "connection, the next request sent when the previous response's last byte "
+            "arrives (no pipelining), the window carried over",
+            "1.1",
+            "RFC 9112 section 9.3 (HTTP/1.1 connections persist by default); document 000 "
+            "compares both (E0.13, E0.14)",
+        ),
+        Field(
+            "objects",
+            SizeList(),
+            "sizes of the objects the client fetches, in turn; request i fetches object i "
+            "modulo their number",
+        ),
+        Field(
+            "requests",
+            Integer(minimum=1, maximum=U64_MAX, example=100),
+            "requests the client makes, one after another",
+            Derived("one per object"),
+            "fatpipe default; document 000 made 100 requests per file size (E0.13)",
+        ),
+        Field(
+            "request_size",
+            Size(minimum=1, example="124B"),
+            "bytes of one request (GET line and headers), sent as one segment (at most the "
+            "MSS); on a new connection it carries the ACK of the SYN-ACK",
+            f"{len(DOCUMENT_000_REQUEST)}B",
+            "document 000 section 3.4: its modified Zeus client's GET with Rate and Period "
+            "fields, lines ended by CRLF",
+        ),
+        Field(
+            "burst_size",
+            Size(minimum=1, example="64KB"),
+            "server pacing (document 000's Apache explicit_rate_size): the server writes each "
+            "response in bursts of this many bytes, the first when the request arrives, then "
+            "one every burst_period (a burst not yet written when the next is due carries "
+            "over; the summary counts these failed burst cycles)",
+            UNSET,
+            "unset: the server writes each response at once",
+        ),
+        Field(
+            "burst_period",
+            Duration(example="10ms"),
+            "time between two bursts of a response (with burst_size)",
+            UNSET,
+            "required with burst_size; document 000 used 10 ms and 5 ms",
+        ),
+    ),
+    doc="An HTTP workload (document 000's web server and client): the flow's sender host is "
+    "the server, its receiver host the client, which fetches the objects one request at a "
+    "time. result.requests (requests.parquet) has one row per completed request.",
+)
+
+
+# ---- UDP sources -------------------------------------------------------------------
+
+def _udp_payload_field() -> Field:
+    return Field(
+        "payload_size",
+        Size(minimum=1, maximum=UDP_MAX_PAYLOAD_BYTES, example=1472),
+        "UDP payload bytes per datagram; with the 28 bytes of IP and UDP headers it must fit "
+        "the MTU (datagrams are not fragmented)",
+        Derived("mtu - 28, 1472 for Ethernet"),
+        "the largest datagram that is not fragmented (iperf's default for IPv4 is 1470)",
+    )
+
+
+def _udp_rate_field(meaning: str, default: Any = REQUIRED, source: str = "") -> Field:
+    return Field(
+        "rate",
+        Rate(),
+        f"{meaning}: UDP payload bits per second, as iperf -u -b counts them (the wire "
+        "carries 28 header bytes and the link framing more per datagram); the sending host "
+        "never exceeds its line rate",
+        default,
+        source,
+    )
+
+
+_UDP_CBR = Table(
+    fields=(_udp_rate_field("constant sending rate"), _udp_payload_field()),
+    doc="Constant bit rate (iperf -u -b rate): one datagram every payload_size x 8 / rate.",
+)
+
+_UDP_BURST = Table(
+    fields=(
+        Field(
+            "burst_size",
+            Size(minimum=1, example="32KB"),
+            "bytes of one burst (NetSpec's blocksize); cut into datagrams of payload_size, the "
+            "last one shorter",
+            REQUIRED,
+        ),
+        Field(
+            "repeats",
+            Integer(minimum=1, example=50),
+            "bursts sent back to back in each period (NetSpec's repeats): a period sends "
+            "burst_size x repeats bytes",
+            1,
+            "NetSpec: one block per period",
+        ),
+        Field(
+            "burst_period",
+            Duration(positive=True, example="3s"),
+            "time between the starts of two periods; required unless count = 1",
+            UNSET,
+            "document 000's periodic congestion used 3 s",
+        ),
+        Field(
+            "count",
+            Integer(minimum=1, maximum=U64_MAX, example=1),
+            "number of periods; 1 sends a single burst (document 000's minimal congestion event)",
+            UNSET,
+            "unset: until stop or the end of the run",
+        ),
+        _udp_rate_field(
+            "rate of the datagrams within a period",
+            UNSET,
+            "unset: the sending host's line rate (a blocking socket write returns as the "
+            "interface drains, so the burst leaves back to back)",
+        ),
+        _udp_payload_field(),
+    ),
+    doc="Bursts (NetSpec's UDP burst mode, document 000): every burst_period, repeats bursts "
+    "of burst_size bytes back to back, for count periods.",
+)
+
+_UDP_ONOFF = Table(
+    fields=(
+        _udp_rate_field("sending rate while on"),
+        Field("on_time", Duration(positive=True, example="100ms"), "time sending at rate in each period"),
+        Field("off_time", Duration(positive=True, example="900ms"), "silent time in each period"),
+        _udp_payload_field(),
+    ),
+    doc="On-off: constant bit rate for on_time, silent for off_time, repeated (period = "
+    "on_time + off_time; mean rate = rate x on_time / period).",
+)
+
+#: UDP traffic patterns: [flows.udp] mode = ... -> its table.
+UDP_MODES: Dict[str, Table] = {"cbr": _UDP_CBR, "burst": _UDP_BURST, "onoff": _UDP_ONOFF}
+#: The core's source kind of each mode.
+_UDP_SOURCE_KINDS = {"cbr": "udp_cbr", "burst": "udp_burst", "onoff": "udp_onoff"}
+#: [[flows]] keys that belong to TCP flows only.
+TCP_ONLY_FLOW_KEYS = ("cc", "tcp", "bytes", "burst_size", "burst_period", "burst_carry_over", "http", "streams")
+
+
+@dataclass(frozen=True)
+class FlowTable(Table):
+    """``[[flows]]``: keys of one transport may not appear in a flow of the other. Checked
+    on what the user wrote, before defaults fill in ``cc`` and ``tcp``."""
+
+    def parse(self, value: Any, path: str, extra_keys: Sequence[str] = ()) -> Dict[str, Any]:
+        parsed = super().parse(value, path, extra_keys)
+        if parsed["transport"] == "udp":
+            for key in TCP_ONLY_FLOW_KEYS:
+                if key in value:
+                    raise ScenarioError(
+                        f'{_join(path, key)}: not allowed with transport = "udp": {key} is for '
+                        "TCP flows; a UDP flow takes its pattern from [flows.udp]",
+                        _join(path, key),
+                    )
+            if parsed["udp"] is None:
+                sub = _join(path, "udp")
+                raise ScenarioError(
+                    f'{sub}: missing; required with transport = "udp" (a [flows.udp] table '
+                    f"with mode = {', '.join(json.dumps(m) for m in UDP_MODES)})",
+                    sub,
+                )
+        elif parsed["udp"] is not None:
+            sub = _join(path, "udp")
+            raise ScenarioError(f'{sub}: not allowed: [flows.udp] needs transport = "udp"', sub)
+        return parsed
+
+
+_FLOW = FlowTable(
     fields=(
         Field(
             "name",
@@ -2437,10 +2661,48 @@ _FLOW = Table(
             False,
             "NetSpec burst mode",
         ),
+        Field(
+            "streams",
+            Integer(minimum=1, maximum=1000, example=4),
+            "parallel streams (iperf -P): the flow becomes this many TCP connections between "
+            'the same hosts, named "<name>.1" ... "<name>.<streams>", each with the same cc and '
+            "tcp settings and an equal share of bytes; results keep a row per stream and "
+            "result.groups sums them under the flow's name",
+            1,
+            "iperf's default; document 001 used 2 to 16 (E1.6)",
+        ),
+        Field(
+            "http",
+            _HTTP,
+            "an HTTP workload instead of a bulk transfer ([flows.http])",
+            UNSET,
+            "unset: a bulk (or paced) transfer",
+        ),
         Field("tcp", _TCP, "TCP options ([flows.tcp])", {}, "each key's own default"),
+        Field(
+            "transport",
+            Choice(("tcp", "udp")),
+            '"tcp": a TCP connection (cc, tcp and the application keys above); "udp": '
+            "datagrams as [flows.udp] says, with no congestion control and no reaction to loss",
+            "tcp",
+            "fatpipe default",
+        ),
+        Field(
+            "udp",
+            Tagged(
+                tag="mode",
+                variants=UDP_MODES,
+                tag_doc="UDP traffic pattern",
+            ),
+            'with transport = "udp" (and only then; required): the traffic pattern, a '
+            "[flows.udp] table with mode = ... and its keys; the flow's start and stop apply",
+            UNSET,
+            "unset: a TCP flow",
+        ),
     ),
-    doc="A bulk TCP transfer: the application writes as fast as the send buffer takes data "
-    "(iperf, NetSpec full blast).",
+    doc="A flow. TCP by default: a bulk transfer, the application writing as fast as the send "
+    "buffer takes data (iperf, NetSpec full blast), or paced with burst_size. With transport "
+    '= "udp": datagrams as [flows.udp] says (NetSpec UDP cross traffic, iperf -u).',
 )
 
 class CapturePoints(Kind):
@@ -2550,7 +2812,7 @@ SCENARIO = Table(
         Field(
             "flows",
             TableArray(_FLOW, min_items=1, header="flows"),
-            "the TCP flows, at least one ([[flows]])",
+            "the flows, TCP or UDP, at least one ([[flows]])",
         ),
         Field("output", _OUTPUT, "recording and output ([output])", {}, "each key's own default"),
     ),
@@ -2640,6 +2902,7 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         for i, flow in enumerate(top["flows"])
     ]
     _check_unique_names(top["flows"], flows)
+    flows = _expand_streams(top["flows"], flows)
     core = {
         "name": name,
         "seed": top["seed"],
@@ -2706,6 +2969,49 @@ def load_scenario(source: Union[PathLike, Mapping[str, Any]]) -> Dict[str, Any]:
     return load(source).core
 
 
+def _normalize_http(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: Optional[int], mss: int) -> Dict[str, Any]:
+    """An HTTP client and server ([flows.http])."""
+    http = flow["http"]
+    http_path = _join(path, "http")
+    for key, shown, why in (
+        ("bytes", format_size, "the objects' sizes say what is sent"),
+        ("burst_size", format_size, "pace the server's responses with [flows.http] burst_size"),
+        ("burst_period", format_duration, "pace the server's responses with [flows.http] burst_period"),
+    ):
+        if flow[key] is not None:
+            sub = _join(path, key)
+            raise ScenarioError(f"{sub}: {shown(flow[key])} is not allowed: not with [flows.http]: {why}", sub)
+    if flow["burst_carry_over"]:
+        raise _fail(
+            _join(path, "burst_carry_over"), True,
+            "not with [flows.http]: a paced server always writes the rest of a burst",
+        )
+    if flow["streams"] > 1:
+        raise _fail(_join(path, "streams"), flow["streams"], "not with [flows.http]: one client, one connection at a time")
+    if http["request_size"] > mss:
+        raise ScenarioError(
+            f"{http_path}.request_size: {format_size(http['request_size'])} is not allowed: a request is one "
+            f"segment, at most the MSS ({mss} bytes)",
+            f"{http_path}.request_size",
+        )
+    if (http["burst_size"] is None) != (http["burst_period"] is None):
+        present, missing = ("burst_size", "burst_period") if http["burst_size"] is not None else ("burst_period", "burst_size")
+        raise ScenarioError(f"{http_path}.{missing}: missing; required with {present}", f"{http_path}.{missing}")
+    pacing = None
+    if http["burst_size"] is not None:
+        pacing = {"burst_bytes": http["burst_size"], "period_ps": http["burst_period"]}
+    return {
+        "kind": "http",
+        "start_ps": start_ps,
+        "stop_ps": stop_ps,
+        "persistent": http["version"] == "1.1",
+        "objects_bytes": http["objects"],
+        "requests": http["requests"] if http["requests"] is not None else len(http["objects"]),
+        "request_bytes": http["request_size"],
+        "server_pacing": pacing,
+    }
+
+
 def _normalize_source(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: Optional[int]) -> Dict[str, Any]:
     """The flow's application: bulk, or paced bursts when burst_size is given."""
     if flow["burst_size"] is None:
@@ -2729,9 +3035,78 @@ def _normalize_source(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: O
     }
 
 
+def _check_start_stop(flow: Dict[str, Any], path: str, duration_ps: int) -> None:
+    start_ps, stop_ps = flow["start"], flow["stop"]
+    if start_ps >= duration_ps:
+        raise ScenarioError(
+            f"{path}.start: {format_duration(start_ps)} is not allowed: must be before the end of "
+            f"the run (duration {format_duration(duration_ps)})",
+            f"{path}.start",
+        )
+    if stop_ps is not None and stop_ps <= start_ps:
+        raise ScenarioError(
+            f"{path}.stop: {format_duration(stop_ps)} is not allowed: must be after start "
+            f"({format_duration(start_ps)})",
+            f"{path}.stop",
+        )
+
+
+def _normalize_udp_flow(
+    flow: Dict[str, Any], path: str, index: int, network: Network, duration_ps: int
+) -> Dict[str, Any]:
+    """A UDP flow: source kind udp_<mode>, no tcp or cc (docs/core-interface.md)."""
+    _check_start_stop(flow, path, duration_ps)
+    udp, udp_path = flow["udp"], _join(path, "udp")
+    mode = udp["mode"]
+    max_payload = network.path_mtu_bytes - IPV4_UDP_HEADER_BYTES
+    payload = udp["payload_size"] if udp["payload_size"] is not None else max_payload
+    if max_payload < 1 or payload > max_payload:
+        raise ScenarioError(
+            f"{udp_path}.payload_size: {payload} bytes is larger than the link MTU "
+            f"{network.path_mtu_bytes} minus {IPV4_UDP_HEADER_BYTES} bytes of IP/UDP headers "
+            f"(max {max_payload})",
+            f"{udp_path}.payload_size",
+        )
+    source: Dict[str, Any] = {
+        "kind": _UDP_SOURCE_KINDS[mode],
+        "start_ps": flow["start"],
+        "stop_ps": flow["stop"],
+    }
+    if mode == "cbr":
+        source.update(rate_bps=udp["rate"])
+    elif mode == "onoff":
+        source.update(rate_bps=udp["rate"], on_ps=udp["on_time"], off_ps=udp["off_time"])
+    else:
+        if udp["burst_period"] is None and udp["count"] != 1:
+            sub = _join(udp_path, "burst_period")
+            raise ScenarioError(f"{sub}: missing; required unless count = 1", sub)
+        if udp["burst_size"] * udp["repeats"] > U64_MAX:
+            raise _fail(
+                _join(udp_path, "repeats"), udp["repeats"],
+                f"burst_size x repeats must be at most {U64_MAX} bytes",
+            )
+        source.update(
+            burst_bytes=udp["burst_size"],
+            repeats=udp["repeats"],
+            period_ps=udp["burst_period"],
+            count=udp["count"],
+            rate_bps=udp["rate"],
+        )
+    source["payload_bytes"] = payload
+    src, dst = _flow_endpoints(flow, path, network, both_ways=False)
+    return {
+        "name": flow["name"] if flow["name"] is not None else f"flow{index}",
+        "src": src,
+        "dst": dst,
+        "source": source,
+    }
+
+
 def _normalize_flow(
     flow: Dict[str, Any], path: str, index: int, network: Network, duration_ps: int
 ) -> Dict[str, Any]:
+    if flow["transport"] == "udp":
+        return _normalize_udp_flow(flow, path, index, network, duration_ps)
     tcp = flow["tcp"]
     tcp_path = _join(path, "tcp")
     header_bytes = IPV4_TCP_HEADER_BYTES + (TIMESTAMPS_OPTION_BYTES if tcp["timestamps"] else 0)
@@ -2756,19 +3131,8 @@ def _normalize_flow(
             f"max_rto ({format_duration(tcp['max_rto'])})",
             f"{tcp_path}.min_rto",
         )
+    _check_start_stop(flow, path, duration_ps)
     start_ps, stop_ps = flow["start"], flow["stop"]
-    if start_ps >= duration_ps:
-        raise ScenarioError(
-            f"{path}.start: {format_duration(start_ps)} is not allowed: must be before the end of "
-            f"the run (duration {format_duration(duration_ps)})",
-            f"{path}.start",
-        )
-    if stop_ps is not None and stop_ps <= start_ps:
-        raise ScenarioError(
-            f"{path}.stop: {format_duration(stop_ps)} is not allowed: must be after start "
-            f"({format_duration(start_ps)})",
-            f"{path}.stop",
-        )
     src, dst = _flow_endpoints(flow, path, network)
     cc = flow["cc"]
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
@@ -2788,11 +3152,22 @@ def _normalize_flow(
     initial_window = tcp["initial_window"]
     if initial_window == InitialWindow.RFC3390:
         initial_window = rfc3390_initial_window(mss)
+    if flow["http"] is not None:
+        source = _normalize_http(flow, path, start_ps, stop_ps, mss)
+    else:
+        source = _normalize_source(flow, path, start_ps, stop_ps)
+    handshake = tcp["handshake"] if tcp["handshake"] is not None else flow["http"] is not None
+    if not handshake and source["kind"] == "http" and not source["persistent"]:
+        raise _fail(
+            f"{tcp_path}.handshake", False,
+            'HTTP/1.0 opens a connection per request with a handshake (only version = "1.1" may start established)',
+        )
     return {
         "name": flow["name"] if flow["name"] is not None else f"flow{index}",
         "src": src,
         "dst": dst,
-        "source": _normalize_source(flow, path, start_ps, stop_ps),
+        "group": None,
+        "source": source,
         "tcp": {
             "mss_bytes": mss,
             "initial_window_segments": initial_window,
@@ -2815,6 +3190,8 @@ def _normalize_flow(
             "min_rto_ps": tcp["min_rto"],
             "max_rto_ps": tcp["max_rto"],
             "initial_rto_ps": tcp["initial_rto"],
+            "handshake": handshake,
+            "slow_start_after_idle": tcp["slow_start_after_idle"],
         },
         "cc": algorithm.normalize(
             {k: v for k, v in cc.items() if k not in ("algorithm", "preset")}, _join(path, "cc")
@@ -2822,8 +3199,11 @@ def _normalize_flow(
     }
 
 
-def _flow_endpoints(flow: Dict[str, Any], path: str, network: Network) -> Tuple[int, int]:
-    """(src, dst) node indices of a flow: by pair and direction, or by host names (custom)."""
+def _flow_endpoints(
+    flow: Dict[str, Any], path: str, network: Network, both_ways: bool = True
+) -> Tuple[int, int]:
+    """(src, dst) node indices of a flow: by pair and direction, or by host names (custom).
+    ``both_ways``: the flow needs a route back too (TCP's ACKs; UDP does not)."""
     shape = network.shape
     if network.hosts is not None:
         for key in ("pair", "direction"):
@@ -2844,7 +3224,7 @@ def _flow_endpoints(flow: Dict[str, Any], path: str, network: Network) -> Tuple[
         if flow["src"] == flow["dst"]:
             raise _fail(_join(path, "dst"), flow["dst"], "must differ from src")
         src, dst = network.hosts[flow["src"]], network.hosts[flow["dst"]]
-        for a, b in ((src, dst), (dst, src)):
+        for a, b in ((src, dst), (dst, src))[: 2 if both_ways else 1]:
             if hop_count(network, a, b) is None:
                 what = "data" if a == src else "ACKs"
                 raise _fail(
@@ -2871,6 +3251,41 @@ def _flow_endpoints(flow: Dict[str, Any], path: str, network: Network) -> Tuple[
     if direction not in pairs[pair]:
         raise _fail(_join(path, "direction"), direction, f'shape = "{shape}" has no such direction')
     return pairs[pair][direction]
+
+
+def _expand_streams(parsed: List[Dict[str, Any]], flows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Each flow with streams = N > 1 becomes N flows "<name>.1" ... "<name>.N" in group
+    "<name>", with bytes shared out (the first bytes % N streams carry one byte more)."""
+    expanded: List[Dict[str, Any]] = []
+    owner: Dict[str, int] = {f["name"]: i for i, f in enumerate(flows)}
+    for i, (user, flow) in enumerate(zip(parsed, flows)):
+        n = user["streams"]
+        if n == 1:
+            expanded.append(flow)
+            continue
+        source = flow["source"]
+        if source["kind"] != "bulk":
+            raise _fail(
+                f"flows[{i}].streams", n,
+                "parallel streams are bulk transfers; not with burst_size (pace each flow separately)",
+            )
+        total = source["bytes"]
+        if total is not None and total < n:
+            raise _fail(f"flows[{i}].bytes", total, f"must give each of the {n} streams at least one byte")
+        for k in range(n):
+            name = f"{flow['name']}.{k + 1}"
+            if name in owner:
+                raise _fail(
+                    f"flows[{i}].streams", n,
+                    f"stream name {json.dumps(name)} is already the name of flows[{owner[name]}]",
+                )
+            stream = json.loads(json.dumps(flow))
+            stream["name"] = name
+            stream["group"] = flow["name"]
+            if total is not None:
+                stream["source"]["bytes"] = total // n + (1 if k < total % n else 0)
+            expanded.append(stream)
+    return expanded
 
 
 def _check_unique_names(parsed: List[Dict[str, Any]], flows: List[Dict[str, Any]]) -> None:

@@ -1,6 +1,6 @@
 //! Packet capture: writes what a tcpdump at a host or on a link would have seen, as a
 //! classic pcap file (nanosecond time stamps, Ethernet link type) that tcpdump, tshark and
-//! Wireshark read.
+//! Wireshark read. TCP segments and ACKs, and UDP datagrams (sender port to port 5001).
 //!
 //! Simulated packets carry sequence numbers and lengths, not bytes; a capture builds real
 //! Ethernet/IPv4/TCP headers from them: 32-bit sequence numbers from per-flow initial
@@ -57,6 +57,11 @@ pub struct FlowWire {
     pub receiver_port: u16,
     /// Right shift of the advertised window (RFC 7323 window scale; 0 without scaling).
     pub window_shift: u8,
+    /// The data sender's node (packets from it carry the sender's ISN and port).
+    pub sender_node: u32,
+    pub mss_bytes: u32,
+    pub sack_permitted: bool,
+    pub window_scaling: bool,
     /// The window the data sender advertises to the receiver (its own receive buffer).
     pub sender_window_bytes: u32,
     pub timestamps: bool,
@@ -167,7 +172,7 @@ fn fold(mut acc: u32) -> u16 {
 /// not included.
 pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u16) {
     frame.clear();
-    let data = pkt.kind == PacketKind::Data;
+    let udp = pkt.kind == PacketKind::Datagram;
     frame.extend_from_slice(&node_mac(pkt.dst));
     frame.extend_from_slice(&node_mac(pkt.src));
     frame.extend_from_slice(&0x0800u16.to_be_bytes());
@@ -181,28 +186,60 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     frame.extend_from_slice(&total_len.to_be_bytes());
     frame.extend_from_slice(&ip_id.to_be_bytes());
     frame.extend_from_slice(&0x4000u16.to_be_bytes()); // don't fragment
-    frame.extend_from_slice(&[64, 6, 0, 0]); // TTL, TCP, checksum placeholder
+    frame.extend_from_slice(&[64, if udp { 17 } else { 6 }, 0, 0]); // TTL, protocol, checksum placeholder
     let (src_ip, dst_ip) = (node_ip(pkt.src), node_ip(pkt.dst));
     frame.extend_from_slice(&src_ip);
     frame.extend_from_slice(&dst_ip);
     let ip_sum = fold(sum16(&frame[ip_start..ip_start + 20], 0));
     frame[ip_start + 10..ip_start + 12].copy_from_slice(&ip_sum.to_be_bytes());
+    if udp {
+        let start = frame.len();
+        let udp_len = (pkt.ip_bytes - 20) as u16;
+        frame.extend_from_slice(&wire.sender_port.to_be_bytes());
+        frame.extend_from_slice(&wire.receiver_port.to_be_bytes());
+        frame.extend_from_slice(&udp_len.to_be_bytes());
+        frame.extend_from_slice(&[0, 0]);
+        let mut acc = sum16(&src_ip, 0);
+        acc = sum16(&dst_ip, acc);
+        acc += 17 + udp_len as u32;
+        // RFC 768: a computed 0 is sent as all ones (0 means "no checksum").
+        let sum = match fold(sum16(&frame[start..], acc)) {
+            0 => 0xffff,
+            v => v,
+        };
+        frame[start + 6..start + 8].copy_from_slice(&sum.to_be_bytes());
+        return;
+    }
     // TCP
     let tcp_start = frame.len();
     let tcp_len = pkt.ip_bytes - 20;
     let header_len = tcp_len - pkt.payload_bytes;
-    let (sport, dport) = if data { (wire.sender_port, wire.receiver_port) } else { (wire.receiver_port, wire.sender_port) };
-    // The SYN takes one sequence number, so the first data byte is ISN + 1.
-    let (seq, ack) = if data {
-        (wire.sender_isn.wrapping_add(1).wrapping_add(pkt.seq as u32), wire.receiver_isn.wrapping_add(1))
-    } else {
-        (wire.receiver_isn.wrapping_add(1), wire.sender_isn.wrapping_add(1).wrapping_add(pkt.ack as u32))
+    // The side that sent the packet: the flow's data sender or its receiver. Each side has
+    // its own ISN and port; the SYN takes one sequence number, so data starts at ISN + 1.
+    let from_sender = pkt.src == wire.sender_node;
+    let (own_isn, peer_isn) = if from_sender { (wire.sender_isn, wire.receiver_isn) } else { (wire.receiver_isn, wire.sender_isn) };
+    let receiver_port = wire.receiver_port.wrapping_add(pkt.conn);
+    let (sport, dport) = if from_sender { (wire.sender_port, receiver_port) } else { (receiver_port, wire.sender_port) };
+    let (seq, ack, flags): (u32, u32, u8) = match pkt.kind {
+        PacketKind::Data => (own_isn.wrapping_add(1).wrapping_add(pkt.seq as u32), peer_isn.wrapping_add(1), if pkt.payload_bytes > 0 { 0x18 } else { 0x10 }),
+        PacketKind::Ack => (own_isn.wrapping_add(1), peer_isn.wrapping_add(1).wrapping_add(pkt.ack as u32), 0x10),
+        PacketKind::Syn => (own_isn, 0, 0x02),
+        PacketKind::SynAck => (own_isn, peer_isn.wrapping_add(1), 0x12),
+        PacketKind::HandshakeAck => (own_isn.wrapping_add(1), peer_isn.wrapping_add(1), 0x10),
+        // Requests of one connection follow each other; `seq` is the request's index.
+        PacketKind::Request => (
+            own_isn.wrapping_add(1).wrapping_add((pkt.seq as u32).wrapping_mul(pkt.payload_bytes)),
+            peer_isn.wrapping_add(1),
+            0x18,
+        ),
+        PacketKind::Datagram => unreachable!("UDP is written above"),
     };
     frame.extend_from_slice(&sport.to_be_bytes());
     frame.extend_from_slice(&dport.to_be_bytes());
     frame.extend_from_slice(&seq.to_be_bytes());
     frame.extend_from_slice(&ack.to_be_bytes());
-    let mut flags: u8 = if data && pkt.payload_bytes > 0 { 0x18 } else { 0x10 }; // PSH|ACK or ACK
+    // RFC 3168: ECN-Echo and Congestion Window Reduced.
+    let mut flags = flags;
     if pkt.ecn.has(Ecn::ECE) {
         flags |= 0x40;
     }
@@ -211,11 +248,36 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     }
     frame.push(((header_len / 4) as u8) << 4);
     frame.push(flags);
-    let window = if data { wire.sender_window_bytes } else { pkt.window_bytes };
-    let field = (window >> wire.window_shift).min(65_535) as u16;
+    // ACKs carry the receiver's advertised window; other packets that carry none get the
+    // window both ends configure (they share one TCP configuration).
+    let window = if pkt.kind == PacketKind::Ack || pkt.window_bytes > 0 { pkt.window_bytes } else { wire.sender_window_bytes };
+    // RFC 7323: the window in a SYN or SYN-ACK is never scaled.
+    let field = if matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck) { window.min(65_535) as u16 } else { (window >> wire.window_shift).min(65_535) as u16 };
     frame.extend_from_slice(&field.to_be_bytes());
     frame.extend_from_slice(&[0, 0, 0, 0]); // checksum placeholder, urgent pointer
-    if wire.timestamps {
+    let syn = matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck);
+    if syn {
+        // MSS and window scale, so that tools know both; SACK-permitted and timestamps are
+        // laid out as Linux does (packet::syn_option_bytes gives the same size).
+        frame.extend_from_slice(&[2, 4]);
+        // The MSS option announces MTU - 40; the timestamps option then takes 12 of it.
+        let announced = wire.mss_bytes + if wire.timestamps { crate::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 };
+        frame.extend_from_slice(&(announced.min(65_535) as u16).to_be_bytes());
+        if wire.sack_permitted && wire.timestamps {
+            frame.extend_from_slice(&[4, 2, 8, 10]);
+        } else if wire.sack_permitted {
+            frame.extend_from_slice(&[1, 1, 4, 2]);
+        } else if wire.timestamps {
+            frame.extend_from_slice(&[1, 1, 8, 10]);
+        }
+        if wire.timestamps {
+            frame.extend_from_slice(&((pkt.ts_val / 1_000_000_000) as u32).to_be_bytes());
+            frame.extend_from_slice(&((pkt.ts_ecr / 1_000_000_000) as u32).to_be_bytes());
+        }
+        if wire.window_scaling {
+            frame.extend_from_slice(&[1, 3, 3, wire.window_shift]);
+        }
+    } else if wire.timestamps {
         // NOP, NOP, kind 8, length 10, TSval, TSecr on a 1 ms clock (Linux's).
         frame.extend_from_slice(&[1, 1, 8, 10]);
         frame.extend_from_slice(&((pkt.ts_val / 1_000_000_000) as u32).to_be_bytes());

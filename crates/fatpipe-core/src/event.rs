@@ -22,7 +22,7 @@ pub enum Event {
     SourceStart(u32),
     /// The application of a flow stops writing.
     SourceStop(u32),
-    /// A paced application's next burst is due.
+    /// A paced application's next burst, or a UDP source's next datagram, is due.
     SourceTick(u32),
     /// Sample every probe.
     Probe,
@@ -36,6 +36,9 @@ pub enum TimerKind {
     DelayedAck,
     /// The sender's pacing timer: the next segment may go.
     Pacing,
+    /// Connection setup and requests: SYN and SYN-ACK retransmission (`tcp/handshake.rs`),
+    /// an HTTP client's request retransmission (`source/http.rs`).
+    Connection,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -5,6 +5,9 @@
 //! with loss recovery; `cc` the congestion control algorithms; `source` the applications;
 //! `probe` the sampled time series; `scenario` the normalized input.
 
+// serde_json's json! macro recurses once per key; a flow's summary has over 60.
+#![recursion_limit = "256"]
+
 pub mod capture;
 pub mod cc;
 pub mod event;

@@ -7,8 +7,24 @@ use crate::time::Time;
 
 /// IPv4 (20) + TCP (20) header bytes without options.
 pub const IPV4_TCP_HEADER_BYTES: u32 = 40;
+/// IPv4 (20) + UDP (8) header bytes: a datagram's IP packet is its payload plus these.
+pub const IPV4_UDP_HEADER_BYTES: u32 = 28;
 /// The TCP timestamps option (RFC 7323): 10 bytes, padded to 12.
 pub const TCP_TIMESTAMPS_OPTION_BYTES: u32 = 12;
+
+/// Option bytes of a SYN or SYN-ACK, as Linux lays them out (`tcp_options_write`): MSS (4);
+/// SACK-permitted (2) packed with timestamps (10) into 12, or alone behind two NOPs (4), or
+/// timestamps alone behind two NOPs (12); window scale (3) behind a NOP (4). A SYN-ACK
+/// answers with the options the SYN offered, so both have this size: with everything on,
+/// 20 bytes (a 60-byte SYN, as tcpdump shows Linux's).
+pub fn syn_option_bytes(sack: bool, timestamps: bool, window_scaling: bool) -> u32 {
+    let sack_ts = match (sack, timestamps) {
+        (_, true) => 12,
+        (true, false) => 4,
+        (false, false) => 0,
+    };
+    4 + sack_ts + if window_scaling { 4 } else { 0 }
+}
 
 /// SACK option bytes: kind and length (2) plus 8 per block, padded with two NOPs to a
 /// multiple of 4 (RFC 2018).
@@ -81,12 +97,29 @@ pub enum PacketKind {
     Data,
     /// A pure TCP acknowledgment from the flow's receiver to its sender.
     Ack,
+    /// A UDP datagram from a UDP flow's sender to its receiver; `seq` numbers the datagrams
+    /// from 0 (as iperf's UDP payload does). Nothing answers it.
+    Datagram,
+    /// Connection setup (`tcp/handshake.rs`): the opener's SYN, the listener's SYN-ACK and
+    /// the opener's ACK that completes the three-way handshake (RFC 793 section 3.4).
+    Syn,
+    SynAck,
+    HandshakeAck,
+    /// An HTTP request (`source/http.rs`): client (the flow's receiver host) to server (the
+    /// flow's sender host), `payload_bytes` of request; `seq` is the request's index. It also
+    /// acknowledges the SYN-ACK when it is a new connection's first segment.
+    Request,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {
     /// Index of the flow this packet belongs to.
     pub flow: u32,
+    /// The flow's connection this packet belongs to (a flow that opens one connection after
+    /// another, as HTTP/1.0, numbers them). Endpoints ignore packets of another connection, so
+    /// stragglers of a closed connection cannot confuse the next. 16 bits keep the packet at
+    /// 96 bytes; wrapping is harmless, as no packet outlives 65,536 later connections.
+    pub conn: u16,
     /// Source and destination node indices (routing looks at `dst`).
     pub src: u32,
     pub dst: u32,
@@ -125,12 +158,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_packet_stays_small() {
-        // Queues and links copy packets by value: the ECN byte fits in existing padding.
+    fn a_packet_stays_within_96_bytes() {
+        // Queues and links hold packets by value: their size is the simulator's memory traffic.
         assert!(std::mem::size_of::<Packet>() <= 96, "{}", std::mem::size_of::<Packet>());
+    }
+
+    #[test]
+    fn ecn_bits_are_independent() {
         let mut e = Ecn::default();
         e.set(Ecn::ECT);
         e.set(Ecn::CWR);
         assert!(e.has(Ecn::ECT) && e.has(Ecn::CWR) && !e.has(Ecn::CE) && !e.has(Ecn::ECE));
+    }
+
+    #[test]
+    fn syn_options_as_linux_lays_them_out() {
+        assert_eq!(IPV4_TCP_HEADER_BYTES + syn_option_bytes(true, true, true), 60);
+        assert_eq!(IPV4_TCP_HEADER_BYTES + syn_option_bytes(true, false, true), 52);
+        assert_eq!(syn_option_bytes(false, false, false), 4); // MSS only
+        assert_eq!(syn_option_bytes(false, true, false), 16);
     }
 }

@@ -8,11 +8,12 @@ use serde::Serialize;
 pub struct FlowSeries {
     pub time_ps: Vec<u64>,
     pub flow: Vec<u32>,
-    pub cwnd_segments: Vec<u32>,
-    /// -1 while no slow-start threshold is set.
+    /// -1 for a UDP flow (no window).
+    pub cwnd_segments: Vec<i64>,
+    /// -1 while no slow-start threshold is set (always for a UDP flow).
     pub ssthresh_segments: Vec<i64>,
     pub outstanding_bytes: Vec<u64>,
-    /// -1 before the first RTT sample.
+    /// -1 before the first RTT sample (always for a UDP flow).
     pub srtt_ps: Vec<i64>,
     /// Bytes delivered in order to the receiving application, cumulative.
     pub delivered_bytes: Vec<u64>,

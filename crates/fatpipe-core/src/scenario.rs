@@ -4,6 +4,7 @@
 
 use crate::cc::CcSpec;
 use crate::net::link::LinkSpec;
+use crate::packet::IPV4_UDP_HEADER_BYTES;
 use crate::net::routing::shortest_path_table;
 use crate::source::SourceSpec;
 use crate::tcp::TcpConfig;
@@ -49,8 +50,49 @@ pub struct FlowSpec {
     pub src: u32,
     pub dst: u32,
     pub source: SourceSpec,
-    pub tcp: TcpConfig,
-    pub cc: CcSpec,
+    /// TCP flows only: a flow with a UDP source has neither (absent or null).
+    #[serde(default)]
+    pub tcp: Option<TcpConfig>,
+    #[serde(default)]
+    pub cc: Option<CcSpec>,
+    /// The flow is one of parallel streams (iperf -P) reported together under this name.
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+/// TCP settings for the idle endpoints a UDP flow carries (they never send or receive; any
+/// valid values do).
+pub const IDLE_TCP: TcpConfig = TcpConfig {
+    mss_bytes: 536,
+    initial_window_segments: 1,
+    rcv_buffer_bytes: 65_535,
+    snd_buffer_bytes: 65_535,
+    window_scaling: false,
+    timestamps: false,
+    delayed_ack: false,
+    delayed_ack_timeout_ps: 0,
+    ack_every_segments: 1,
+    dupack_threshold: 3,
+    recovery: crate::tcp::config::Recovery::Reno,
+    fack: false,
+    dcr_div: None,
+    max_ssthresh_segments: 0,
+    initial_ssthresh_segments: None,
+    pacing_gain: None,
+    newreno_impatient: false,
+    ecn: false,
+    min_rto_ps: 0,
+    max_rto_ps: 0,
+    initial_rto_ps: 0,
+    handshake: false,
+    slow_start_after_idle: false,
+};
+
+impl FlowSpec {
+    /// The flow's TCP settings; a UDP flow (none) gets `IDLE_TCP` for its idle endpoints.
+    pub fn tcp(&self) -> &TcpConfig {
+        self.tcp.as_ref().unwrap_or(&IDLE_TCP)
+    }
 }
 
 impl Scenario {
@@ -129,7 +171,13 @@ impl Scenario {
             if f.src == f.dst {
                 return Err(format!("flows[{i}]: src and dst are the same host"));
             }
-            let t = &f.tcp;
+            if f.source.is_udp() {
+                self.validate_udp_flow(i, f, &routes)?;
+                continue;
+            }
+            let (Some(t), Some(cc)) = (&f.tcp, &f.cc) else {
+                return Err(format!("flows[{i}]: a TCP flow needs tcp and cc"));
+            };
             if t.mss_bytes == 0 || t.initial_window_segments == 0 || t.ack_every_segments == 0 || t.dupack_threshold == 0 {
                 return Err(format!("flows[{i}].tcp: mss, initial window, ack_every and dupack threshold must be positive"));
             }
@@ -141,25 +189,15 @@ impl Scenario {
             }
             let packet = t.mss_bytes + t.header_bytes();
             for (a, b) in [(f.src, f.dst), (f.dst, f.src)] {
-                let mut node = a;
-                while node != b {
-                    let Some(l) = routes[node as usize][b as usize] else {
-                        return Err(format!(
-                            "flows[{i}]: no route from node {} to node {}",
-                            self.nodes[node as usize].name, self.nodes[b as usize].name
-                        ));
-                    };
-                    let link = &self.links[l as usize];
-                    if packet > link.mtu_bytes {
-                        return Err(format!(
-                            "flows[{i}].tcp.mss_bytes: {} is not allowed: with {} header bytes the packet exceeds link {}'s MTU {}",
-                            t.mss_bytes,
-                            t.header_bytes(),
-                            link.name,
-                            link.mtu_bytes
-                        ));
-                    }
-                    node = link.to;
+                let link = self.smallest_mtu_on_route(&routes, i, a, b)?;
+                if packet > link.mtu_bytes {
+                    return Err(format!(
+                        "flows[{i}].tcp.mss_bytes: {} is not allowed: with {} header bytes the packet exceeds link {}'s MTU {}",
+                        t.mss_bytes,
+                        t.header_bytes(),
+                        link.name,
+                        link.mtu_bytes
+                    ));
                 }
             }
             if let SourceSpec::Burst(b) = &f.source {
@@ -178,13 +216,30 @@ impl Scenario {
                     return Err(format!("flows[{i}].source.bytes: 0 is not allowed: must be positive"));
                 }
             }
-            if let CcSpec::Reno(r) = &f.cc {
+            if let SourceSpec::Http(h) = &f.source {
+                if h.objects_bytes.is_empty() || h.objects_bytes.contains(&0) || h.requests == 0 {
+                    return Err(format!("flows[{i}].source: http needs objects_bytes (each positive) and requests > 0"));
+                }
+                if h.request_bytes == 0 || h.request_bytes > t.mss_bytes {
+                    return Err(format!("flows[{i}].source.request_bytes: {} is not allowed: a request is one segment, 1 to mss_bytes ({})", h.request_bytes, t.mss_bytes));
+                }
+                if h.server_pacing.is_some_and(|p| p.burst_bytes == 0 || p.period_ps == 0) {
+                    return Err(format!("flows[{i}].source.server_pacing: burst_bytes and period_ps must be positive"));
+                }
+                if h.stop_ps.is_some_and(|s| s <= h.start_ps) {
+                    return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
+                }
+                if !h.persistent && !t.handshake {
+                    return Err(format!("flows[{i}].tcp.handshake: HTTP/1.0 opens a connection per request with a handshake; it cannot be off"));
+                }
+            }
+            if let CcSpec::Reno(r) = cc {
                 if !(r.a > 0.0) || !(r.b > 0.0 && r.b < 1.0) {
                     return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
                 }
             }
             // Every algorithm's parameters; exhaustive, so a new algorithm cannot skip its checks.
-            let cc_params = match &f.cc {
+            let cc_params = match cc {
                 CcSpec::Reno(_) => Ok(()),
                 CcSpec::Vegas(c) => c.validate(),
                 CcSpec::Westwood(c) => c.validate(),
@@ -203,4 +258,70 @@ impl Scenario {
         }
         Ok(())
     }
+
+    /// The link of least MTU on the route from node `a` to node `b`, or the error that there
+    /// is no route (for flow `i`).
+    fn smallest_mtu_on_route(&self, routes: &[Vec<Option<u32>>], i: usize, a: u32, b: u32) -> Result<&LinkSpec, String> {
+        let mut smallest: Option<&LinkSpec> = None;
+        let mut node = a;
+        while node != b {
+            let Some(l) = routes[node as usize][b as usize] else {
+                return Err(format!(
+                    "flows[{i}]: no route from node {} to node {}",
+                    self.nodes[node as usize].name, self.nodes[b as usize].name
+                ));
+            };
+            let link = &self.links[l as usize];
+            if smallest.is_none_or(|s| link.mtu_bytes < s.mtu_bytes) {
+                smallest = Some(link);
+            }
+            node = link.to;
+        }
+        Ok(smallest.expect("src != dst: the route has a link"))
+    }
+
+    /// A UDP flow: no TCP settings, datagrams that fit the route's MTU (UDP is not
+    /// fragmented here), positive rates and durations. A UDP flow needs no route back.
+    fn validate_udp_flow(&self, i: usize, f: &FlowSpec, routes: &[Vec<Option<u32>>]) -> Result<(), String> {
+        if f.tcp.is_some() || f.cc.is_some() {
+            return Err(format!("flows[{i}]: a UDP flow ({}) takes no tcp or cc", f.source.kind()));
+        }
+        let payload = f.source.udp_payload_bytes().expect("a UDP source");
+        let link = self.smallest_mtu_on_route(routes, i, f.src, f.dst)?;
+        if payload == 0 || payload + IPV4_UDP_HEADER_BYTES > link.mtu_bytes {
+            return Err(format!(
+                "flows[{i}].source.payload_bytes: {payload} is not allowed: must be positive and, with {IPV4_UDP_HEADER_BYTES} header bytes, fit link {}'s MTU {}",
+                link.name, link.mtu_bytes
+            ));
+        }
+        let (start, stop) = (f.source.start_ps(), f.source.stop_ps());
+        if stop.is_some_and(|s| s <= start) {
+            return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
+        }
+        let positive = |what: &str, v: u64| if v == 0 { Err(format!("flows[{i}].source.{what}: 0 is not allowed: must be positive")) } else { Ok(()) };
+        match &f.source {
+            SourceSpec::UdpCbr(c) => positive("rate_bps", c.rate_bps),
+            SourceSpec::UdpOnoff(c) => {
+                positive("rate_bps", c.rate_bps)?;
+                positive("on_ps", c.on_ps)?;
+                positive("off_ps", c.off_ps)
+            }
+            SourceSpec::UdpBurst(c) => {
+                positive("burst_bytes", c.burst_bytes)?;
+                positive("repeats", c.repeats)?;
+                positive("rate_bps", c.rate_bps.unwrap_or(1))?;
+                positive("count", c.count.unwrap_or(1))?;
+                if c.burst_bytes.checked_mul(c.repeats).is_none() {
+                    return Err(format!("flows[{i}].source.repeats: burst_bytes x repeats exceeds 2^64 bytes"));
+                }
+                match c.period_ps {
+                    Some(p) => positive("period_ps", p),
+                    None if c.count == Some(1) => Ok(()),
+                    None => Err(format!("flows[{i}].source.period_ps: null is not allowed unless count = 1")),
+                }
+            }
+            SourceSpec::Bulk(_) | SourceSpec::Burst(_) | SourceSpec::Http(_) => unreachable!("a UDP source"),
+        }
+    }
 }
+

@@ -17,21 +17,25 @@
 //! is called again as soon as the queue has room (`wake_interface_waiters`).
 
 use crate::capture::{Capture, FlowWire};
-use crate::cc::INFINITE_SSTHRESH;
+use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::rng::Rng;
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::Link;
 use crate::net::routing::shortest_path_table;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
-use crate::scenario::Scenario;
+use crate::scenario::{FlowSpec, Scenario};
 use crate::source::burst::BurstStats;
+use crate::source::http::{HttpSession, RequestTable};
+use crate::source::udp::{UdpFlow, UdpSchedule};
 use crate::source::SourceSpec;
-use crate::tcp::{TcpReceiver, TcpSender};
+use crate::tcp::{Handshake, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use crate::timer::{Fired, LazyTimer};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
+
+mod workload;
 
 pub struct Flow {
     pub name: String,
@@ -44,7 +48,20 @@ pub struct Flow {
     delayed_ack_timer: LazyTimer,
     pacing_timer: LazyTimer,
     pub bursts: BurstStats,
+    /// A UDP flow's sender and receiver; its TCP endpoints above are idle placeholders that
+    /// never run (kept so that every flow has the same shape).
+    pub udp: Option<UdpFlow>,
     pub losses: FlowLosses,
+    /// Connection setup of the live connection, when modelled (`tcp.handshake`, HTTP).
+    pub handshake: Option<Handshake>,
+    /// HTTP client and server (an `http` source).
+    pub http: Option<HttpSession>,
+    /// The live connection (`Packet::conn`); packets of another are ignored.
+    pub conn: u16,
+    connection_timer: LazyTimer,
+    /// Totals of the connections closed before the live one (HTTP/1.0), which reports add to
+    /// the live connection's: bytes delivered and written, SYNs and SYN-ACKs retransmitted.
+    closed: ClosedConnections,
     /// The sender's host interface: the first link toward the receiver.
     iface: u32,
     /// Size of the flow's largest segment, IP bytes (what the interface budget counts in).
@@ -63,6 +80,39 @@ pub struct FlowLosses {
     pub ack_packets: u64,
     /// Data segments first sent during the first slow start and lost.
     pub slow_start_data_packets: u64,
+    /// SYNs, SYN-ACKs, handshake ACKs and HTTP requests lost.
+    pub setup_packets: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ClosedConnections {
+    delivered_bytes: u64,
+    written_bytes: u64,
+    syn_retransmits: u64,
+    synack_retransmits: u64,
+}
+
+/// A fresh sender and receiver for connection `conn` of flow `i` (slow start from the initial
+/// window, no RTT sample).
+fn endpoints(i: u32, spec: &FlowSpec, conn: u16) -> (TcpSender, TcpReceiver) {
+    let mut sender = TcpSender::new(i, spec.src, spec.dst, spec.tcp(), spec.cc.as_ref().map_or_else(idle_cc, CcSpec::build));
+    let mut receiver = TcpReceiver::new(i, spec.dst, spec.src, spec.tcp());
+    sender.conn = conn;
+    receiver.conn = conn;
+    (sender, receiver)
+}
+
+impl Flow {
+    /// Bytes delivered in order to the receiving application, over all connections.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.closed.delivered_bytes + self.receiver.rcv_nxt
+    }
+
+    /// SYNs and SYN-ACKs retransmitted, over all connections.
+    pub fn handshake_retransmits(&self) -> (u64, u64) {
+        let (syn, synack) = self.handshake.as_ref().map_or((0, 0), |h| h.retransmits());
+        (self.closed.syn_retransmits + syn as u64, self.closed.synack_retransmits + synack as u64)
+    }
 }
 
 pub struct Simulation {
@@ -98,21 +148,39 @@ impl Simulation {
             .flows
             .iter()
             .enumerate()
-            .map(|(i, f)| Flow {
-                name: f.name.clone(),
-                src: f.src,
-                dst: f.dst,
-                source: f.source.clone(),
-                sender: TcpSender::new(i as u32, f.src, f.dst, &f.tcp, f.cc.build()),
-                receiver: TcpReceiver::new(i as u32, f.dst, f.src, &f.tcp),
-                rto_timer: LazyTimer::default(),
-                delayed_ack_timer: LazyTimer::default(),
-                pacing_timer: LazyTimer::default(),
-                bursts: BurstStats::default(),
-                losses: FlowLosses::default(),
-                iface: routes[f.src as usize][f.dst as usize].expect("validated: every flow has a route"),
-                max_ip_bytes: f.tcp.header_bytes() + f.tcp.mss_bytes,
-                iface_waiting: false,
+            .map(|(i, f)| {
+                let (sender, receiver) = endpoints(i as u32, f, 0);
+                let (http, handshake) = match &f.source {
+                    // HTTP opens its connections itself (`sim/workload.rs`).
+                    SourceSpec::Http(h) => (Some(HttpSession::new(i as u32, f.dst, f.src, h, f.tcp())), None),
+                    _ => (None, f.tcp().handshake.then(|| Handshake::new(i as u32, 0, f.src, f.dst, f.tcp()))),
+                };
+                Flow {
+                    name: f.name.clone(),
+                    src: f.src,
+                    dst: f.dst,
+                    source: f.source.clone(),
+                    sender,
+                    receiver,
+                    rto_timer: LazyTimer::default(),
+                    delayed_ack_timer: LazyTimer::default(),
+                    pacing_timer: LazyTimer::default(),
+                    bursts: BurstStats::default(),
+                    handshake,
+                    http,
+                    conn: 0,
+                    connection_timer: LazyTimer::default(),
+                    closed: ClosedConnections::default(),
+                    losses: FlowLosses::default(),
+                    iface: routes[f.src as usize][f.dst as usize].expect("validated: every flow has a route"),
+                    max_ip_bytes: f.tcp().header_bytes() + f.tcp().mss_bytes,
+                    iface_waiting: false,
+                    udp: UdpSchedule::of(&f.source).map(|schedule| {
+                        // The sending host's line: the first link of the route (validated to exist).
+                        let line = &links[routes[f.src as usize][f.dst as usize].expect("validated route") as usize].spec;
+                        UdpFlow::new(i as u32, f.src, f.dst, schedule, f.source.stop_ps(), line.rate_bps, line.framing_bytes)
+                    }),
+                }
             })
             .collect();
         let mut senders_per_link = vec![0; links.len()];
@@ -123,7 +191,8 @@ impl Simulation {
         let mut events = EventQueue::default();
         for (i, f) in flows.iter().enumerate() {
             events.schedule(f.source.start_ps(), Event::SourceStart(i as u32));
-            if let Some(stop) = f.source.stop_ps() {
+            // A UDP source checks its stop time at each datagram.
+            if let (Some(stop), None) = (f.source.stop_ps(), &f.udp) {
                 events.schedule(stop, Event::SourceStop(i as u32));
             }
         }
@@ -134,15 +203,22 @@ impl Simulation {
             .enumerate()
             .map(|(i, f)| {
                 let mut rng = Rng::for_element(scenario.seed, &format!("{}/isn", f.name));
+                let http = matches!(f.source, SourceSpec::Http(_));
+                let tcp = f.tcp();
                 FlowWire {
                     sender_isn: rng.next_u64() as u32,
                     receiver_isn: rng.next_u64() as u32,
-                    // Linux's first ephemeral port, one per flow; iperf's server port.
-                    sender_port: 32768 + (i % 28232) as u16,
-                    receiver_port: 5001,
-                    window_shift: f.tcp.window_shift(),
-                    sender_window_bytes: f.tcp.advertised_window_bytes(),
-                    timestamps: f.tcp.timestamps,
+                    // Linux's first ephemeral port, one per flow, to iperf's server port; an
+                    // HTTP server listens on 80 and its client takes a new port per connection.
+                    sender_port: if http { 80 } else { 32768 + (i % 28232) as u16 },
+                    receiver_port: if http { 40000 + ((i * 1000) % 25000) as u16 } else { 5001 },
+                    sender_node: f.src,
+                    mss_bytes: tcp.mss_bytes,
+                    sack_permitted: tcp.recovery == crate::tcp::config::Recovery::Sack,
+                    window_scaling: tcp.window_scaling,
+                    window_shift: f.tcp.as_ref().map_or(0, TcpConfig::window_shift),
+                    sender_window_bytes: f.tcp.as_ref().map_or(0, TcpConfig::advertised_window_bytes),
+                    timestamps: f.tcp.as_ref().is_some_and(|t| t.timestamps),
                 }
             })
             .collect();
@@ -228,25 +304,23 @@ impl Simulation {
                 self.arrive(to, pkt);
             }
             Event::Timer(f, kind) => self.on_timer(f, kind),
-            Event::SourceStart(f) => {
-                self.grant_tx_budget(f);
-                let flow = &mut self.flows[f as usize];
-                let mut out = std::mem::take(&mut self.out);
-                match &flow.source {
-                    SourceSpec::Bulk(b) => flow.sender.start_bulk(self.now, b.bytes, &mut out),
-                    SourceSpec::Burst(_) => {
-                        self.out = out;
-                        self.on_burst_tick(f);
-                        return;
-                    }
+            Event::SourceStart(f) => self.on_source_start(f),
+            Event::SourceTick(f) => {
+                if self.flows[f as usize].udp.is_some() {
+                    self.on_udp_tick(f);
+                } else if self.flows[f as usize].http.is_some() {
+                    self.on_http_tick(f);
+                } else {
+                    self.on_burst_tick(f);
                 }
-                let node = flow.src;
-                self.transmit(node, &mut out);
-                self.out = out;
-                self.sync_timers(f);
             }
-            Event::SourceTick(f) => self.on_burst_tick(f),
-            Event::SourceStop(f) => self.flows[f as usize].sender.stop_application(),
+            Event::SourceStop(f) => {
+                // An HTTP client checks its stop time itself and completes the response under way.
+                let flow = &mut self.flows[f as usize];
+                if flow.http.is_none() {
+                    flow.sender.stop_application();
+                }
+            }
             Event::Probe => {
                 self.sample();
                 let next = self.now + self.scenario.sample_interval_ps;
@@ -255,6 +329,35 @@ impl Simulation {
                 }
             }
         }
+    }
+
+    /// The application starts writing, on an established connection (unless its stop time
+    /// passed while the connection was being opened).
+    fn start_application(&mut self, f: u32) {
+        if self.flows[f as usize].source.stop_ps().is_some_and(|s| self.now >= s) {
+            return;
+        }
+        self.grant_tx_budget(f);
+        let flow = &mut self.flows[f as usize];
+        let mut out = std::mem::take(&mut self.out);
+        match &flow.source {
+            SourceSpec::Bulk(b) => flow.sender.start_bulk(self.now, b.bytes, &mut out),
+            SourceSpec::Burst(_) => {
+                self.out = out;
+                self.on_burst_tick(f);
+                return;
+            }
+            SourceSpec::Http(_) => unreachable!("an HTTP client starts in sim/workload.rs"),
+            SourceSpec::UdpCbr(_) | SourceSpec::UdpBurst(_) | SourceSpec::UdpOnoff(_) => {
+                self.out = out;
+                self.on_udp_tick(f);
+                return;
+            }
+        }
+        let node = flow.src;
+        self.transmit(node, &mut out);
+        self.out = out;
+        self.sync_timers(f);
     }
 
     /// A paced application writes its next burst and schedules the one after.
@@ -269,9 +372,7 @@ impl Simulation {
         self.grant_tx_budget(f);
         let flow = &mut self.flows[f as usize];
         let mut out = std::mem::take(&mut self.out);
-        let failed = flow.sender.write_burst(now, burst, carry_over, &mut out);
-        flow.bursts.bursts += 1;
-        flow.bursts.failed_cycles += u64::from(failed);
+        flow.bursts.write(&mut flow.sender, now, burst, carry_over, &mut out);
         let node = flow.src;
         self.transmit(node, &mut out);
         self.out = out;
@@ -279,6 +380,27 @@ impl Simulation {
         let next = now + period;
         if next <= self.scenario.duration_ps && stop.is_none_or(|s| next < s) {
             self.events.schedule(next, Event::SourceTick(f));
+        }
+    }
+
+    /// A UDP source sends its datagram if it is due and schedules the next: one pending
+    /// event per UDP flow, whatever its rate.
+    fn on_udp_tick(&mut self, f: u32) {
+        let now = self.now;
+        let udp = self.flows[f as usize].udp.as_mut().expect("a UDP flow");
+        let Some(t) = udp.next_departure() else { return };
+        if t > now {
+            if t <= self.scenario.duration_ps {
+                self.events.schedule(t, Event::SourceTick(f));
+            }
+            return;
+        }
+        let pkt = udp.send(now);
+        let next = udp.next_departure();
+        let node = self.flows[f as usize].src;
+        self.forward(node, pkt);
+        if let Some(t) = next.filter(|&t| t <= self.scenario.duration_ps) {
+            self.events.schedule(t, Event::SourceTick(f));
         }
     }
 
@@ -361,14 +483,31 @@ impl Simulation {
             self.grant_tx_budget(f);
         }
         let flow = &mut self.flows[f as usize];
+        if pkt.kind == PacketKind::Datagram {
+            flow.udp.as_mut().expect("datagrams belong to UDP flows").on_datagram(self.now, &pkt);
+            return;
+        }
+        if pkt.conn != flow.conn {
+            return; // a straggler of a closed connection: its endpoints are gone
+        }
         let mut out = std::mem::take(&mut self.out);
         match pkt.kind {
             PacketKind::Data => flow.receiver.on_segment(self.now, &pkt, &mut out),
             PacketKind::Ack => flow.sender.on_ack(self.now, &pkt, &mut out),
+            PacketKind::Datagram => unreachable!("handled above"),
+            PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => {
+                self.out = out;
+                self.on_connection_packet(node, &pkt);
+                return;
+            }
         }
+        let workload = pkt.kind == PacketKind::Data && (flow.http.is_some() || flow.handshake.is_some());
         self.transmit(node, &mut out);
         self.out = out;
         self.sync_timers(f);
+        if workload {
+            self.after_data_delivery(f, &pkt);
+        }
     }
 
     /// Sends what an endpoint at `node` emitted.
@@ -427,6 +566,8 @@ impl Simulation {
                 }
             }
             PacketKind::Ack => flow.losses.ack_packets += 1,
+            PacketKind::Datagram => note_datagram_loss(&mut self.flows, pkt),
+            PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => flow.losses.setup_packets += 1,
         }
     }
 
@@ -447,10 +588,12 @@ impl Simulation {
             TimerKind::Retransmission => &mut flow.rto_timer,
             TimerKind::DelayedAck => &mut flow.delayed_ack_timer,
             TimerKind::Pacing => &mut flow.pacing_timer,
+            TimerKind::Connection => &mut flow.connection_timer,
         };
         match timer.fire(now) {
             Fired::Ignore => {}
             Fired::Rearm(t) => self.events.schedule(t, Event::Timer(f, kind)),
+            Fired::Expired if kind == TimerKind::Connection => self.on_connection_timer(f),
             Fired::Expired => {
                 if kind != TimerKind::DelayedAck {
                     self.grant_tx_budget(f);
@@ -470,6 +613,7 @@ impl Simulation {
                         flow.sender.on_pacing_timer(now, &mut out);
                         flow.src
                     }
+                    TimerKind::Connection => unreachable!("handled above"),
                 };
                 self.transmit(node, &mut out);
                 self.out = out;
@@ -490,6 +634,14 @@ impl Simulation {
         if let Some(t) = flow.pacing_timer.set(flow.sender.pacing_deadline()) {
             self.events.schedule(t, Event::Timer(f, TimerKind::Pacing));
         }
+        if flow.handshake.is_some() || flow.http.is_some() {
+            let setup = flow.handshake.as_ref().and_then(|h| h.deadline());
+            let request = flow.http.as_ref().and_then(|h| h.request_deadline());
+            let deadline = [setup, request].into_iter().flatten().min();
+            if let Some(t) = flow.connection_timer.set(deadline) {
+                self.events.schedule(t, Event::Timer(f, TimerKind::Connection));
+            }
+        }
         if flow.sender.interface_blocked() && !flow.iface_waiting {
             flow.iface_waiting = true;
             self.iface_waiters[flow.iface as usize].push_back(f);
@@ -503,12 +655,23 @@ impl Simulation {
             let s = &flow.sender;
             fs.time_ps.push(now);
             fs.flow.push(i as u32);
-            fs.cwnd_segments.push(s.cc_state.cwnd);
+            if let Some(udp) = &flow.udp {
+                // No window, threshold or RTT: -1, as for an unset threshold.
+                let st = &udp.stats;
+                fs.cwnd_segments.push(-1);
+                fs.ssthresh_segments.push(-1);
+                fs.outstanding_bytes.push(st.bytes_in_flight());
+                fs.srtt_ps.push(-1);
+                fs.delivered_bytes.push(st.bytes_received);
+                fs.sent_bytes.push(st.bytes_sent);
+                continue;
+            }
+            fs.cwnd_segments.push(s.cc_state.cwnd as i64);
             let ssthresh = s.cc_state.ssthresh;
             fs.ssthresh_segments.push(if ssthresh >= INFINITE_SSTHRESH { -1 } else { ssthresh as i64 });
             fs.outstanding_bytes.push(s.outstanding_bytes());
             fs.srtt_ps.push(s.rtt.srtt.map_or(-1, |v| v as i64));
-            fs.delivered_bytes.push(flow.receiver.rcv_nxt);
+            fs.delivered_bytes.push(flow.delivered_bytes());
             fs.sent_bytes.push(s.stats.bytes_sent);
         }
         let qs = &mut self.queue_series;
@@ -527,19 +690,27 @@ impl Simulation {
         let flows: Vec<Value> = self
             .flows
             .iter()
-            .map(|f| {
+            .zip(&self.scenario.flows)
+            .map(|(f, spec)| {
+                if let Some(udp) = &f.udp {
+                    return udp_summary(f, udp);
+                }
                 let s = &f.sender;
                 let r = &f.receiver;
                 let ssthresh = s.cc_state.ssthresh;
+                let (syn_retransmits, synack_retransmits) = f.handshake_retransmits();
+                let http = f.http.as_ref();
                 json!({
                     "name": f.name,
+                    "transport": "tcp",
+                    "group": spec.group,
                     "algorithm": s.algorithm(),
                     "mss_bytes": s.mss(),
                     "header_bytes": s.header_bytes(),
                     "start_ps": f.source.start_ps(),
                     "end_ps": r.stats.last_delivery_ps,
-                    "completed": s.is_finished(),
-                    "bytes_delivered": r.rcv_nxt,
+                    "completed": http.map_or(s.is_finished(), |h| h.is_done()),
+                    "bytes_delivered": f.delivered_bytes(),
                     "bytes_sent": s.stats.bytes_sent,
                     "segments_sent": s.stats.segments_sent,
                     "segments_retransmitted": s.stats.segments_retransmitted,
@@ -547,7 +718,7 @@ impl Simulation {
                     "timeouts": s.stats.timeouts,
                     "dupacks_received": s.stats.dupacks_received,
                     "acks_sent": r.stats.acks_sent,
-                    "bytes_written": s.bytes_written(),
+                    "bytes_written": f.closed.written_bytes + s.bytes_written(),
                     "bursts": f.bursts.bursts,
                     "failed_burst_cycles": f.bursts.failed_cycles,
                     "cwnd_segments": s.cc_state.cwnd,
@@ -556,6 +727,7 @@ impl Simulation {
                     "data_bytes_lost": f.losses.data_payload_bytes,
                     "retransmissions_lost": f.losses.retransmissions,
                     "ack_packets_lost": f.losses.ack_packets,
+                    "setup_packets_lost": f.losses.setup_packets,
                     "first_send_ps": s.stats.first_send_ps,
                     "slow_start_end_ps": s.stats.slow_start_end_ps,
                     "slow_start_segments_sent": s.stats.slow_start_segments_sent,
@@ -570,6 +742,11 @@ impl Simulation {
                     "ce_segments_received": r.stats.ce_segments,
                     "srtt_ps": s.rtt.srtt,
                     "min_rtt_ps": s.rtt.min_rtt,
+                    "connections": http.map_or(1, |h| h.connections),
+                    "syn_retransmits": syn_retransmits,
+                    "synack_retransmits": synack_retransmits,
+                    "requests_completed": http.map(|h| h.records.len()),
+                    "request_retransmissions": http.map(|h| h.request_retransmissions),
                 })
             })
             .collect();
@@ -629,10 +806,55 @@ impl Simulation {
         for c in &mut self.captures {
             c.flush();
         }
+        let mut requests = RequestTable::default();
+        for (i, flow) in self.flows.iter().enumerate() {
+            for r in flow.http.iter().flat_map(|h| &h.records) {
+                requests.push(i as u32, r);
+            }
+        }
         json!({
             "summary": self.summary(),
             "flow_series": self.flow_series,
             "queue_series": self.queue_series,
+            "requests": requests,
         })
     }
+}
+
+/// Counts a dropped datagram against its UDP flow (every place that discards a packet calls
+/// this, so that sent = received + lost + in flight holds exactly).
+#[inline]
+fn note_datagram_loss(flows: &mut [Flow], pkt: &Packet) {
+    if pkt.kind == PacketKind::Datagram {
+        if let Some(udp) = flows[pkt.flow as usize].udp.as_mut() {
+            udp.on_lost(pkt);
+        }
+    }
+}
+
+/// A UDP flow's summary entry (docs/core-interface.md): no TCP keys at all, so that nothing
+/// reads a window or a retransmission count a UDP flow does not have.
+fn udp_summary(f: &Flow, udp: &UdpFlow) -> Value {
+    let st = &udp.stats;
+    json!({
+        "name": f.name,
+        "transport": "udp",
+        "source": f.source.kind(),
+        "payload_bytes": f.source.udp_payload_bytes(),
+        "header_bytes": crate::packet::IPV4_UDP_HEADER_BYTES,
+        "start_ps": f.source.start_ps(),
+        "end_ps": st.last_arrival_ps,
+        "bytes_sent": st.bytes_sent,
+        "bytes_delivered": st.bytes_received,
+        "bytes_lost": st.bytes_lost,
+        "datagrams_sent": st.datagrams_sent,
+        "datagrams_received": st.datagrams_received,
+        "datagrams_lost": st.datagrams_lost,
+        "datagrams_in_flight_at_end": st.datagrams_in_flight(),
+    })
+}
+
+/// The idle endpoints' congestion control (never consulted).
+fn idle_cc() -> Box<dyn crate::cc::CongestionControl> {
+    Box::new(crate::cc::nocc::Nocc::new(crate::cc::nocc::NoccConfig { cwnd_segments: None }))
 }

@@ -43,7 +43,7 @@ fn utilization(cc: CcSpec, initial_ssthresh: Option<u32>) -> f64 {
     let mut tcp = tcp_config();
     tcp.recovery = fatpipe_core::tcp::config::Recovery::Sack;
     let mut scenario = dumbbell(RATE_BPS, RTT, bdp, DURATION, tcp);
-    scenario.flows[0].cc = cc;
+    scenario.flows[0].cc = Some(cc);
     scenario.validate().expect("valid scenario");
     let mut sim = Simulation::new(scenario).unwrap();
     if let Some(ssthresh) = initial_ssthresh {

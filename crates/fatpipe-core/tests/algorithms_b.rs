@@ -33,7 +33,7 @@ const STEADY_FROM: Time = 20 * PS_PER_S;
 
 fn run(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, cc: CcSpec, tcp: TcpConfig) -> Simulation {
     let mut scenario = dumbbell(rate_bps, rtt, queue_packets, duration, tcp);
-    scenario.flows[0].cc = cc;
+    scenario.flows[0].cc = Some(cc);
     let mut sim = Simulation::new(scenario).unwrap();
     sim.run();
     sim
@@ -376,7 +376,7 @@ fn invalid_parameters_are_reported_with_their_flow_and_name() {
     ];
     for (cc, message) in cases {
         let mut scenario = dumbbell(LFN_RATE_BPS, LFN_RTT, 100, PS_PER_S, tcp_config());
-        scenario.flows[0].cc = cc;
+        scenario.flows[0].cc = Some(cc);
         let e = scenario.validate().unwrap_err();
         assert!(e.starts_with(message), "{e}");
     }

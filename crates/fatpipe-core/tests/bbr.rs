@@ -45,7 +45,7 @@ fn scenario(cc: CcSpec, buffer_packets: u64, duration: Time) -> Scenario {
     let mut tcp = tcp_config();
     tcp.recovery = Recovery::Sack;
     let mut s = dumbbell(RATE_BPS, RTT_PS, buffer_packets, duration, tcp);
-    s.flows[0].cc = cc;
+    s.flows[0].cc = Some(cc);
     s.sample_interval_ps = 5 * PS_PER_MS;
     s
 }

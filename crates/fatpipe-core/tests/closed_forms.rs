@@ -80,7 +80,7 @@ fn delayed_acks_hold_back_the_odd_segment_of_a_limited_window() {
 /// Time from the first sample to the first with cwnd >= w.
 fn time_to_reach(sim: &Simulation, w: u32) -> f64 {
     let fs = &sim.flow_series;
-    let i = fs.cwnd_segments.iter().position(|&c| c >= w).expect("window reached");
+    let i = fs.cwnd_segments.iter().position(|&c| c >= w as i64).expect("window reached");
     fs.time_ps[i] as f64 / PS_PER_S as f64
 }
 

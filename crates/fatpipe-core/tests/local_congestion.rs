@@ -158,7 +158,7 @@ fn back_to_back(txqueuelen: u64, cc: CcSpec, duration: Time) -> Scenario {
     // Link 0 leaves the sender host: its NIC.
     s.links[0].rate_bps = RATE_BPS;
     s.links[0].queue = droptail(txqueuelen);
-    s.flows[0].cc = cc;
+    s.flows[0].cc = Some(cc);
     s
 }
 
@@ -225,7 +225,7 @@ fn parallel_streams_share_the_interface_and_a_late_one_is_woken_when_it_has_room
     let mut s = back_to_back(100, CcSpec::Nocc(NoccConfig { cwnd_segments: None }), duration);
     let mut second = s.flows[0].clone();
     second.name = "late".into();
-    second.cc = reno();
+    second.cc = Some(reno());
     let start = PS_PER_S;
     second.source = SourceSpec::Bulk(BulkConfig { start_ps: start, stop_ps: None, bytes: None });
     s.flows.push(second);

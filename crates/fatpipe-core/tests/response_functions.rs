@@ -29,7 +29,7 @@ pub fn mean_cwnd(cc: CcSpec, p: f64, expected_w: f64, cycles: f64) -> f64 {
     // Fast enough that even three times the expected window never queues.
     let rate = ((3.0 * expected_w * 1538.0 * 8.0 / 0.010) as u64).max(1_000_000_000);
     let mut s = dumbbell(rate, rtt, 1_000_000, duration, tcp);
-    s.flows[0].cc = cc;
+    s.flows[0].cc = Some(cc);
     s.links[1].impairments = vec![ImpairmentSpec::Bernoulli(BernoulliConfig { probability: p })];
     s.sample_interval_ps = rtt;
     let mut sim = Simulation::new(s).unwrap();

@@ -5,6 +5,8 @@
 //! fully written (the socket buffer was full); the unwritten rest is then dropped, or with
 //! `carry_over` (NetSpec's queued-burst mode) written after the next burst's start.
 
+use crate::packet::Packet;
+use crate::tcp::TcpSender;
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -27,4 +29,15 @@ pub struct BurstConfig {
 pub struct BurstStats {
     pub bursts: u64,
     pub failed_cycles: u64,
+}
+
+impl BurstStats {
+    /// The application hands `sender` a burst of `burst_bytes` and counts it, and the cycle as
+    /// failed if the previous burst is not fully written yet (`TcpSender::write_burst`). Shared
+    /// by this source and a paced HTTP server (`http.rs`).
+    pub fn write(&mut self, sender: &mut TcpSender, now: Time, burst_bytes: u64, carry_over: bool, out: &mut Vec<Packet>) {
+        let failed = sender.write_burst(now, burst_bytes, carry_over, out);
+        self.bursts += 1;
+        self.failed_cycles += u64::from(failed);
+    }
 }

@@ -1,7 +1,13 @@
-//! Traffic sources: the applications that write into a flow's send buffer. One file each.
+//! Traffic sources: the applications that write into a flow's send buffer (TCP) or send
+//! datagrams (UDP). One file each; udp.rs holds what the UDP sources share.
 
 pub mod bulk;
 pub mod burst;
+pub mod udp;
+pub mod udp_burst;
+pub mod udp_cbr;
+pub mod udp_onoff;
+pub mod http;
 
 use serde::Deserialize;
 
@@ -10,6 +16,14 @@ use serde::Deserialize;
 pub enum SourceSpec {
     Bulk(bulk::BulkConfig),
     Burst(burst::BurstConfig),
+    /// The UDP sources: a flow with one of these is a UDP flow (no TCP endpoints).
+    #[serde(rename = "udp_cbr")]
+    UdpCbr(udp_cbr::UdpCbrConfig),
+    #[serde(rename = "udp_burst")]
+    UdpBurst(udp_burst::UdpBurstConfig),
+    #[serde(rename = "udp_onoff")]
+    UdpOnoff(udp_onoff::UdpOnOffConfig),
+    Http(http::HttpConfig),
 }
 
 impl SourceSpec {
@@ -17,6 +31,10 @@ impl SourceSpec {
         match self {
             SourceSpec::Bulk(b) => b.start_ps,
             SourceSpec::Burst(b) => b.start_ps,
+            SourceSpec::UdpCbr(u) => u.start_ps,
+            SourceSpec::UdpBurst(u) => u.start_ps,
+            SourceSpec::UdpOnoff(u) => u.start_ps,
+            SourceSpec::Http(h) => h.start_ps,
         }
     }
 
@@ -24,6 +42,37 @@ impl SourceSpec {
         match self {
             SourceSpec::Bulk(b) => b.stop_ps,
             SourceSpec::Burst(b) => b.stop_ps,
+            SourceSpec::UdpCbr(u) => u.stop_ps,
+            SourceSpec::UdpBurst(u) => u.stop_ps,
+            SourceSpec::UdpOnoff(u) => u.stop_ps,
+            SourceSpec::Http(h) => h.stop_ps,
+        }
+    }
+
+    /// The source's `kind` as the normalized scenario names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SourceSpec::Bulk(_) => "bulk",
+            SourceSpec::Burst(_) => "burst",
+            SourceSpec::UdpCbr(_) => "udp_cbr",
+            SourceSpec::UdpBurst(_) => "udp_burst",
+            SourceSpec::UdpOnoff(_) => "udp_onoff",
+            SourceSpec::Http(_) => "http",
+        }
+    }
+
+    /// Whether the flow carries UDP datagrams rather than a TCP connection.
+    pub fn is_udp(&self) -> bool {
+        matches!(self, SourceSpec::UdpCbr(_) | SourceSpec::UdpBurst(_) | SourceSpec::UdpOnoff(_))
+    }
+
+    /// UDP payload bytes per datagram (None for TCP sources).
+    pub fn udp_payload_bytes(&self) -> Option<u32> {
+        match self {
+            SourceSpec::UdpCbr(u) => Some(u.payload_bytes),
+            SourceSpec::UdpBurst(u) => Some(u.payload_bytes),
+            SourceSpec::UdpOnoff(u) => Some(u.payload_bytes),
+            SourceSpec::Bulk(_) | SourceSpec::Burst(_) | SourceSpec::Http(_) => None,
         }
     }
 }

@@ -70,6 +70,24 @@ pub struct TcpConfig {
     pub min_rto_ps: Time,
     pub max_rto_ps: Time,
     pub initial_rto_ps: Time,
+    /// Model the three-way handshake before the first data (`tcp/handshake.rs`): the data
+    /// starts one RTT after the application does. False: the connection starts established.
+    /// HTTP/1.0 opens every connection with one (this must be on); a persistent HTTP/1.1
+    /// connection opens with one when this is on, else starts established. Optional in the
+    /// document (default false) so documents written before it still load.
+    #[serde(default)]
+    pub handshake: bool,
+    /// Slow start after idle (RFC 5681 section 4.1, RFC 2861; Linux
+    /// `net.ipv4.tcp_slow_start_after_idle` = 1): new data sent with nothing in flight more
+    /// than an RTO after the last data restarts from min(cwnd, initial window), halving cwnd
+    /// once per RTO idle down to that, ssthresh at least 3/4 of the old cwnd (Linux
+    /// `tcp_cwnd_restart`). Optional in the document (default true, as Linux).
+    #[serde(default = "yes")]
+    pub slow_start_after_idle: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl TcpConfig {

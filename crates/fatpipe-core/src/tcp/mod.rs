@@ -2,6 +2,7 @@
 //! timer expiry, and push the packets to send into a caller's buffer.
 
 pub mod config;
+pub mod handshake;
 pub mod ranges;
 pub mod receiver;
 pub mod rate;
@@ -10,5 +11,6 @@ pub mod scoreboard;
 pub mod sender;
 
 pub use config::TcpConfig;
+pub use handshake::Handshake;
 pub use receiver::TcpReceiver;
 pub use sender::TcpSender;

@@ -22,6 +22,8 @@ pub struct ReceiverStats {
 
 pub struct TcpReceiver {
     flow: u32,
+    /// The connection its packets belong to (`Packet::conn`); 0 unless a workload opens several.
+    pub conn: u16,
     /// This host (source of ACKs) and the data sender (their destination).
     node: u32,
     peer: u32,
@@ -58,6 +60,7 @@ impl TcpReceiver {
     pub fn new(flow: u32, node: u32, peer: u32, cfg: &TcpConfig) -> Self {
         TcpReceiver {
             flow,
+            conn: 0,
             node,
             peer,
             rcv_nxt: 0,
@@ -189,6 +192,7 @@ impl TcpReceiver {
         }
         out.push(Packet {
             flow: self.flow,
+            conn: self.conn,
             src: self.node,
             dst: self.peer,
             kind: PacketKind::Ack,

@@ -74,6 +74,8 @@ pub struct SenderStats {
 
 pub struct TcpSender {
     flow: u32,
+    /// The connection its packets belong to (`Packet::conn`); 0 unless a workload opens several.
+    pub conn: u16,
     node: u32,
     peer: u32,
     mss: u32,
@@ -135,6 +137,11 @@ pub struct TcpSender {
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
     /// algorithm discards the measurement if that segment is retransmitted.
     timed_segment: Option<(u64, Time)>,
+    /// Initial window, segments: where slow start after idle restarts from.
+    initial_window: u32,
+    slow_start_after_idle: bool,
+    /// When a data segment last went out (Linux `lsndtime`).
+    last_data_sent_ps: Option<Time>,
     /// ECN negotiated (RFC 3168): new data goes out ECN-capable, ECN-Echo reduces the window.
     ecn: bool,
     /// Set CWR on the next new data segment (RFC 3168 6.1.2; Linux `TCP_ECN_QUEUE_CWR`).
@@ -159,6 +166,7 @@ impl TcpSender {
         let mss = cfg.mss_bytes;
         let mut sender = TcpSender {
             flow,
+            conn: 0,
             node,
             peer,
             mss,
@@ -208,6 +216,9 @@ impl TcpSender {
             next_send_ps: 0,
             pacing_deadline: None,
             timed_segment: None,
+            initial_window: cfg.initial_window_segments.max(1),
+            slow_start_after_idle: cfg.slow_start_after_idle,
+            last_data_sent_ps: None,
             ecn: cfg.ecn,
             ecn_cwr_pending: false,
             cwr_high_seq: 0,
@@ -302,6 +313,19 @@ impl TcpSender {
         self.bulk_target += burst_bytes;
         self.send(now, out);
         failed
+    }
+
+    /// The three-way handshake completed at this end (`tcp/handshake.rs`): its RTT sample
+    /// seeds the estimator, as Linux's. After more than one SYN or SYN-ACK retransmission the
+    /// initial window is one segment (RFC 5681 section 3.1 says after any; Linux
+    /// `tcp_init_transfer` waits for a second, given the 1 s initial RTO of RFC 6298).
+    pub fn on_handshake(&mut self, rtt: Option<Time>, retransmits: u32) {
+        if let Some(r) = rtt {
+            self.rtt.sample(r);
+        }
+        if retransmits > 1 && !self.controls {
+            self.cc_state.cwnd = 1;
+        }
     }
 
     /// The application stops writing; what it wrote is still delivered.
@@ -432,6 +456,9 @@ impl TcpSender {
     /// Sends what the windows (and pacing) allow.
     pub fn send(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.refill();
+        if self.snd_max == self.snd_una && self.written > self.snd_max && self.slow_start_after_idle {
+            self.restart_after_idle(now);
+        }
         self.pacing_deadline = None;
         self.refused = false;
         if self.head_rtx_pending {
@@ -459,6 +486,32 @@ impl TcpSender {
                 rate.mark_app_limited(self.cc_state.delivered_bytes, in_flight);
             }
         }
+    }
+
+    /// Slow start after idle (Linux `tcp_slow_start_after_idle_check` and `tcp_cwnd_restart`,
+    /// RFC 2861): new data, nothing in flight and no data sent for more than an RTO: cwnd is
+    /// halved for each RTO of idle time but not below min(initial window, cwnd), and ssthresh
+    /// becomes at least 3/4 of the old cwnd. Not for algorithms that set cwnd themselves (Linux skips
+    /// those with `cong_control`).
+    fn restart_after_idle(&mut self, now: Time) {
+        let Some(last) = self.last_data_sent_ps else { return };
+        let rto = self.rtt.rto();
+        if self.controls || now - last <= rto {
+            return;
+        }
+        let s = &mut self.cc_state;
+        if self.ca_state == CaState::Open {
+            // Linux tcp_current_ssthresh outside recovery.
+            s.ssthresh = s.ssthresh.max((s.cwnd >> 1) + (s.cwnd >> 2));
+        }
+        let restart = self.initial_window.min(s.cwnd);
+        let mut cwnd = s.cwnd;
+        let mut idle = now - last;
+        while idle > rto && cwnd > restart {
+            idle -= rto;
+            cwnd >>= 1;
+        }
+        s.cwnd = cwnd.max(restart);
     }
 
     /// Sending outside SACK recovery: everything up to SND.UNA + min(cwnd, rwnd, buffer).
@@ -554,6 +607,7 @@ impl TcpSender {
         if self.stats.first_send_ps.is_none() {
             self.stats.first_send_ps = Some(now);
         }
+        self.last_data_sent_ps = Some(now);
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len as u64;
         if retransmission {
@@ -584,6 +638,7 @@ impl TcpSender {
         }
         out.push(Packet {
             flow: self.flow,
+            conn: self.conn,
             src: self.node,
             dst: self.peer,
             kind: PacketKind::Data,

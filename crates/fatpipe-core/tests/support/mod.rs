@@ -8,7 +8,7 @@ use fatpipe_core::net::queue::{droptail::DropTailConfig, QueueSpec};
 use fatpipe_core::packet::{Packet, PacketKind};
 use fatpipe_core::scenario::{FlowSpec, NodeKind, NodeSpec, Scenario};
 use fatpipe_core::source::{bulk::BulkConfig, SourceSpec};
-use fatpipe_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use fatpipe_core::tcp::{Handshake, TcpConfig, TcpReceiver, TcpSender};
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
 use std::collections::BTreeMap;
 
@@ -35,6 +35,8 @@ pub fn tcp_config() -> TcpConfig {
         min_rto_ps: 200 * PS_PER_MS,
         max_rto_ps: 120 * PS_PER_S,
         initial_rto_ps: PS_PER_S,
+        handshake: false,
+        slow_start_after_idle: true,
     }
 }
 
@@ -81,8 +83,9 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             src: 0,
             dst: 3,
             source: SourceSpec::Bulk(BulkConfig { start_ps: 0, stop_ps: None, bytes: None }),
-            tcp,
-            cc: reno(),
+            tcp: Some(tcp),
+            cc: Some(reno()),
+            group: None,
         }],
         captures: Vec::new(),
     }
@@ -105,11 +108,18 @@ pub struct Harness {
     sent_count: u64,
     /// Extra one-way delay of each data segment (zero: a FIFO path).
     pub extra_delay: Box<dyn FnMut(&Packet) -> Time>,
-    /// Returns true for a data segment to drop (sees each transmission once).
+    /// Returns true for a data segment (or SYN, SYN-ACK, handshake ACK) to drop (sees each
+    /// transmission once).
     drop: Box<dyn FnMut(&Packet) -> bool>,
     pub dropped: Vec<Packet>,
     /// Every data segment sent: (time, packet).
     pub sent: Vec<(Time, Packet)>,
+    /// With `start_with_handshake`: the connection setup (the sender opens it) and every
+    /// SYN, SYN-ACK and handshake ACK sent.
+    pub handshake: Option<Handshake>,
+    pub setup_sent: Vec<(Time, Packet)>,
+    /// Bytes the bulk application writes once the connection is established.
+    bytes_after_setup: Option<u64>,
 }
 
 impl Harness {
@@ -130,13 +140,20 @@ impl Harness {
             drop,
             dropped: Vec::new(),
             sent: Vec::new(),
+            handshake: None,
+            setup_sent: Vec::new(),
+            bytes_after_setup: None,
         }
     }
 
     fn post(&mut self, out: &mut Vec<Packet>) {
         for p in out.drain(..) {
-            if p.kind == PacketKind::Data {
-                self.sent.push((self.now, p));
+            if p.kind != PacketKind::Ack {
+                if p.kind == PacketKind::Data {
+                    self.sent.push((self.now, p));
+                } else {
+                    self.setup_sent.push((self.now, p));
+                }
                 if (self.drop)(&p) {
                     self.dropped.push(p);
                     continue;
@@ -154,7 +171,35 @@ impl Harness {
         self.post(&mut out);
     }
 
-    /// Runs until `until`, delivering packets and firing the two timers.
+    /// The sender opens the connection (SYN) and starts a bulk transfer of `bytes` when the
+    /// SYN-ACK arrives, as the simulation does with `tcp.handshake`.
+    pub fn start_with_handshake(&mut self, tcp: &TcpConfig, bytes: Option<u64>) {
+        let mut out = Vec::new();
+        let mut h = Handshake::new(0, 0, 0, 1, tcp);
+        h.open(self.now, &mut out);
+        self.handshake = Some(h);
+        self.bytes_after_setup = bytes;
+        self.post(&mut out);
+    }
+
+    fn on_setup_packet(&mut self, t: Time, p: &Packet, out: &mut Vec<Packet>) {
+        let Some(h) = &mut self.handshake else { return };
+        match p.kind {
+            PacketKind::Syn => h.on_syn(t, p, out),
+            PacketKind::SynAck => {
+                if let Some(est) = h.on_synack(t, p, out) {
+                    self.sender.on_handshake(est.rtt, est.retransmits);
+                    h.ack(t, out);
+                    self.sender.start_bulk(t, self.bytes_after_setup, out);
+                }
+            }
+            _ => {
+                h.on_opener_segment(t, p);
+            }
+        }
+    }
+
+    /// Runs until `until`, delivering packets and firing the timers.
     pub fn run_until(&mut self, until: Time) {
         let mut out = Vec::new();
         loop {
@@ -162,7 +207,8 @@ impl Harness {
             let rto = self.sender.rto_deadline();
             let delack = self.receiver.delayed_ack_deadline();
             let pacing = self.sender.pacing_deadline();
-            let next = [next_pkt, rto, delack, pacing].into_iter().flatten().min();
+            let setup = self.handshake.as_ref().and_then(|h| h.deadline());
+            let next = [next_pkt, rto, delack, pacing, setup].into_iter().flatten().min();
             let Some(t) = next else { break };
             if t > until {
                 break;
@@ -171,9 +217,18 @@ impl Harness {
             if next_pkt == Some(t) {
                 let (_, p) = self.in_flight.pop_first().unwrap();
                 match p.kind {
-                    PacketKind::Data => self.receiver.on_segment(t, &p, &mut out),
+                    PacketKind::Data => {
+                        self.receiver.on_segment(t, &p, &mut out);
+                        if let Some(h) = &mut self.handshake {
+                            h.on_opener_segment(t, &p); // data carries the ACK of the SYN-ACK
+                        }
+                    }
                     PacketKind::Ack => self.sender.on_ack(t, &p, &mut out),
+                    PacketKind::Datagram => unreachable!("TCP endpoints send no datagrams"),
+                    _ => self.on_setup_packet(t, &p, &mut out),
                 }
+            } else if setup == Some(t) {
+                self.handshake.as_mut().unwrap().on_timer(t, &mut out);
             } else if rto == Some(t) {
                 self.sender.on_rto_timer(t, &mut out);
             } else if pacing == Some(t) {

@@ -150,6 +150,7 @@ mod tests {
     fn pkt(seq: u64, ip_bytes: u32) -> Packet {
         Packet {
             flow: 0,
+            conn: 0,
             src: 0,
             dst: 1,
             kind: PacketKind::Data,

@@ -243,6 +243,7 @@ mod tests {
     fn pkt(ip_bytes: u32) -> Packet {
         Packet {
             flow: 0,
+            conn: 0,
             src: 0,
             dst: 1,
             kind: PacketKind::Data,

@@ -1,0 +1,199 @@
+//! Connection-oriented workloads in the event loop: the three-way handshake and HTTP's
+//! requests and connections. The state machines live in `tcp/handshake.rs` and
+//! `source/http.rs`; this moves their packets and starts what they lead to.
+
+use super::{endpoints, Simulation};
+use crate::event::Event;
+use crate::packet::{Packet, PacketKind};
+use crate::source::http::NextRequest;
+use crate::source::SourceSpec;
+use crate::tcp::Handshake;
+
+impl Simulation {
+    /// The application starts: an HTTP client with its first request; a flow that models the
+    /// handshake opens its connection and writes once it is established.
+    pub(super) fn on_source_start(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        if flow.http.is_some() {
+            self.next_request(f);
+            return;
+        }
+        let Some(h) = &mut flow.handshake else {
+            self.start_application(f);
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        h.open(now, &mut out);
+        self.send_all(&mut out);
+        self.out = out;
+        self.sync_timers(f);
+    }
+
+    /// Sends packets that may come from either end (a timer of both): each from its source.
+    fn send_all(&mut self, out: &mut Vec<Packet>) {
+        for pkt in out.drain(..) {
+            self.forward(pkt.src, pkt);
+        }
+    }
+
+    /// A SYN, SYN-ACK, handshake ACK or request reaches its host (`node`) on the live
+    /// connection.
+    pub(super) fn on_connection_packet(&mut self, node: u32, pkt: &Packet) {
+        let now = self.now;
+        let f = pkt.flow;
+        let flow = &mut self.flows[f as usize];
+        let mut out = std::mem::take(&mut self.out);
+        let mut start_application = false;
+        let mut next_burst = None;
+        if let Some(h) = &mut flow.handshake {
+            match pkt.kind {
+                PacketKind::Syn => h.on_syn(now, pkt, &mut out),
+                PacketKind::SynAck => {
+                    if let Some(est) = h.on_synack(now, pkt, &mut out) {
+                        if let Some(http) = &mut flow.http {
+                            // The client's request carries the ACK of the SYN-ACK.
+                            http.on_handshake(est);
+                            http.send_request(now, flow.conn, h.opener_ts_recent(), &mut out);
+                        } else {
+                            // A bulk or paced sender opened the connection: ACK, then data.
+                            flow.sender.on_handshake(est.rtt, est.retransmits);
+                            h.ack(now, &mut out);
+                            start_application = true;
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(est) = h.on_opener_segment(now, pkt) {
+                        if flow.http.is_some() {
+                            // The server is the data sender: its estimator starts from here.
+                            flow.sender.on_handshake(est.rtt, est.retransmits);
+                        }
+                    }
+                }
+            }
+        }
+        if pkt.kind == PacketKind::Request {
+            // The server's response goes out through its host's interface queue.
+            let room = self.links[flow.iface as usize].room_packets(flow.max_ip_bytes);
+            flow.sender.set_tx_budget(room);
+            if let Some(http) = &mut flow.http {
+                if http.on_request(pkt) {
+                    next_burst = http.write_response(&mut flow.sender, &mut flow.bursts, now, &mut out);
+                }
+            }
+        }
+        self.transmit(node, &mut out);
+        self.out = out;
+        if let Some(t) = next_burst {
+            self.events.schedule(t, Event::SourceTick(f));
+        }
+        if start_application {
+            self.start_application(f);
+        }
+        self.sync_timers(f);
+    }
+
+    /// A data segment was delivered: it may complete a response (HTTP) or, for a flow whose
+    /// sender opened the connection, the listener's side of the handshake (a data segment
+    /// carries the ACK).
+    pub(super) fn after_data_delivery(&mut self, f: u32, pkt: &Packet) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        if let Some(http) = &mut flow.http {
+            if http.on_response_data(now, pkt, flow.receiver.rcv_nxt) {
+                self.next_request(f);
+            }
+        } else if let Some(h) = &mut flow.handshake {
+            h.on_opener_segment(now, pkt);
+            self.sync_timers(f);
+        }
+    }
+
+    /// A paced HTTP server writes its next burst.
+    pub(super) fn on_http_tick(&mut self, f: u32) {
+        let now = self.now;
+        self.grant_tx_budget(f);
+        let flow = &mut self.flows[f as usize];
+        let Some(http) = &mut flow.http else { return };
+        let mut out = std::mem::take(&mut self.out);
+        let next = http.write_response(&mut flow.sender, &mut flow.bursts, now, &mut out);
+        let node = flow.src;
+        self.transmit(node, &mut out);
+        self.out = out;
+        if let Some(t) = next {
+            self.events.schedule(t, Event::SourceTick(f));
+        }
+        self.sync_timers(f);
+    }
+
+    /// The HTTP client starts its next request, on a new connection when it needs one.
+    fn next_request(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        let Some(http) = &mut flow.http else { return };
+        let Some(next) = http.begin(now) else { return };
+        let persistent = http.config().persistent;
+        let mut out = std::mem::take(&mut self.out);
+        if next == NextRequest::NewConnection {
+            if http.connections > 1 {
+                self.reset_connection(f);
+            }
+            let spec = &self.scenario.flows[f as usize];
+            let flow = &mut self.flows[f as usize];
+            if spec.tcp().handshake || !persistent {
+                // The client (the flow's receiver host) opens towards the server.
+                let mut h = Handshake::new(f, flow.conn, flow.dst, flow.src, spec.tcp());
+                h.open(now, &mut out);
+                flow.handshake = Some(h);
+            } else if let Some(http) = &mut flow.http {
+                // A persistent connection that starts established.
+                http.send_request(now, flow.conn, 0, &mut out);
+            }
+        } else if let Some(http) = &mut flow.http {
+            http.send_request(now, flow.conn, 0, &mut out);
+        }
+        let client = self.flows[f as usize].dst;
+        self.transmit(client, &mut out);
+        self.out = out;
+        self.sync_timers(f);
+    }
+
+    /// HTTP/1.0's next connection: fresh endpoints with the next connection number; the
+    /// closed connection's totals are kept for the reports.
+    fn reset_connection(&mut self, f: u32) {
+        let spec = &self.scenario.flows[f as usize];
+        debug_assert!(matches!(spec.source, SourceSpec::Http(_)));
+        let flow = &mut self.flows[f as usize];
+        let closed = &mut flow.closed;
+        closed.delivered_bytes += flow.receiver.rcv_nxt;
+        closed.written_bytes += flow.sender.bytes_written();
+        if let Some(h) = flow.handshake.take() {
+            let (syn, synack) = h.retransmits();
+            closed.syn_retransmits += syn as u64;
+            closed.synack_retransmits += synack as u64;
+        }
+        flow.conn = flow.conn.wrapping_add(1);
+        let (mut sender, mut receiver) = endpoints(f, spec, flow.conn);
+        sender.stats = std::mem::take(&mut flow.sender.stats);
+        receiver.stats = std::mem::take(&mut flow.receiver.stats);
+        flow.sender = sender;
+        flow.receiver = receiver;
+    }
+
+    /// The connection timer expired: resend a SYN or SYN-ACK, or the client's request.
+    pub(super) fn on_connection_timer(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        let mut out = std::mem::take(&mut self.out);
+        if let Some(h) = &mut flow.handshake {
+            h.on_timer(now, &mut out);
+        }
+        if let Some(http) = &mut flow.http {
+            http.on_request_timer(now, flow.conn, &mut out);
+        }
+        self.send_all(&mut out);
+        self.out = out;
+        self.sync_timers(f);
+    }
+}

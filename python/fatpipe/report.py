@@ -1,0 +1,195 @@
+"""``fatpipe report``: one self-contained HTML page for a run directory.
+
+The page holds the scenario, the summary tables (flows, links, sharing, captures) and every
+plot, embedded as PNG data, so it can be mailed or archived as one file. A short script
+marks on the page whether every image decoded (``data-images-loaded="n/n"`` on ``<body>``),
+which the test suite checks in a headless browser.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from .plots import PLOTS, PlotUnavailable
+from .result import DROP_CAUSES, Result
+
+__all__ = ["write_report"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
+figure { margin: 1em 0; } img { max-width: 100%; border: 1px solid #eee; }
+pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: 0.8em; }
+.note { color: #666; font-size: 0.9em; }
+"""
+
+_CHECK_SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute('data-images-loaded', ok + '/' + imgs.length);
+});
+"""
+
+
+def _fmt(value: Any, scale: float = 1.0, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "&ndash;"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        v = value / scale
+        if isinstance(value, int) and scale == 1.0:
+            return f"{value:,}"
+        return f"{v:,.{digits}g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return html.escape(str(value))
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _flows_table(result: Result) -> str:
+    columns: List[Tuple[str, str, float]] = [
+        ("goodput (Mb/s)", "goodput_bps", 1e6),
+        ("transmitted (Mb/s)", "transmitted_throughput_bps", 1e6),
+        ("delivered (MB)", "bytes_delivered", 1e6),
+        ("retransmitted", "segments_retransmitted", 1.0),
+        ("fast retransmits", "fast_retransmits", 1.0),
+        ("timeouts", "timeouts", 1.0),
+        ("slow start (s)", "slow_start_duration_s", 1.0),
+        ("loss in slow start", "slow_start_loss_rate", 1.0),
+        ("recovery (s)", "recovery_time_s", 1.0),
+        ("recovery to 95% (s)", "recovery_time_95_s", 1.0),
+        ("min RTT (ms)", "min_rtt_ps", 1e9),
+        ("failed burst cycles", "failed_burst_cycles", 1.0),
+    ]
+    flows = result.summary["flows"]
+    rows = []
+    for f in flows:
+        row = [html.escape(f["name"]), html.escape(str(f.get("algorithm", "")))]
+        for _, key, scale in columns:
+            v = f.get(key)
+            row.append(_fmt(float(v) if isinstance(v, int) and scale != 1.0 else v, scale))
+        rows.append(row)
+    return _table(["flow", "algorithm"] + [c[0] for c in columns], rows)
+
+
+def _links_table(result: Result) -> str:
+    rows = []
+    for link in result.summary["links"]:
+        rows.append(
+            [html.escape(link["name"]), _fmt(float(link["rate_bps"]), 1e6), _fmt(float(link["delay_ps"]), 1e9),
+             _fmt(link["utilization"])]
+            + [_fmt(link.get(key, 0)) for key, _ in DROP_CAUSES]
+            + [_fmt(link["max_queue_packets"])]
+        )
+    return _table(
+        ["link", "rate (Mb/s)", "delay (ms)", "utilization"] + [f"drops: {label}" for _, label in DROP_CAUSES]
+        + ["max queue (packets)"],
+        rows,
+    )
+
+
+def _fairness_table(result: Result) -> str:
+    f = result.summary.get("fairness") or {}
+    labels = [
+        ("Jain's index", "jain_index"),
+        ("fastest / slowest", "max_min_ratio"),
+        ("deviation (fastest - slowest) / fastest", "deviation"),
+        ("utilization estimate (flows x slowest)", "utilization_estimate"),
+        ("measured utilization", "utilization"),
+    ]
+    rows = [[html.escape(label), _fmt(f.get(key))] for label, key in labels]
+    link = f.get("link")
+    note = f'<p class="note">Against link <code>{html.escape(str(link))}</code>; see docs/metrics.md.</p>' if link else ""
+    return _table(["measure", "value"], rows) + note
+
+
+def _captures_list(result: Result) -> str:
+    caps = result.summary.get("captures") or []
+    if not caps:
+        return ""
+    rows = [[html.escape(c["name"]), f'<a href="{html.escape(c["path"])}">{html.escape(c["path"])}</a>',
+             _fmt(c["packets_written"]), _fmt(c["packets_not_written"])] for c in caps]
+    return "<h2>Packet captures</h2>" + _table(["point", "file", "packets", "not written (limit)"], rows)
+
+
+def _png(draw: Callable[[Path], str]) -> Tuple[str, str]:
+    """Draws into a temporary PNG; returns (title, data URI)."""
+    with tempfile.TemporaryDirectory(prefix="fatpipe-report-") as tmp:
+        path = Path(tmp) / "plot.png"
+        title = draw(path)
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return title, f"data:image/png;base64,{data}"
+
+
+def _figures(result: Result) -> Tuple[List[str], List[str]]:
+    figures, notes = [], []
+    for name, fn in PLOTS.items():
+        if name == "time_sequence":
+            continue
+        title, uri = _png(lambda p, fn=fn: fn(result, p))
+        figures.append(_figure(title, uri))
+    for flow in [f["name"] for f in result.scenario["flows"] if f.get("tcp") is not None]:
+        try:
+            title, uri = _png(lambda p, flow=flow: PLOTS["time_sequence"](result, p, flow=flow))
+        except PlotUnavailable as err:
+            notes.append(html.escape(str(err)))
+            continue
+        figures.append(_figure(title, uri))
+    return figures, notes
+
+
+def _figure(title: str, uri: str) -> str:
+    return f'<figure><img src="{uri}" alt="{html.escape(title)}"><figcaption>{html.escape(title)}</figcaption></figure>'
+
+
+def write_report(run_dir: PathLike, path: Optional[PathLike] = None) -> Path:
+    """Writes the HTML report of the run in ``run_dir`` to ``path`` (default
+    ``run_dir/report.html``) and returns its path."""
+    result = Result.read(run_dir)
+    target = Path(path) if path is not None else Path(run_dir) / "report.html"
+    s = result.summary
+    name = html.escape(str(s.get("name", "run")))
+    figures, notes = _figures(result)
+    note_html = "".join(f'<p class="note">{n}</p>' for n in dict.fromkeys(notes))
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>fatpipe report: {name}</title>
+<style>{_STYLE}</style></head>
+<body>
+<h1>fatpipe report: {name}</h1>
+<p>{_fmt(s.get("duration_s"))} s simulated, seed {_fmt(s.get("seed"))}, {_fmt(s.get("events"))} events,
+total goodput {_fmt(s.get("total_goodput_bps"), 1e6)} Mb/s. fatpipe {html.escape(str(s.get("fatpipe_version", "")))}.</p>
+<h2>Flows</h2>
+{_flows_table(result)}
+<h2>Links</h2>
+{_links_table(result)}
+<h2>Sharing</h2>
+{_fairness_table(result)}
+{_captures_list(result)}
+<h2>Plots</h2>
+{"".join(figures)}
+{note_html}
+<h2>Scenario</h2>
+<p class="note">The normalized scenario the core ran (base units: bit/s, picoseconds, bytes).</p>
+<details><summary>scenario.json</summary><pre>{html.escape(json.dumps(result.scenario, indent=2))}</pre></details>
+<script>{_CHECK_SCRIPT}</script>
+</body></html>
+"""
+    target.write_text(page, encoding="utf-8")
+    return target

@@ -1,0 +1,141 @@
+"""Plots (each function: a non-empty image with its title and axis labels), `fatpipe plot`,
+and `fatpipe report` rendered by a headless browser (issue 5, acceptance 4 and 5)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import fatpipe
+from fatpipe.plots import PLOTS, PlotUnavailable, plot_sweep
+from fatpipe.result import Result
+
+SCENARIO = {
+    "name": "plots",
+    "duration": "3s",
+    "topology": {"shape": "dumbbell", "bottleneck_rate": "50Mbps", "rtt": "40ms", "queue": {"limit_packets": 60}},
+    "flows": [{"name": "a", "cc": "sack"}, {"name": "b", "cc": "cubic", "start": "0.5s"}],
+    "output": {"sample_interval": "20ms", "capture": ["sender"], "plots": False},
+}
+
+#: name -> (title, x label, y label)
+EXPECTED = {
+    "cwnd": ("plots: congestion window", "time (s)", "cwnd (segments)"),
+    "outstanding": ("plots: bytes outstanding", "time (s)", "outstanding (MB)"),
+    "throughput": ("plots: throughput (delivered, per 20 ms)", "time (s)", "throughput (Mb/s)"),
+    "throughput_stacked": ("plots: throughput, stacked", "time (s)", "throughput (Mb/s)"),
+    "queue": ("plots: queue length", "time (s)", "queue (packets)"),
+    "rtt": ("plots: smoothed RTT", "time (s)", "RTT (ms)"),
+    "time_sequence": ("plots: time-sequence graph of a", "time (s)", "sequence number (MB from the first byte)"),
+}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    fatpipe.run(SCENARIO, capture_dir=out).write(out, plots=False)
+    return out
+
+
+def svg_texts(path: Path):
+    return set(re.findall(r"<text[^>]*>([^<]*)</text>", path.read_text()))
+
+
+def test_every_plot_is_listed():
+    assert set(PLOTS) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_plot_writes_png_and_svg_with_title_and_labels(name, run_dir, tmp_path):
+    result = Result.read(run_dir)
+    title, xlabel, ylabel = EXPECTED[name]
+    png = tmp_path / f"{name}.png"
+    assert PLOTS[name](result, png) == title
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    svg = tmp_path / f"{name}.svg"
+    PLOTS[name](result, svg)
+    texts = svg_texts(svg)
+    assert {title, xlabel, ylabel} <= texts, texts
+
+
+def test_time_sequence_needs_a_sender_capture(tmp_path):
+    out = tmp_path / "nocap"
+    fatpipe.run(dict(SCENARIO, output={"plots": False})).write(out, plots=False)
+    with pytest.raises(PlotUnavailable, match=r'needs a packet capture at the sender host .sender.: add output.capture = \["sender"\]'):
+        PLOTS["time_sequence"](Result.read(out), tmp_path / "t.png")
+
+
+def test_time_sequence_marks_every_retransmission(run_dir, tmp_path):
+    # The SVG has one red "R" marker per retransmitted segment of the flow (matplotlib
+    # writes markers as <use> elements of one path).
+    result = Result.read(run_dir)
+    flow = result.summary["flows"][0]
+    assert flow["segments_retransmitted"] > 0
+    svg = tmp_path / "tsg.svg"
+    PLOTS["time_sequence"](result, svg, flow="a")
+    assert f"retransmissions ({flow['segments_retransmitted']})" in svg_texts(svg)
+
+
+def test_sweep_plot(tmp_path):
+    table = pd.DataFrame(
+        {"window": [1, 2, 4, 1, 2, 4, 1, 2, 4], "cc": ["reno"] * 3 + ["cubic"] * 3 + ["reno"] * 3,
+         "goodput_mbps": [10, 20, 30, 12, 24, 36, 11, 19, 31]}
+    )
+    svg = tmp_path / "s.svg"
+    title = plot_sweep(table, svg, x="window", y="goodput_mbps", by="cc", xlabel="window (MB)", ylabel="goodput (Mb/s)")
+    assert title == "goodput_mbps against window"
+    assert {title, "window (MB)", "goodput (Mb/s)", "cc = reno", "cc = cubic"} <= svg_texts(svg)
+    with pytest.raises(PlotUnavailable, match="no column 'x'"):
+        plot_sweep(table, svg, x="x", y="goodput_mbps")
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "fatpipe", *map(str, args)], capture_output=True, text=True)
+
+
+def test_cli_plot(run_dir, tmp_path):
+    proc = cli("plot", run_dir, "--what", "cwnd,queue", "--format", "svg", "-o", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "cwnd.svg").stat().st_size > 0 and (tmp_path / "queue.svg").stat().st_size > 0
+    proc = cli("plot", run_dir, "--what", "time_sequence", "--flow", "b", "-o", tmp_path, "--start", "0.5", "--stop", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(tmp_path / "time_sequence_b.png")]
+    bad = cli("plot", run_dir, "--what", "cwnd,bogus")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "'bogus' is not allowed: expected comma-separated plot names from cwnd" in bad.stderr
+    nodir = cli("plot", tmp_path / "missing")
+    assert nodir.returncode == 2 and "not a fatpipe run directory (missing summary.json" in nodir.stderr
+    badflow = cli("plot", run_dir, "--what", "time_sequence", "--flow", "zz")
+    assert badflow.returncode == 2 and "--flow: 'zz' is not allowed: flows of this run: a, b" in badflow.stderr
+
+
+def test_report_renders_in_headless_chromium(run_dir, tmp_path):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is not installed (scripts/test.sh installs it)")
+    proc = cli("report", run_dir, "-o", tmp_path / "report.html")
+    assert proc.returncode == 0, proc.stderr
+    page = tmp_path / "report.html"
+    text = page.read_text()
+    # Self-contained: every image is embedded, nothing is fetched.
+    assert "src=\"data:image/png;base64," in text and "src=\"http" not in text
+    expected_images = len(PLOTS) - 1 + 2  # every run plot, time-sequence for both flows
+    assert text.count("<img ") == expected_images
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"]
+    dom = subprocess.run([chromium, *flags, "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=180)
+    assert f'data-images-loaded="{expected_images}/{expected_images}"' in dom.stdout
+    console_errors = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert console_errors == []
+    shot = tmp_path / "report.png"
+    subprocess.run([chromium, *flags, "--hide-scrollbars", "--window-size=1200,3000", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=180)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    for name in ("Flows", "Links", "Sharing", "Plots", "Scenario", "Packet captures"):
+        assert f"<h2>{name}</h2>" in text
