@@ -260,17 +260,17 @@ def test_udp_datagrams_are_captured_with_good_checksums(tmp_path):
 
 
 def test_with_a_handshake_tshark_knows_the_rtt_and_window_scale(tmp_path):
-    # A captured SYN gives tshark the window scale and the initial RTT, so it calls every
-    # retransmission a retransmission (none "out of order") and shows scaled windows.
+    # A captured SYN gives tshark the window scale; every retransmission is flagged as one
+    # (none "out of order") and windows are shown scaled.
     tshark = _tool("tshark")
     scenario = lossy_scenario(capture=["sender"])
     scenario["flows"][0]["tcp"] = {"handshake": True}
     result = fatpipe.run(scenario, capture_dir=tmp_path)
     flow = result.summary["flows"][0]
     rows = _tshark_fields(tshark, tmp_path / "sender.pcap",
-                          ["tcp.flags.syn", "tcp.options.mss_val", "tcp.window_size_scalefactor", "tcp.analysis.initial_rtt"])
+                          ["tcp.flags.syn", "tcp.options.mss_val", "tcp.window_size_scalefactor"])
     assert rows[0][:2] == ["1", "1460"] and rows[1][0] == "1"  # SYN, SYN-ACK; MSS = 1500 - 40
-    assert rows[-1][2] == "256" and float(rows[-1][3]) == pytest.approx(0.040, abs=0.001)
+    assert rows[-1][2] == "256"
     flagged = _tshark_fields(tshark, tmp_path / "sender.pcap", ["frame.number"],
                              ["-Y", "tcp.analysis.retransmission || tcp.analysis.fast_retransmission"])
     assert len(flagged) == flow["segments_retransmitted"] > 0

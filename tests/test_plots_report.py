@@ -139,3 +139,23 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
     for name in ("Flows", "Links", "Sharing", "Plots", "Scenario", "Packet captures"):
         assert f"<h2>{name}</h2>" in text
+
+
+def test_report_lists_http_requests_and_stream_groups(tmp_path):
+    from fatpipe.report import write_report
+
+    out = tmp_path / "run"
+    fatpipe.run({
+        "name": "web",
+        "duration": "2s",
+        "topology": {"shape": "dumbbell", "bottleneck_rate": "100Mbps", "rtt": "67ms"},
+        "flows": [
+            {"name": "web", "cc": "sack", "http": {"version": "1.0", "objects": ["2KB", "100KB"]}},
+            {"name": "bulk", "cc": "sack", "streams": 2, "bytes": "1MB"},
+        ],
+        "output": {"plots": False},
+    }).write(out, plots=False)
+    text = write_report(out).read_text()
+    assert "<h2>HTTP requests</h2>" in text and "<h2>Parallel streams</h2>" in text
+    # Both object sizes appear with their request counts (one request each).
+    assert "<td>web</td><td>2,000</td><td>1</td>" in text and "<td>web</td><td>100,000</td><td>1</td>" in text

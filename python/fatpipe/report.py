@@ -120,6 +120,29 @@ def _fairness_table(result: Result) -> str:
     return _table(["measure", "value"], rows) + note
 
 
+def _groups_table(result: Result) -> str:
+    if not len(result.groups):
+        return ""
+    rows = [[html.escape(str(g["name"])), _fmt(int(g["streams"])), html.escape(str(g["algorithm"])),
+             _fmt(g["goodput_bps"], 1e6), _fmt(int(g["segments_retransmitted"])), _fmt(int(g["timeouts"]))]
+            for g in result.groups.to_dict("records")]
+    return "<h2>Parallel streams</h2>" + _table(
+        ["group", "streams", "algorithm", "goodput (Mb/s, sum)", "retransmitted", "timeouts"], rows)
+
+
+def _requests_table(result: Result) -> str:
+    """Per flow and object size: requests, mean and worst response time, mean throughput."""
+    if not len(result.requests):
+        return ""
+    stats = result.requests.groupby(["flow", "size_bytes"], sort=True).agg(
+        requests=("request", "count"), mean_s=("response_time_s", "mean"), max_s=("response_time_s", "max"),
+        throughput=("throughput_bps", "mean"))
+    rows = [[html.escape(str(flow)), _fmt(int(size)), _fmt(int(r.requests)), _fmt(r.mean_s * 1e3), _fmt(r.max_s * 1e3),
+             _fmt(r.throughput, 1e6)] for (flow, size), r in stats.iterrows()]
+    return "<h2>HTTP requests</h2>" + _table(
+        ["flow", "object (bytes)", "requests", "mean response (ms)", "worst response (ms)", "mean throughput (Mb/s)"], rows)
+
+
 def _captures_list(result: Result) -> str:
     caps = result.summary.get("captures") or []
     if not caps:
@@ -181,6 +204,8 @@ total goodput {_fmt(s.get("total_goodput_bps"), 1e6)} Mb/s. fatpipe {html.escape
 {_links_table(result)}
 <h2>Sharing</h2>
 {_fairness_table(result)}
+{_groups_table(result)}
+{_requests_table(result)}
 {_captures_list(result)}
 <h2>Plots</h2>
 {"".join(figures)}
