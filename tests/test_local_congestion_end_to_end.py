@@ -238,3 +238,59 @@ def test_cli_summary_shows_window_cuts_without_loss_only_when_there_are_any():
     assert row.split()[-1] == str(cut.summary["flows"][0]["cwr_entries"])
     plain = fatpipe.run(back_to_back(10000))
     assert "w/o loss" not in _summary_table(plain.summary, 1.0)
+
+
+# ---- every way a sender transmits meets the interface budget -------------------------------
+
+
+def nic_limited(flows, txqueuelen=5, duration="10s"):
+    """100 Mb/s x 20 ms where the hosts' NICs are as fast as the path: queues form only in
+    the senders' interface queues of ``txqueuelen`` packets (the bottleneck's holds a BDP
+    and never fills)."""
+    return {
+        "duration": duration,
+        "topology": {"bottleneck_rate": "100Mbps", "rtt": "20ms", "access_rate": "100Mbps",
+                     "txqueuelen": txqueuelen, "pairs": 2},
+        "flows": flows,
+        "output": {"sample_interval": "100ms", "plots": False},
+    }
+
+
+def link(result, name):
+    return result.links.set_index("name").loc[name]
+
+
+def test_http_server_and_paced_writes_wait_for_the_interface_instead_of_losing():
+    # A NOCC HTTP server writes whole objects at once (up to 290 segments into a
+    # 5-packet interface queue); a paced TCP flow writes 64 KB every 10 ms.
+    http = {"name": "http", "pair": 0, "cc": "nocc",
+            "http": {"version": "1.0", "objects": ["422KB"], "requests": 10}}
+    paced = {"name": "paced", "pair": 1, "cc": "newreno", "burst_size": "64KB", "burst_period": "10ms"}
+    r = fatpipe.run(nic_limited([http, paced]))
+    flows = r.flows.set_index("name")
+    for name, nic in (("http", "access_fwd_sender0"), ("paced", "access_fwd_sender1")):
+        assert flows.loc[name, "local_congestion_events"] > 0, name
+        assert flows.loc[name, "segments_retransmitted"] == 0, name
+        assert link(r, nic)["total_drops_packets"] == 0, nic
+        assert link(r, nic)["max_queue_packets"] <= 5, nic
+    assert total_drops(r) == 0
+    assert flows.loc["http", "requests_completed"] == 10
+
+
+def test_udp_shares_the_interface_queue_and_is_dropped_where_tcp_waits():
+    # A bulk TCP flow keeps its host's 20-packet interface queue full; a 30 Mb/s CBR UDP
+    # flow from the same host finds it full now and then and loses those datagrams there,
+    # while TCP loses nothing.
+    doc = nic_limited(
+        [{"name": "tcp", "pair": 0, "cc": "newreno"},
+         {"name": "udp", "pair": 0, "transport": "udp", "udp": {"mode": "cbr", "rate": "30Mbps"}}],
+        txqueuelen=20,
+    )
+    r = fatpipe.run(doc)
+    flows = r.flows.set_index("name")
+    nic = link(r, "access_fwd_sender0")
+    assert flows.loc["tcp", "local_congestion_events"] > 0
+    assert flows.loc["tcp", "data_packets_lost"] == 0 and flows.loc["tcp", "segments_retransmitted"] == 0
+    assert flows.loc["udp", "datagrams_lost"] > 0
+    assert nic["drops_packets"] == flows.loc["udp", "datagrams_lost"] == total_drops(r)
+    assert nic["max_queue_packets"] <= 20
