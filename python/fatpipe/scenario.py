@@ -1331,7 +1331,8 @@ def _txqueuelen_field(unset: str) -> Field:
         "drop-tail queue of each link leaving a host. When it is full a TCP sender's segment "
         "is not lost: the sender keeps it, sends it when the queue has room, and reduces its "
         "window (local congestion, Linux tcp_enter_cwr; counted per flow). Other packets "
-        "that find it full (ACKs, UDP datagrams) are dropped. Overrides access_queue on the hosts' side",
+        "that find it full (ACKs, UDP datagrams) are dropped. Overrides access_queue on the "
+        "hosts' side",
         Derived(unset),
         "Linux's default txqueuelen for Ethernet is 1000 packets; document 001's hosts ran "
         "with 100",
