@@ -37,18 +37,22 @@ pub fn sack_option_bytes(blocks: usize) -> u32 {
 }
 
 /// Up to four SACK blocks (RFC 2018: four fit the 40 option bytes, three beside timestamps),
-/// stored as offsets from the cumulative ACK so that a packet stays small.
+/// stored as offsets from the cumulative ACK so that a packet stays small. The offsets are
+/// kept as bytes (alignment 1), so that the one-byte fields around the blocks in `Packet`
+/// (kind, flags, ECN) pack without padding and the packet stays at 96 bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlocks {
     count: u8,
-    blocks: [(u32, u32); 4],
+    blocks: [[u8; 8]; 4],
 }
 
 impl SackBlocks {
     /// Adds the block `[start, end)` of an ACK whose cumulative ACK is `ack`.
     pub fn push(&mut self, ack: u64, start: u64, end: u64) {
         debug_assert!(start >= ack && end > start && (self.count as usize) < 4);
-        self.blocks[self.count as usize] = ((start - ack) as u32, (end - ack) as u32);
+        let block = &mut self.blocks[self.count as usize];
+        block[..4].copy_from_slice(&((start - ack) as u32).to_ne_bytes());
+        block[4..].copy_from_slice(&((end - ack) as u32).to_ne_bytes());
         self.count += 1;
     }
 
@@ -62,7 +66,11 @@ impl SackBlocks {
 
     /// The blocks as absolute byte ranges, most recent first.
     pub fn iter(&self, ack: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.blocks[..self.count as usize].iter().map(move |&(s, e)| (ack + s as u64, ack + e as u64))
+        self.blocks[..self.count as usize].iter().map(move |b| {
+            let start = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            let end = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+            (ack + start as u64, ack + end as u64)
+        })
     }
 }
 
@@ -161,6 +169,16 @@ mod tests {
     fn a_packet_stays_within_96_bytes() {
         // Queues and links hold packets by value: their size is the simulator's memory traffic.
         assert!(std::mem::size_of::<Packet>() <= 96, "{}", std::mem::size_of::<Packet>());
+    }
+
+    #[test]
+    fn sack_blocks_come_back_as_pushed() {
+        let mut b = SackBlocks::default();
+        b.push(1_000_000, 1_002_896, 1_004_344);
+        b.push(1_000_000, 1_000_000 + (3 << 30), 1_000_000 + (3 << 30) + 1448);
+        assert_eq!(b.len(), 2);
+        let got: Vec<_> = b.iter(1_000_000).collect();
+        assert_eq!(got, vec![(1_002_896, 1_004_344), (1_000_000 + (3 << 30), 1_000_000 + (3 << 30) + 1448)]);
     }
 
     #[test]
