@@ -317,10 +317,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return EXIT_FAILURE if invalid else EXIT_OK
 
     from .runner import import_core
-    from .sweep_runner import run_sweep
+    from .sweep_runner import require_dask, run_sweep
 
     if args.dask in (None, "local"):
         import_core()  # a missing build is reported once, not as a failure of every run
+    if args.dask is not None:
+        require_dask()
     outdir = Path(args.output) if args.output else Path("runs") / spec.name
     _prepare_outdir(outdir)
     wall_start = time.perf_counter()

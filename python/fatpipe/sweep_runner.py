@@ -42,6 +42,7 @@ __all__ = [
     "flatten_summary",
     "EXECUTORS",
     "default_jobs",
+    "require_dask",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -271,18 +272,25 @@ def _run_pool(
     return broken
 
 
-def _run_dask(tasks: Sequence[RunTask], address: str, jobs: Optional[int], on_result: OnResult, task_fn: TaskFn = run_task) -> None:
-    """Runs ``tasks`` on a Dask cluster: ``address`` is a scheduler's (tcp://host:8786) or
-    ``"local"`` for a LocalCluster of ``jobs`` single-threaded worker processes. The workers
-    write into the run directories, so OUTDIR must be on a file system they share."""
+def require_dask() -> None:
+    """Raises ImportError, saying how to install it, if Dask's distributed is missing."""
     try:
-        from distributed import Client, LocalCluster, as_completed
+        import distributed  # noqa: F401
     except ImportError as err:
         raise ImportError(
             "--dask needs Dask's distributed scheduler: pip install 'dask[distributed]' "
             f"(or pip install 'fatpipe[dask]'); import failed with: {err}"
         ) from err
+
+
+def _run_dask(tasks: Sequence[RunTask], address: str, jobs: Optional[int], on_result: OnResult, task_fn: TaskFn = run_task) -> None:
+    """Runs ``tasks`` on a Dask cluster: ``address`` is a scheduler's (tcp://host:8786) or
+    ``"local"`` for a LocalCluster of ``jobs`` single-threaded worker processes. The workers
+    write into the run directories, so OUTDIR must be on a file system they share."""
+    require_dask()
     import logging
+
+    from distributed import Client, LocalCluster, as_completed
 
     cluster = None
     if address == "local":
@@ -418,7 +426,7 @@ def run_sweep(
     try:
         if tasks:
             if dask is not None:
-                _run_dask(tasks, dask, jobs, on_result)
+                _run_dask(tasks, dask, min(jobs or default_jobs(), len(tasks)), on_result)
             else:
                 _run_local(tasks, min(jobs or default_jobs(), len(tasks)), executor, on_result)
     finally:
