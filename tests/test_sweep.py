@@ -142,6 +142,9 @@ def test_replications_derive_seeds_deterministically():
     assert Sweep.build(BASE, replications=3).points()[1].seed == seeds[1]  # no randomness in time
     with_seed = Sweep.build(dict(BASE, seed=7), replications=2).points()
     assert with_seed[0].seed == 7 and with_seed[1].seed == replication_seed(7, 1) != seeds[1]
+    # Seeds given explicitly are the seeds used.
+    explicit = Sweep.build(BASE, grid={"seed": [5, 6]}).points()
+    assert [p.seed for p in explicit] == [5, 6] == [p.core["seed"] for p in explicit]
 
 
 def test_run_ids_stay_when_values_are_added():
@@ -162,6 +165,8 @@ def test_run_ids_stay_when_values_are_added():
          ["zip.flows[*].cc: flows[*].cc is varied twice (also at grid.flows.*.cc)"]),
         ({"grid": {"topology.rtt": ["20ms", "40ms", "20ms"]}}, ['"20ms" is given twice (positions 0 and 2)']),
         ({"replications": 0}, ["replications: 0 is not allowed: must be at least 1"]),
+        ({"grid": {"seed": [1, 2]}, "replications": 2},
+         ["grid.seed: varying seed is not allowed with replications = 2"]),
     ],
 )
 def test_bad_sweep_definitions(kwargs, fragments):

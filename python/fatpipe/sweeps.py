@@ -476,6 +476,15 @@ class Sweep:
             name = default_name
         else:
             name = str(base.get("name") or "sweep")
+        if "seed" in seen and top["replications"] > 1:
+            # The summary's seed column is the seed each run used; a varied seed with
+            # derived replication seeds would need two, and mean nothing more.
+            raise SweepError(
+                f"{seen['seed']}: varying seed is not allowed with replications = "
+                f"{top['replications']}: give the seeds to run, or use replications (which "
+                "derives them), not both",
+                seen["seed"],
+            )
         sweep = cls(name=name, base=base, axes=axes, replications=top["replications"])
         sweep._check_distinct()
         return sweep
