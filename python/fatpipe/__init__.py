@@ -8,8 +8,10 @@ core, ``fatpipe._core``.
 >>> result = fatpipe.run("examples/reno-100M-40ms.toml")               # needs the core
 >>> result.flows[["name", "goodput_bps"]]
 >>> result.write("runs/reno")
+>>> df = fatpipe.sweep("examples/reno-100M-40ms.toml",                 # many runs
+...                    grid={"topology.rtt": ["20ms", "80ms"]}, outdir="runs/rtt")
 
-``run`` and ``Result`` are imported on first use: validating a scenario needs neither the
+``run``, ``sweep`` and ``Result`` are imported on first use: validating a scenario needs neither the
 compiled core nor pandas.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, List
 
 from .scenario import ScenarioError, load_scenario
+from .sweeps import SweepError, load_sweep
 
 try:
     from importlib.metadata import PackageNotFoundError, version as _dist_version
@@ -32,8 +35,18 @@ except ImportError:  # pragma: no cover - importlib.metadata is in the stdlib fr
 if TYPE_CHECKING:  # pragma: no cover
     from .result import Result
     from .runner import run
+    from .sweep_runner import sweep
 
-__all__ = ["run", "load_scenario", "ScenarioError", "Result", "__version__"]
+__all__ = [
+    "run",
+    "sweep",
+    "load_scenario",
+    "load_sweep",
+    "ScenarioError",
+    "SweepError",
+    "Result",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -43,6 +56,10 @@ def __getattr__(name: str) -> Any:
         from .runner import run
 
         return run
+    if name == "sweep":
+        from .sweep_runner import sweep
+
+        return sweep
     if name == "Result":
         from .result import Result
 
@@ -51,4 +68,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> List[str]:
-    return sorted(set(globals()) | {"run", "Result"})
+    return sorted(set(globals()) | {"run", "sweep", "Result"})

@@ -5,15 +5,17 @@
     fatpipe run SCENARIO.toml [-o OUTDIR] [--seed N] [--no-plots] [--quiet]
     fatpipe validate SCENARIO.toml [--json]
     fatpipe reference [--update docs/scenario.md]
-    fatpipe bench [--quick]
     fatpipe report OUTDIR [-o FILE.html]
     fatpipe plot OUTDIR [--what cwnd,throughput,...] [--format png|svg] [--flow NAME]
+    fatpipe sweep SWEEP.toml [-o OUTDIR] [--jobs N] [--executor processes|threads]
+                  [--dask local|tcp://host:8786] [--plots] [--dry-run] [--quiet]
+    fatpipe bench [--quick] [--sweep]
 
 Every user mistake -- an invalid scenario, a missing or unreadable file, a TOML syntax
 error, an unwritable output directory, a bad argument -- prints one line
 ``fatpipe: error: <message>`` on stderr and exits with status 2; never a traceback.
-Status 1 means the simulation could not run (the compiled core is missing); 130 means
-interrupted.
+Status 1 means the simulation could not run (the compiled core is missing), or, for a
+sweep, that some of its runs failed or were invalid; 130 means interrupted.
 """
 
 from __future__ import annotations
@@ -61,6 +63,16 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not allowed: expected a whole number from 0 to {U64_MAX}"
         )
+    return value
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: expected a whole number >= 1")
     return value
 
 
@@ -122,12 +134,62 @@ def _build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_algorithms)
 
     p = commands.add_parser(
+        "sweep",
+        help="run a scenario many times with parameters varied, in parallel",
+        description="Run every point of a sweep file (a base scenario, parameters to vary "
+        "as a grid and/or zipped lists, replications; see docs/sweeps.md) in parallel. "
+        "Writes OUTDIR/summary.parquet (one row per run), summary.csv, failures.json and "
+        "OUTDIR/runs/<run id>/ per run. Finished runs are reused when run again; failed "
+        "ones are retried. Exit status 1 if some runs failed or were invalid.",
+    )
+    p.add_argument("sweep", metavar="SWEEP.toml", help="sweep file")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUTDIR",
+        help="output directory, created if needed (default: runs/<sweep name>)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="runs at a time (default: the machine's cores; with --dask local, the workers)",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--executor",
+        choices=("processes", "threads"),
+        help="run on worker processes (default) or threads; the core releases the GIL, so "
+        "threads run in parallel too",
+    )
+    where.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help='run on a Dask cluster: "local" (a LocalCluster on this machine) or a '
+        "scheduler address such as tcp://host:8786 (OUTDIR must be shared with the workers)",
+    )
+    p.add_argument("--plots", action="store_true", help="write each run's PNG plots (off: faster)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate every point and print the number of runs and the first few; run nothing",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no report")
+    p.set_defaults(func=_cmd_sweep)
+
+    p = commands.add_parser(
         "bench",
         help="measure the simulator's speed",
         description="Time one window-limited Reno flow at 100 Mb/s, 1 Gb/s and 10 Gb/s with "
         "100 ms RTT, about 2 million data segments each.",
     )
     p.add_argument("--quick", action="store_true", help="about 1 million segments per case")
+    p.add_argument(
+        "--sweep",
+        action="store_true",
+        help="instead: runs per minute of a 32-point sweep on one process, on the machine's "
+        "cores (processes, threads) and on a Dask LocalCluster if Dask is installed",
+    )
     p.set_defaults(func=_cmd_bench)
 
     p = commands.add_parser(
@@ -331,6 +393,116 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     for path in written:
         print(path)
     return EXIT_OK
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweeps import SweepError, load_sweep
+
+    try:
+        spec = load_sweep(args.sweep)
+    except SweepError as err:
+        raise CliError(f"{args.sweep}: {err}") from None
+    except ScenarioError as err:  # the sweep file itself is not valid TOML
+        raise CliError(f"{args.sweep}: {err}") from None
+    except FileNotFoundError:
+        raise CliError(f"{args.sweep}: no such file") from None
+    except IsADirectoryError:
+        raise CliError(f"{args.sweep}: is a directory, not a sweep file") from None
+    except OSError as err:
+        raise CliError(f"{args.sweep}: cannot read: {err.strerror or err}") from None
+    if args.jobs is not None and args.dask not in (None, "local"):
+        raise CliError(
+            f"--jobs {args.jobs} is not allowed with --dask {args.dask}: the cluster's workers "
+            "set the parallelism (--jobs applies to local runs and --dask local)"
+        )
+    points = spec.points()
+    invalid = [p for p in points if not p.valid]
+    if len(invalid) == len(points):
+        raise CliError(f"{args.sweep}: every point is invalid; the first ({invalid[0].label()}): {invalid[0].error}")
+    if args.dry_run:
+        print(_dry_run_report(spec, points))
+        return EXIT_FAILURE if invalid else EXIT_OK
+
+    from .runner import import_core
+    from .sweep_runner import require_dask, run_sweep
+
+    if args.dask in (None, "local"):
+        import_core()  # a missing build is reported once, not as a failure of every run
+    if args.dask is not None:
+        require_dask()
+    outdir = Path(args.output) if args.output else Path("runs") / spec.name
+    _prepare_outdir(outdir)
+    wall_start = time.perf_counter()
+    try:
+        outcome = run_sweep(
+            spec,
+            outdir,
+            jobs=args.jobs,
+            executor=args.executor or "processes",
+            dask=args.dask,
+            plots=args.plots,
+            progress=not args.quiet and sys.stderr.isatty(),
+            points=points,
+        )
+    except SweepError as err:
+        raise CliError(str(err)) from None
+    except OSError as err:
+        raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
+    wall_s = time.perf_counter() - wall_start
+    if not args.quiet:
+        print(_sweep_report(spec.name, outcome, len(points), wall_s, outdir))
+    return EXIT_FAILURE if outcome.failures else EXIT_OK
+
+
+#: How many parameter sets --dry-run shows.
+DRY_RUN_SHOWN = 5
+#: How many failed runs the report after a sweep lists.
+FAILURES_SHOWN = 20
+
+
+def _dry_run_report(spec: Any, points: Sequence[Any]) -> str:
+    invalid = [p for p in points if not p.valid]
+    lines = [f"sweep {spec.name}: {spec.describe()}; {len(invalid)} invalid"]
+    paths = [p.path for p in spec.parameters]
+    shown = points[:DRY_RUN_SHOWN]
+    lines.append(f"first {len(shown)}:")
+    lines += [
+        "  " + line
+        for line in _table(
+            ["run id", "replication", "seed"] + paths,
+            [[p.run_id, p.replication, "-" if p.seed is None else p.seed] + [_value(p.params[k]) for k in paths] for p in shown],
+        )
+    ]
+    if invalid:
+        lines.append(f"invalid ({len(invalid)}):")
+        lines += [f"  {p.run_id}  {p.label()}: {p.error}" for p in invalid[:DRY_RUN_SHOWN]]
+        if len(invalid) > DRY_RUN_SHOWN:
+            lines.append(f"  ... and {len(invalid) - DRY_RUN_SHOWN} more")
+    return "\n".join(lines)
+
+
+def _value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _sweep_report(name: str, outcome: Any, total: int, wall_s: float, outdir: Path) -> str:
+    failed = [f for f in outcome.failures if f["status"] == "failed"]
+    invalid = [f for f in outcome.failures if f["status"] == "invalid"]
+    ok = total - len(failed) - len(invalid)
+    lines = [
+        f"sweep {name}: {total} run{'s' if total != 1 else ''}: {ok} ok "
+        f"({outcome.reused} reused from an earlier sweep), {len(failed)} failed, "
+        f"{len(invalid)} invalid; {outcome.ran} ran in {wall_s:.1f} s"
+    ]
+    for f in outcome.failures[:FAILURES_SHOWN]:
+        params = ", ".join(f"{k}={_value(v)}" for k, v in f["params"].items())
+        lines.append(f"  {f['status']}: {f['run_id']} ({params}, replication {f['replication']}): {f['error']}")
+    if len(outcome.failures) > FAILURES_SHOWN:
+        lines.append(f"  ... and {len(outcome.failures) - FAILURES_SHOWN} more (failures.json has them all)")
+    lines.append(f"summary: {outdir / 'summary.parquet'} (and summary.csv)")
+    if outcome.failures:
+        lines.append(f"failures: {outdir / 'failures.json'}")
+    return "\n".join(lines)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
