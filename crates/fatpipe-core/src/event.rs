@@ -36,6 +36,9 @@ pub enum TimerKind {
     DelayedAck,
     /// The sender's pacing timer: the next segment may go.
     Pacing,
+    /// The receiver's window-update timer: a rate-limited application has read enough to
+    /// reopen the window.
+    WindowUpdate,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -12,6 +12,7 @@ use crate::cc::INFINITE_SSTHRESH;
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::Link;
 use crate::net::routing::shortest_path_table;
+use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
 use crate::scenario::Scenario;
@@ -32,6 +33,7 @@ pub struct Flow {
     rto_timer: LazyTimer,
     delayed_ack_timer: LazyTimer,
     pacing_timer: LazyTimer,
+    window_update_timer: LazyTimer,
     pub bursts: BurstStats,
 }
 
@@ -42,6 +44,9 @@ pub struct Simulation {
     pub links: Vec<Link>,
     /// `routes[node][dst]`: the link to forward on.
     routes: Vec<Vec<Option<u32>>>,
+    /// Groups of parallel links (`net/split.rs`), and for each link the group it belongs to.
+    splits: Vec<Split>,
+    split_of: Vec<Option<u32>>,
     pub flows: Vec<Flow>,
     /// Scratch buffer for packets an endpoint emits; reused so sending never allocates.
     out: Vec<Packet>,
@@ -54,6 +59,13 @@ impl Simulation {
         scenario.validate()?;
         let routes = shortest_path_table(scenario.nodes.len(), &scenario.links);
         let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
+        let splits: Vec<Split> = scenario.splits.iter().map(|s| Split::new(s, scenario.seed)).collect();
+        let mut split_of = vec![None; links.len()];
+        for (i, s) in scenario.splits.iter().enumerate() {
+            for &l in &s.links {
+                split_of[l as usize] = Some(i as u32);
+            }
+        }
         let flows: Vec<Flow> = scenario
             .flows
             .iter()
@@ -68,6 +80,7 @@ impl Simulation {
                 rto_timer: LazyTimer::default(),
                 delayed_ack_timer: LazyTimer::default(),
                 pacing_timer: LazyTimer::default(),
+                window_update_timer: LazyTimer::default(),
                 bursts: BurstStats::default(),
             })
             .collect();
@@ -85,6 +98,8 @@ impl Simulation {
             events,
             links,
             routes,
+            splits,
+            split_of,
             flows,
             out: Vec::with_capacity(256),
             flow_series: FlowSeries::default(),
@@ -236,7 +251,11 @@ impl Simulation {
     }
 
     fn forward(&mut self, node: u32, pkt: Packet) {
-        let l = self.routes[node as usize][pkt.dst as usize].expect("validated: every flow has a route");
+        let mut l = self.routes[node as usize][pkt.dst as usize].expect("validated: every flow has a route");
+        if let Some(s) = self.split_of[l as usize] {
+            // Routes lead to one member of a group of parallel links; the packet draws its own.
+            l = self.splits[s as usize].choose();
+        }
         let now = self.now;
         let link = &mut self.links[l as usize];
         if link.impaired(now, &pkt) {
@@ -265,6 +284,7 @@ impl Simulation {
             TimerKind::Retransmission => &mut flow.rto_timer,
             TimerKind::DelayedAck => &mut flow.delayed_ack_timer,
             TimerKind::Pacing => &mut flow.pacing_timer,
+            TimerKind::WindowUpdate => &mut flow.window_update_timer,
         };
         match timer.fire(now) {
             Fired::Ignore => {}
@@ -283,6 +303,10 @@ impl Simulation {
                     TimerKind::Pacing => {
                         flow.sender.on_pacing_timer(now, &mut out);
                         flow.src
+                    }
+                    TimerKind::WindowUpdate => {
+                        flow.receiver.on_window_update_timer(now, &mut out);
+                        flow.dst
                     }
                 };
                 self.transmit(node, &mut out);
@@ -303,6 +327,9 @@ impl Simulation {
         }
         if let Some(t) = flow.pacing_timer.set(flow.sender.pacing_deadline()) {
             self.events.schedule(t, Event::Timer(f, TimerKind::Pacing));
+        }
+        if let Some(t) = flow.window_update_timer.set(flow.receiver.window_update_deadline()) {
+            self.events.schedule(t, Event::Timer(f, TimerKind::WindowUpdate));
         }
     }
 
@@ -357,6 +384,13 @@ impl Simulation {
                     "timeouts": s.stats.timeouts,
                     "dupacks_received": s.stats.dupacks_received,
                     "acks_sent": r.stats.acks_sent,
+                    "out_of_order_segments": r.stats.out_of_order_segments,
+                    "duplicate_segments": r.stats.duplicate_segments,
+                    "bytes_read": r.bytes_read(self.now),
+                    "window_updates_sent": r.stats.window_updates_sent,
+                    "zero_window_acks_sent": r.stats.zero_window_acks_sent,
+                    "out_of_window_segments": r.stats.out_of_window_segments,
+                    "zero_window_probes": s.stats.zero_window_probes,
                     "bytes_written": s.bytes_written(),
                     "bursts": f.bursts.bursts,
                     "failed_burst_cycles": f.bursts.failed_cycles,

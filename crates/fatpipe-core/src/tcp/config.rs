@@ -61,6 +61,11 @@ pub struct TcpConfig {
     pub min_rto_ps: Time,
     pub max_rto_ps: Time,
     pub initial_rto_ps: Time,
+    /// Payload bits per second the receiving application reads (document 000's receiver
+    /// limited by memory and bus); unread bytes hold the receive buffer and shrink the
+    /// advertised window. None: the application reads every byte at once.
+    #[serde(default)]
+    pub receiver_drain_rate_bps: Option<u64>,
 }
 
 impl TcpConfig {
@@ -75,13 +80,21 @@ impl TcpConfig {
     /// shift is the smallest that makes the buffer fit 16 bits, at most 14).
     pub fn advertised_window_bytes(&self) -> u32 {
         let buf = self.rcv_buffer_bytes.min(u32::MAX as u64);
+        let shift = self.window_shift();
+        (((buf >> shift).min(65_535)) << shift) as u32
+    }
+
+    /// The receiver's window scale shift (RFC 7323 2.3): 0 without scaling; windows are
+    /// multiples of 2^shift bytes, at most 65,535 x 2^shift.
+    pub fn window_shift(&self) -> u32 {
         if !self.window_scaling {
-            return buf.min(65_535) as u32;
+            return 0;
         }
+        let buf = self.rcv_buffer_bytes.min(u32::MAX as u64);
         let mut shift = 0;
         while shift < 14 && (buf >> shift) > 65_535 {
             shift += 1;
         }
-        (((buf >> shift).min(65_535)) << shift) as u32
+        shift
     }
 }

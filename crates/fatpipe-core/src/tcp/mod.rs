@@ -5,6 +5,7 @@ pub mod config;
 pub mod ranges;
 pub mod receiver;
 pub mod rate;
+pub mod reader;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;

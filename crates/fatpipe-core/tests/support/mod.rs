@@ -33,6 +33,7 @@ pub fn tcp_config() -> TcpConfig {
         min_rto_ps: 200 * PS_PER_MS,
         max_rto_ps: 120 * PS_PER_S,
         initial_rto_ps: PS_PER_S,
+        receiver_drain_rate_bps: None,
     }
 }
 
@@ -82,6 +83,7 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             tcp,
             cc: reno(),
         }],
+        splits: Vec::new(),
     }
 }
 
@@ -107,6 +109,10 @@ pub struct Harness {
     pub dropped: Vec<Packet>,
     /// Every data segment sent: (time, packet).
     pub sent: Vec<(Time, Packet)>,
+    /// Returns true for an ACK to drop (sees each ACK once).
+    pub drop_ack: Box<dyn FnMut(&Packet) -> bool>,
+    /// Every ACK sent, dropped or not: (time, packet).
+    pub acks: Vec<(Time, Packet)>,
 }
 
 impl Harness {
@@ -127,6 +133,8 @@ impl Harness {
             drop,
             dropped: Vec::new(),
             sent: Vec::new(),
+            drop_ack: Box::new(|_| false),
+            acks: Vec::new(),
         }
     }
 
@@ -136,6 +144,11 @@ impl Harness {
                 self.sent.push((self.now, p));
                 if (self.drop)(&p) {
                     self.dropped.push(p);
+                    continue;
+                }
+            } else {
+                self.acks.push((self.now, p));
+                if (self.drop_ack)(&p) {
                     continue;
                 }
             }
@@ -151,7 +164,7 @@ impl Harness {
         self.post(&mut out);
     }
 
-    /// Runs until `until`, delivering packets and firing the two timers.
+    /// Runs until `until`, delivering packets and firing the timers.
     pub fn run_until(&mut self, until: Time) {
         let mut out = Vec::new();
         loop {
@@ -159,7 +172,8 @@ impl Harness {
             let rto = self.sender.rto_deadline();
             let delack = self.receiver.delayed_ack_deadline();
             let pacing = self.sender.pacing_deadline();
-            let next = [next_pkt, rto, delack, pacing].into_iter().flatten().min();
+            let window_update = self.receiver.window_update_deadline();
+            let next = [next_pkt, rto, delack, pacing, window_update].into_iter().flatten().min();
             let Some(t) = next else { break };
             if t > until {
                 break;
@@ -175,6 +189,8 @@ impl Harness {
                 self.sender.on_rto_timer(t, &mut out);
             } else if pacing == Some(t) {
                 self.sender.on_pacing_timer(t, &mut out);
+            } else if window_update == Some(t) {
+                self.receiver.on_window_update_timer(t, &mut out);
             } else {
                 self.receiver.on_delayed_ack_timer(t, &mut out);
             }
