@@ -39,6 +39,9 @@ pub enum TimerKind {
     /// Connection setup and requests: SYN and SYN-ACK retransmission (`tcp/handshake.rs`),
     /// an HTTP client's request retransmission (`source/http.rs`).
     Connection,
+    /// The receiver's window-update timer: a rate-limited application has read enough to
+    /// reopen the window.
+    WindowUpdate,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -6,6 +6,7 @@ use crate::cc::CcSpec;
 use crate::net::link::LinkSpec;
 use crate::packet::IPV4_UDP_HEADER_BYTES;
 use crate::net::routing::shortest_path_table;
+use crate::net::split::SplitSpec;
 use crate::source::SourceSpec;
 use crate::tcp::TcpConfig;
 use crate::time::Time;
@@ -24,6 +25,9 @@ pub struct Scenario {
     /// Packet captures (pcap files); none by default.
     #[serde(default)]
     pub captures: Vec<crate::capture::CaptureSpec>,
+    /// Groups of parallel links a packet chooses among at random (none by default).
+    #[serde(default)]
+    pub splits: Vec<SplitSpec>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -86,6 +90,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     initial_rto_ps: 0,
     handshake: false,
     slow_start_after_idle: false,
+    receiver_drain_rate_bps: None,
 };
 
 impl FlowSpec {
@@ -158,6 +163,7 @@ impl Scenario {
                 return Err(format!("captures[{i}].snaplen_bytes: {} is not allowed: at least 64", c.snaplen_bytes));
             }
         }
+        self.validate_splits()?;
         let routes = shortest_path_table(self.nodes.len(), &self.links);
         for (i, f) in self.flows.iter().enumerate() {
             for (what, node) in [("src", f.src), ("dst", f.dst)] {
@@ -322,6 +328,30 @@ impl Scenario {
             }
             SourceSpec::Bulk(_) | SourceSpec::Burst(_) | SourceSpec::Http(_) => unreachable!("a UDP source"),
         }
+    }
+
+    /// Each split: valid probabilities, members that exist, join the same two nodes with the
+    /// same MTU (routes, and the MTU check along them, reach a group through one member), and
+    /// belong to no other split.
+    fn validate_splits(&self) -> Result<(), String> {
+        let mut member = vec![false; self.links.len()];
+        for (i, s) in self.splits.iter().enumerate() {
+            s.validate().map_err(|e| format!("splits[{i}].{e}"))?;
+            if let Some(&l) = s.links.iter().find(|&&l| l as usize >= self.links.len()) {
+                return Err(format!("splits[{i}].links: link index {l} out of range 0..{}", self.links.len()));
+            }
+            let head = &self.links[s.links[0] as usize];
+            for &l in &s.links {
+                let link = &self.links[l as usize];
+                if link.from != head.from || link.to != head.to || link.mtu_bytes != head.mtu_bytes {
+                    return Err(format!("splits[{i}].links: {} and {} must join the same nodes with the same MTU", head.name, link.name));
+                }
+                if std::mem::replace(&mut member[l as usize], true) {
+                    return Err(format!("splits[{i}].links: link {} is in more than one split (or twice)", link.name));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -22,6 +22,7 @@ use crate::rng::Rng;
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::Link;
 use crate::net::routing::shortest_path_table;
+use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
 use crate::scenario::{FlowSpec, Scenario};
@@ -47,6 +48,7 @@ pub struct Flow {
     rto_timer: LazyTimer,
     delayed_ack_timer: LazyTimer,
     pacing_timer: LazyTimer,
+    window_update_timer: LazyTimer,
     pub bursts: BurstStats,
     /// A UDP flow's sender and receiver; its TCP endpoints above are idle placeholders that
     /// never run (kept so that every flow has the same shape).
@@ -122,6 +124,9 @@ pub struct Simulation {
     pub links: Vec<Link>,
     /// `routes[node][dst]`: the link to forward on.
     routes: Vec<Vec<Option<u32>>>,
+    /// Groups of parallel links (`net/split.rs`), and for each link the group it belongs to.
+    splits: Vec<Split>,
+    split_of: Vec<Option<u32>>,
     pub flows: Vec<Flow>,
     /// Scratch buffer for packets an endpoint emits; reused so sending never allocates.
     out: Vec<Packet>,
@@ -144,6 +149,13 @@ impl Simulation {
         scenario.validate()?;
         let routes = shortest_path_table(scenario.nodes.len(), &scenario.links);
         let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
+        let splits: Vec<Split> = scenario.splits.iter().map(|s| Split::new(s, scenario.seed)).collect();
+        let mut split_of = vec![None; links.len()];
+        for (i, s) in scenario.splits.iter().enumerate() {
+            for &l in &s.links {
+                split_of[l as usize] = Some(i as u32);
+            }
+        }
         let flows: Vec<Flow> = scenario
             .flows
             .iter()
@@ -165,6 +177,7 @@ impl Simulation {
                     rto_timer: LazyTimer::default(),
                     delayed_ack_timer: LazyTimer::default(),
                     pacing_timer: LazyTimer::default(),
+                    window_update_timer: LazyTimer::default(),
                     bursts: BurstStats::default(),
                     handshake,
                     http,
@@ -245,6 +258,8 @@ impl Simulation {
             events,
             links,
             routes,
+            splits,
+            split_of,
             flows,
             out: Vec::with_capacity(256),
             flow_series: FlowSeries::default(),
@@ -518,7 +533,11 @@ impl Simulation {
     }
 
     fn forward(&mut self, node: u32, pkt: Packet) {
-        let l = self.routes[node as usize][pkt.dst as usize].expect("validated: every flow has a route");
+        let mut l = self.routes[node as usize][pkt.dst as usize].expect("validated: every flow has a route");
+        if let Some(s) = self.split_of[l as usize] {
+            // Routes lead to one member of a group of parallel links; the packet draws its own.
+            l = self.splits[s as usize].choose();
+        }
         let now = self.now;
         let link = &mut self.links[l as usize];
         if link.impaired(now, &pkt) {
@@ -589,6 +608,7 @@ impl Simulation {
             TimerKind::DelayedAck => &mut flow.delayed_ack_timer,
             TimerKind::Pacing => &mut flow.pacing_timer,
             TimerKind::Connection => &mut flow.connection_timer,
+            TimerKind::WindowUpdate => &mut flow.window_update_timer,
         };
         match timer.fire(now) {
             Fired::Ignore => {}
@@ -614,6 +634,10 @@ impl Simulation {
                         flow.src
                     }
                     TimerKind::Connection => unreachable!("handled above"),
+                    TimerKind::WindowUpdate => {
+                        flow.receiver.on_window_update_timer(now, &mut out);
+                        flow.dst
+                    }
                 };
                 self.transmit(node, &mut out);
                 self.out = out;
@@ -645,6 +669,9 @@ impl Simulation {
         if flow.sender.interface_blocked() && !flow.iface_waiting {
             flow.iface_waiting = true;
             self.iface_waiters[flow.iface as usize].push_back(f);
+        }
+        if let Some(t) = flow.window_update_timer.set(flow.receiver.window_update_deadline()) {
+            self.events.schedule(t, Event::Timer(f, TimerKind::WindowUpdate));
         }
     }
 
@@ -718,6 +745,13 @@ impl Simulation {
                     "timeouts": s.stats.timeouts,
                     "dupacks_received": s.stats.dupacks_received,
                     "acks_sent": r.stats.acks_sent,
+                    "out_of_order_segments": r.stats.out_of_order_segments,
+                    "duplicate_segments": r.stats.duplicate_segments,
+                    "bytes_read": r.bytes_read(self.now),
+                    "window_updates_sent": r.stats.window_updates_sent,
+                    "zero_window_acks_sent": r.stats.zero_window_acks_sent,
+                    "out_of_window_segments": r.stats.out_of_window_segments,
+                    "zero_window_probes": s.stats.zero_window_probes,
                     "bytes_written": f.closed.written_bytes + s.bytes_written(),
                     "bursts": f.bursts.bursts,
                     "failed_burst_cycles": f.bursts.failed_cycles,

@@ -4,5 +4,6 @@ pub mod impairment;
 pub mod link;
 pub mod queue;
 pub mod routing;
+pub mod split;
 
 pub use link::Link;

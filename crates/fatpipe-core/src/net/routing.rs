@@ -77,4 +77,16 @@ mod tests {
         let t = shortest_path_table(3, &links);
         assert_eq!(t[0][2], Some(2));
     }
+
+    #[test]
+    fn parallel_links_route_through_the_lowest_index() {
+        // 0 -> 1 twice (a split group), then 1 -> 2; the second parallel link changes nothing.
+        let links = vec![link(1, 2), link(0, 1), link(0, 1), link(2, 1), link(1, 0)];
+        let t = shortest_path_table(3, &links);
+        assert_eq!(t[0][1], Some(1));
+        assert_eq!(t[0][2], Some(1));
+        assert_eq!(t[1][2], Some(0));
+        assert_eq!(t[2][0], Some(3));
+        assert_eq!(t[1][0], Some(4));
+    }
 }

@@ -84,6 +84,11 @@ pub struct TcpConfig {
     /// `tcp_cwnd_restart`). Optional in the document (default true, as Linux).
     #[serde(default = "yes")]
     pub slow_start_after_idle: bool,
+    /// Payload bits per second the receiving application reads (document 000's receiver
+    /// limited by memory and bus); unread bytes hold the receive buffer and shrink the
+    /// advertised window. None: the application reads every byte at once.
+    #[serde(default)]
+    pub receiver_drain_rate_bps: Option<u64>,
 }
 
 fn yes() -> bool {
@@ -102,9 +107,6 @@ impl TcpConfig {
     /// shift is the smallest that makes the buffer fit 16 bits, at most 14).
     pub fn advertised_window_bytes(&self) -> u32 {
         let buf = self.rcv_buffer_bytes.min(u32::MAX as u64);
-        if !self.window_scaling {
-            return buf.min(65_535) as u32;
-        }
         let shift = self.window_shift();
         (((buf >> shift).min(65_535)) << shift) as u32
     }

@@ -6,6 +6,7 @@ pub mod handshake;
 pub mod ranges;
 pub mod receiver;
 pub mod rate;
+pub mod reader;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;

@@ -1,10 +1,28 @@
-//! The TCP receiver: cumulative ACKs, delayed ACKs, an out-of-order queue.
+//! The TCP receiver: cumulative ACKs, delayed ACKs, an out-of-order queue, and flow control
+//! against an application that reads at a limited rate.
 //!
-//! Sans-I/O: it is driven by `on_segment` and `on_delayed_ack_timer` with the current time and
-//! pushes the ACKs to send into a caller's buffer. It never sees the network or a clock.
+//! Sans-I/O: it is driven by `on_segment` and its two timers (delayed ACK, window update) with
+//! the current time and pushes the ACKs to send into a caller's buffer. It never sees the
+//! network or a clock.
+//!
+//! Flow control (only with `receiver_drain_rate_bps`; otherwise the application reads at once
+//! and the full buffer is always advertised):
+//! - bytes delivered in order wait in the buffer until the application (`reader.rs`) reads
+//!   them; the window offered is the buffer minus the unread bytes, rounded down to the window
+//!   scale and capped at 65,535 x 2^shift;
+//! - receiver silly-window avoidance (RFC 1122 4.2.3.3, Fr = 1/2): the window's right edge
+//!   moves forward only by at least min(buffer / 2, MSS), and never back;
+//! - window updates (Linux `__tcp_cleanup_rbuf`): when the window still open at the sender is
+//!   at most half the largest window and the application's reading would at least double it
+//!   (and move the edge as above), an ACK goes out at once; the receiver computes when that
+//!   happens and sets its window-update timer for it, so there is no event per byte read;
+//! - a segment that starts at or beyond the right edge is dropped and answered with an
+//!   immediate ACK (Linux `tcp_data_queue`, out_of_window); a zero-length segment (the
+//!   sender's zero-window probe) is answered at once.
 
 use super::config::TcpConfig;
 use super::ranges::RangeSet;
+use super::reader::AppReader;
 use crate::packet::{sack_option_bytes, Ecn, Packet, PacketKind, SackBlocks};
 use crate::time::Time;
 
@@ -16,6 +34,14 @@ pub struct ReceiverStats {
     pub duplicate_segments: u64,
     /// Data segments that arrived marked Congestion Experienced (ECN).
     pub ce_segments: u64,
+    /// ACKs sent only to open the window (no new data arrived).
+    pub window_updates_sent: u64,
+    /// ACKs that advertised a zero window.
+    pub zero_window_acks_sent: u64,
+    /// Segments dropped because they started at or beyond the window's right edge.
+    pub out_of_window_segments: u64,
+    /// Zero-length segments (zero-window probes) answered.
+    pub probes_received: u64,
     /// When the in-order byte count last advanced.
     pub last_delivery_ps: Option<Time>,
 }
@@ -53,6 +79,18 @@ pub struct TcpReceiver {
     /// CE mark until a segment with CWR arrives; Linux `TCP_ECN_DEMAND_CWR`).
     ecn: bool,
     ece: bool,
+    /// The application reading at a limited rate; None: it reads every byte at once.
+    reader: Option<AppReader>,
+    rcv_buffer: u64,
+    /// Window scale granularity (2^shift bytes) and the largest window the field carries.
+    window_granularity: u64,
+    max_window: u64,
+    /// RFC 1122 4.2.3.3: the right edge moves by at least min(buffer / 2, MSS).
+    sws_threshold: u64,
+    /// Right edge of the window last advertised (RCV.NXT + RCV.WND when it was sent).
+    rcv_adv: u64,
+    /// When the application's reading makes a window update due, if the window is small.
+    window_update_deadline: Option<Time>,
     pub stats: ReceiverStats,
 }
 
@@ -84,12 +122,30 @@ impl TcpReceiver {
             last_ack_sent: 0,
             ecn: cfg.ecn,
             ece: false,
+            reader: cfg.receiver_drain_rate_bps.map(AppReader::new),
+            rcv_buffer: cfg.rcv_buffer_bytes,
+            window_granularity: 1 << cfg.window_shift(),
+            max_window: 65_535 << cfg.window_shift(),
+            sws_threshold: (cfg.rcv_buffer_bytes / 2).min(cfg.mss_bytes as u64).max(1),
+            // The SYN exchange advertised the whole buffer.
+            rcv_adv: cfg.advertised_window_bytes() as u64,
+            window_update_deadline: None,
             stats: ReceiverStats::default(),
         }
     }
 
     pub fn delayed_ack_deadline(&self) -> Option<Time> {
         self.delayed_ack_deadline
+    }
+
+    /// When the window-update timer must fire (only with a rate-limited application).
+    pub fn window_update_deadline(&self) -> Option<Time> {
+        self.window_update_deadline
+    }
+
+    /// Bytes the application has read by `now` (all delivered bytes when it reads at once).
+    pub fn bytes_read(&self, now: Time) -> u64 {
+        self.reader.as_ref().map_or(self.rcv_nxt, |r| r.read(now, self.rcv_nxt))
     }
 
     /// Bytes held above a hole.
@@ -113,6 +169,22 @@ impl TcpReceiver {
                 self.stats.ce_segments += 1;
             }
         }
+        if self.reader.is_some() {
+            if seg.payload_bytes == 0 {
+                // A zero-window probe: answer with the window as it stands.
+                self.stats.probes_received += 1;
+                self.send_ack(now, out);
+                self.schedule_window_update(now, out);
+                return;
+            }
+            if start >= self.rcv_adv && end > self.rcv_nxt {
+                // Beyond the window offered: no room for it (Linux tcp_data_queue out_of_window).
+                self.stats.out_of_window_segments += 1;
+                self.send_ack(now, out);
+                self.schedule_window_update(now, out);
+                return;
+            }
+        }
         // RFC 7323 4.3: remember the timestamp of the segment that the next ACK acknowledges,
         // so that RTT samples include the time an ACK was delayed.
         if self.timestamps && start <= self.last_ack_sent && seg.ts_val >= self.ts_recent {
@@ -122,15 +194,18 @@ impl TcpReceiver {
             // Everything already received: a spurious retransmission. ACK at once so the
             // sender learns where we are (RFC 5681 4.2).
             self.stats.duplicate_segments += 1;
-            self.send_ack(out);
+            self.send_ack(now, out);
         } else if start > self.rcv_nxt {
             // Above a hole: buffer it and send an immediate duplicate ACK (RFC 5681 4.2).
             self.stats.out_of_order_segments += 1;
             self.ooo.insert(start, end);
             self.update_sack_blocks(start);
-            self.send_ack(out);
+            self.send_ack(now, out);
         } else {
             let had_hole = !self.ooo.is_empty();
+            if let Some(r) = &mut self.reader {
+                r.on_arrival(now, self.rcv_nxt);
+            }
             self.rcv_nxt = end;
             while let Some(e) = self.ooo.pop_reached(self.rcv_nxt) {
                 self.rcv_nxt = self.rcv_nxt.max(e);
@@ -142,19 +217,63 @@ impl TcpReceiver {
             }
             if had_hole || !self.delayed_ack || self.unacked_segments >= self.ack_every_segments {
                 // A segment that fills a hole is acknowledged at once (RFC 5681 4.2).
-                self.send_ack(out);
+                self.send_ack(now, out);
             } else if self.delayed_ack_deadline.is_none() {
                 self.delayed_ack_deadline = Some(now + self.delayed_ack_timeout);
             }
         }
+        self.schedule_window_update(now, out);
     }
 
     /// The delayed-ACK timer expired.
-    pub fn on_delayed_ack_timer(&mut self, _now: Time, out: &mut Vec<Packet>) {
+    pub fn on_delayed_ack_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
         if self.unacked_segments > 0 {
-            self.send_ack(out);
+            self.send_ack(now, out);
         }
         self.delayed_ack_deadline = None;
+        self.schedule_window_update(now, out);
+    }
+
+    /// The window-update timer expired: the application has read enough to reopen the window.
+    pub fn on_window_update_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.window_update_deadline = None;
+        self.schedule_window_update(now, out);
+    }
+
+    /// With a rate-limited application: sends a window update if the reading has made one due
+    /// (Linux `__tcp_cleanup_rbuf`: the window open at the sender is at most half the largest
+    /// and would at least double; RFC 1122's edge step must be met too), then sets the timer
+    /// for when the next one will be due, if the window is that small.
+    fn schedule_window_update(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.reader.is_none() {
+            return;
+        }
+        self.window_update_deadline = self.window_update_due(now);
+        if self.window_update_deadline == Some(now) {
+            self.stats.window_updates_sent += 1;
+            self.send_ack(now, out);
+            // The update opened the window to at least the target, so the next one lies ahead.
+            self.window_update_deadline = self.window_update_due(now);
+            debug_assert!(self.window_update_deadline.is_none_or(|t| t > now));
+        }
+    }
+
+    /// When the application's reading makes the next window update due (`now` if it is due
+    /// already); None while the window open at the sender is more than half the largest.
+    fn window_update_due(&self, now: Time) -> Option<Time> {
+        let reader = self.reader.as_ref()?;
+        let open = self.rcv_adv.saturating_sub(self.rcv_nxt);
+        let largest = self.window_bytes as u64;
+        if 2 * open > largest {
+            return None;
+        }
+        if open + self.sws_threshold > largest {
+            return None; // no reading can move the edge far enough (a buffer of under 2 MSS)
+        }
+        // The window to wait for, in whole scale units, and the bytes read that make room for it.
+        let target = (2 * open).max(open + self.sws_threshold).next_multiple_of(self.window_granularity).min(largest);
+        let must_read = (self.rcv_nxt + target).saturating_sub(self.rcv_buffer);
+        Some(reader.time_to_read(now, self.rcv_nxt, must_read))
     }
 
     /// RFC 2018 section 4: the first block holds the segment that just arrived (if it is above
@@ -181,7 +300,24 @@ impl TcpReceiver {
         self.recent_count = n;
     }
 
-    fn send_ack(&mut self, out: &mut Vec<Packet>) {
+    /// The window to advertise now, moving the right edge if RFC 1122's step allows.
+    fn advertised_window(&mut self, now: Time) -> u32 {
+        let Some(reader) = &self.reader else { return self.window_bytes };
+        let g = self.window_granularity;
+        let unread = self.rcv_nxt - reader.read(now, self.rcv_nxt);
+        let free = self.rcv_buffer.saturating_sub(unread).min(self.max_window) / g * g;
+        if self.rcv_nxt + free >= self.rcv_adv + self.sws_threshold {
+            self.rcv_adv = self.rcv_nxt + free;
+        }
+        let window = self.rcv_adv.saturating_sub(self.rcv_nxt) / g * g;
+        if window == 0 {
+            self.stats.zero_window_acks_sent += 1;
+        }
+        window as u32
+    }
+
+    fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let window_bytes = self.advertised_window(now);
         self.unacked_segments = 0;
         self.delayed_ack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
@@ -200,7 +336,7 @@ impl TcpReceiver {
             payload_bytes: 0,
             ip_bytes: self.header_bytes + sack_option_bytes(sack.len()),
             ack: self.rcv_nxt,
-            window_bytes: self.window_bytes,
+            window_bytes,
             sack,
             ts_val: 0,
             ts_ecr: self.ts_recent,

@@ -60,6 +60,11 @@ impl RttEstimator {
         base.checked_shl(self.backoff).unwrap_or(Time::MAX).min(self.max_rto)
     }
 
+    /// The largest timeout.
+    pub fn max_rto(&self) -> Time {
+        self.max_rto
+    }
+
     /// Doubles the timeout after an expiry (RFC 6298 5.5).
     pub fn back_off(&mut self) {
         if self.rto() < self.max_rto {

@@ -23,6 +23,13 @@
 //! host's interface queue refusing a segment (local congestion, see `set_tx_budget`) and,
 //! with ECN (RFC 3168), an ACK echoing a router's CE mark. Either sets ssthresh from the
 //! algorithm and cwnd down to it, once per window of data.
+//! Flow control: the receiver's window limits what is sent (RFC 9293; only ACKs that do not
+//! go back, SEG.ACK >= SND.UNA, update it, as SND.WL2). When the window is zero with nothing
+//! in flight, the retransmission timer becomes the persist timer (as Linux's one timer serves
+//! ICSK_TIME_PROBE0): it sends a zero-length probe every RTO, doubling up to max_rto (RFC 9293
+//! 3.8.6.1, Linux `tcp_probe_timer`), so a lost window update cannot stall the flow; a
+//! timeout with the window closed still resends the first unacknowledged segment (Linux
+//! `tcp_retransmit_skb` lets SND.UNA go beyond the window).
 //!
 //! Sequence numbers are 64-bit byte offsets from the start of the stream (no wrap-around).
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
@@ -70,6 +77,8 @@ pub struct SenderStats {
     pub cwr_entries: u64,
     /// ACKs received with ECN-Echo set.
     pub ecn_echoes: u64,
+    /// Zero-window probes sent by the persist timer.
+    pub zero_window_probes: u64,
 }
 
 pub struct TcpSender {
@@ -130,6 +139,10 @@ pub struct TcpSender {
     head_lost_bytes: u64,
     pub rtt: RttEstimator,
     rto_deadline: Option<Time>,
+    /// The retransmission timer runs as the persist timer (zero window, nothing in flight).
+    persisting: bool,
+    /// Probes sent since the window closed: the persist interval is RTO x 2^this.
+    persist_backoff: u32,
     /// Earliest time pacing lets the next segment go.
     next_send_ps: Time,
     /// Set while pacing holds back data that the window would allow.
@@ -213,6 +226,8 @@ impl TcpSender {
             head_lost_bytes: 0,
             rtt: RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps, cfg.max_rto_ps),
             rto_deadline: None,
+            persisting: false,
+            persist_backoff: 0,
             next_send_ps: 0,
             pacing_deadline: None,
             timed_segment: None,
@@ -478,6 +493,11 @@ impl TcpSender {
         if self.snd_max > self.snd_una && self.rto_deadline.is_none() {
             // RFC 6298 5.1: start the timer when data goes out and it is not running.
             self.rto_deadline = Some(now + self.rtt.rto());
+        } else if self.rwnd == 0 && self.snd_max == self.snd_una && self.written > self.snd_una && self.rto_deadline.is_none() {
+            // Data waits behind a zero window with nothing in flight: persist (Linux
+            // tcp_check_probe_timer).
+            self.persisting = true;
+            self.rto_deadline = Some(now + self.persist_interval());
         }
         if let Some(rate) = &mut self.rate {
             let in_flight = self.snd_max - self.snd_una;
@@ -679,7 +699,16 @@ impl TcpSender {
             return; // acknowledges data never sent (RFC 793): ignore
         }
         let window_changed = ack_pkt.window_bytes as u64 != self.rwnd;
-        self.rwnd = ack_pkt.window_bytes as u64;
+        if ack >= self.snd_una {
+            // An older ACK (reordered) must not bring back an older window (RFC 9293 SND.WL2).
+            self.rwnd = ack_pkt.window_bytes as u64;
+        }
+        if self.persisting && self.rwnd > 0 {
+            // The window opened: the timer is the retransmission timer again.
+            self.persisting = false;
+            self.persist_backoff = 0;
+            self.rto_deadline = None;
+        }
         let prior_in_flight = self.in_flight_bytes();
 
         let mut newly_sacked = 0;
@@ -1012,8 +1041,47 @@ impl TcpSender {
     }
 
     /// The retransmission timer expired.
+
+    /// The persist interval: the RTO (at least min_rto), doubled per unanswered probe, at most
+    /// max_rto (Linux `tcp_probe0_when`).
+    fn persist_interval(&self) -> Time {
+        self.rtt.rto().checked_shl(self.persist_backoff).unwrap_or(Time::MAX).min(self.rtt.max_rto())
+    }
+
+    /// The persist timer expired: a zero-length segment at SND.UNA makes the receiver answer
+    /// with its current window (Linux sends an old sequence number, `tcp_xmit_probe_skb`).
+    fn send_zero_window_probe(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.stats.zero_window_probes += 1;
+        out.push(Packet {
+            flow: self.flow,
+            src: self.node,
+            dst: self.peer,
+            kind: PacketKind::Data,
+            seq: self.snd_una,
+            payload_bytes: 0,
+            ip_bytes: self.header_bytes,
+            ack: 0,
+            window_bytes: 0,
+            sack: Default::default(),
+            ts_val: now,
+            ts_ecr: 0,
+            retransmission: false,
+            conn: self.conn,
+            ecn: Ecn::default(),
+        });
+        if self.persist_interval() < self.rtt.max_rto() {
+            self.persist_backoff += 1;
+        }
+        self.rto_deadline = Some(now + self.persist_interval());
+    }
+
+    /// The retransmission timer expired (or, with a zero window, the persist timer).
     pub fn on_rto_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.rto_deadline = None;
+        if self.persisting {
+            self.send_zero_window_probe(now, out);
+            return;
+        }
         if self.snd_una == self.snd_max {
             return;
         }
@@ -1047,7 +1115,15 @@ impl TcpSender {
         self.ecn_cwr_pending = self.ecn;
         self.rtt.back_off();
         self.set_ca_state(now, CaState::Loss);
+        let sent_before = out.len();
         self.send(now, out);
+        if self.rwnd == 0 && out.len() == sent_before && self.snd_nxt == self.snd_una {
+            // The head goes out even with the window closed (Linux tcp_retransmit_skb), so a
+            // lost window update cannot leave the flow waiting for ever.
+            let len = (self.snd_max - self.snd_una).min(self.mss as u64);
+            self.retransmit_first_unacked(now, out);
+            self.snd_nxt += len;
+        }
         self.rto_deadline = Some(now + self.rtt.rto());
     }
 }

@@ -37,6 +37,7 @@ pub fn tcp_config() -> TcpConfig {
         initial_rto_ps: PS_PER_S,
         handshake: false,
         slow_start_after_idle: true,
+        receiver_drain_rate_bps: None,
     }
 }
 
@@ -88,6 +89,7 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             group: None,
         }],
         captures: Vec::new(),
+        splits: Vec::new(),
     }
 }
 
@@ -120,6 +122,10 @@ pub struct Harness {
     pub setup_sent: Vec<(Time, Packet)>,
     /// Bytes the bulk application writes once the connection is established.
     bytes_after_setup: Option<u64>,
+    /// Returns true for an ACK to drop (sees each ACK once).
+    pub drop_ack: Box<dyn FnMut(&Packet) -> bool>,
+    /// Every ACK sent, dropped or not: (time, packet).
+    pub acks: Vec<(Time, Packet)>,
 }
 
 impl Harness {
@@ -143,6 +149,8 @@ impl Harness {
             handshake: None,
             setup_sent: Vec::new(),
             bytes_after_setup: None,
+            drop_ack: Box::new(|_| false),
+            acks: Vec::new(),
         }
     }
 
@@ -156,6 +164,11 @@ impl Harness {
                 }
                 if (self.drop)(&p) {
                     self.dropped.push(p);
+                    continue;
+                }
+            } else {
+                self.acks.push((self.now, p));
+                if (self.drop_ack)(&p) {
                     continue;
                 }
             }
@@ -208,7 +221,8 @@ impl Harness {
             let delack = self.receiver.delayed_ack_deadline();
             let pacing = self.sender.pacing_deadline();
             let setup = self.handshake.as_ref().and_then(|h| h.deadline());
-            let next = [next_pkt, rto, delack, pacing, setup].into_iter().flatten().min();
+            let window_update = self.receiver.window_update_deadline();
+            let next = [next_pkt, rto, delack, pacing, setup, window_update].into_iter().flatten().min();
             let Some(t) = next else { break };
             if t > until {
                 break;
@@ -233,6 +247,8 @@ impl Harness {
                 self.sender.on_rto_timer(t, &mut out);
             } else if pacing == Some(t) {
                 self.sender.on_pacing_timer(t, &mut out);
+            } else if window_update == Some(t) {
+                self.receiver.on_window_update_timer(t, &mut out);
             } else {
                 self.receiver.on_delayed_ack_timer(t, &mut out);
             }
