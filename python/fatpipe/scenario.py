@@ -531,6 +531,9 @@ class Network:
     hosts: Optional[Dict[str, int]] = None
     #: the shape's name, for messages (set by :func:`load`)
     shape: str = "topology"
+    #: groups of parallel links a packet chooses among (``parallel_paths``): the core's
+    #: ``splits``
+    splits: List[Dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -1172,6 +1175,56 @@ IMPAIRMENTS: Dict[str, ImpairmentKind] = {
     ),
 }
 
+#: One member of a ``parallel_paths`` impairment.
+_PARALLEL_PATH = Table(
+    fields=(
+        Field("probability", Real(lower=0.0, upper=1.0, lower_open=True, upper_open=False, example=0.3),
+              "probability that a packet takes this path (the paths' probabilities sum to 1)"),
+        Field("rate", Rate(), "the path's transmission rate"),
+        Field("delay", Duration(positive=False, example="100ms"), "the path's one-way propagation delay"),
+        Field(
+            "limit_packets",
+            Integer(minimum=1, example=100),
+            "the path's drop-tail queue, packets",
+            Derived("the split link's queue"),
+            "the link's own queue settings, one copy per path (dummynet gives every pipe its own queue)",
+        ),
+    ),
+    doc="One path of a parallel_paths split.",
+)
+
+
+def _normalize_parallel_paths(params: Dict[str, Any], path: str, duration_ps: int) -> Dict[str, Any]:
+    paths = params["paths"]
+    total = sum(p["probability"] for p in paths)
+    if abs(total - 1.0) > 1e-9:
+        sub = _join(path, "paths")
+        raise ScenarioError(
+            f"{sub}: probabilities sum to {_num(total)}, not allowed: they must sum to 1 "
+            "(document 004's three pipes: 0.3, 0.35, 0.35)",
+            sub,
+        )
+    # Not a per-link impairment in the core: attach_impairments turns it into links and a
+    # split.
+    return {"kind": "parallel_paths", "paths": paths}
+
+
+IMPAIRMENTS["parallel_paths"] = ImpairmentKind(
+    Table(
+        fields=(
+            _IMPAIRMENT_LINK,
+            Field("paths", TableArray(_PARALLEL_PATH, min_items=2, header="topology.impairments.paths"),
+                  "the paths, at least two ([[topology.impairments.paths]] or an array of inline tables)"),
+        ),
+        doc="Parallel paths that reorder (document 004's three dummynet pipes chosen per packet "
+        "with ipfw prob): the link is replaced by one link per path, named <link>.path0, "
+        "<link>.path1, ..., each with its own rate, delay and queue, and every packet entering "
+        "takes one of them at random with the given probabilities, so packets on a faster path "
+        "overtake those on a slower one. Other impairments on the same link apply to every path.",
+    ),
+    _normalize_parallel_paths,
+)
+
 _IMPAIRMENTS_FIELD = Field(
     "impairments",
     TableArray(
@@ -1199,6 +1252,7 @@ def attach_impairments(
     names = [link["name"] for link in network.links]
     for link in network.links:
         link["impairments"] = []
+    splits: Dict[str, Tuple[int, List[Dict[str, Any]]]] = {}
     for i, entry in enumerate(entries):
         sub = f"{path}[{i}]"
         name = entry["link"]
@@ -1210,7 +1264,38 @@ def attach_impairments(
             raise _fail(_join(sub, "link"), name, allowed)
         params = {k: v for k, v in entry.items() if k not in ("kind", "link")}
         spec = IMPAIRMENTS[entry["kind"]].normalize(params, sub, duration_ps)
+        if spec["kind"] == "parallel_paths":
+            if name in splits:
+                raise _fail(_join(sub, "link"), name, f"one parallel_paths per link ({path}[{splits[name][0]}] splits it already)")
+            splits[name] = (i, spec["paths"])
+            continue
         network.links[names.index(name)]["impairments"].append(spec)
+    for name, (_, paths) in splits.items():
+        _split_link(network, names.index(name), paths)
+
+
+def _split_link(network: Network, index: int, paths: List[Dict[str, Any]]) -> None:
+    """Replaces link ``index`` by one link per path (the first in its place, so routes found
+    through it still hold) and records the split for the core."""
+    original = network.links[index]
+    members = []
+    for j, p in enumerate(paths):
+        link = json.loads(json.dumps(original))
+        link.update(name=f"{original['name']}.path{j}", rate_bps=p["rate"], delay_ps=p["delay"])
+        if p["limit_packets"] is not None:
+            link["queue"] = {"discipline": "droptail", "limit_packets": p["limit_packets"], "limit_bytes": None,
+                             "cell_bytes": None, "limit_cells": None}
+        if j == 0:
+            network.links[index] = link
+            members.append(index)
+        else:
+            network.links.append(link)
+            members.append(len(network.links) - 1)
+    network.splits.append({
+        "name": original["name"],
+        "links": members,
+        "probabilities": [float(p["probability"]) for p in paths],
+    })
 
 
 # ---- topology shapes -----------------------------------------------------------------
@@ -2271,6 +2356,17 @@ _TCP = Table(
             "one RTT later)",
         ),
         Field(
+            "receiver_drain_rate",
+            Rate(),
+            "the receiving application reads at most this many payload bits per second; unread "
+            "data holds the receive buffer, the advertised window shrinks, and the sender is "
+            "throttled by flow control (window updates when reading reopens the window by "
+            "min(buffer / 2, MSS), RFC 1122 4.2.3.3; zero-window probes, RFC 9293 3.8.6.1)",
+            UNSET,
+            "unset: the application reads every byte at once. Document 000's hosts managed "
+            "about 130 Mbps",
+        ),
+        Field(
             "initial_ssthresh",
             Integer(minimum=2, example=300),
             "ssthresh before the first loss, segments: slow start ends when cwnd reaches it",
@@ -2912,6 +3008,7 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         "nodes": network.nodes,
         "links": network.links,
         "flows": flows,
+        "splits": network.splits,
     }
     captures = _capture_points(output, network, duration_ps)
     return Loaded(core=core, plots=output["plots"], captures=captures)
@@ -3187,6 +3284,7 @@ def _normalize_flow(
             "dcr_div": tcp["dcr_div"],
             "max_ssthresh_segments": max_ssthresh or 0,
             "initial_ssthresh_segments": tcp["initial_ssthresh"],
+            "receiver_drain_rate_bps": tcp["receiver_drain_rate"],
             "pacing_gain": tcp["pacing_gain"],
             "min_rto_ps": tcp["min_rto"],
             "max_rto_ps": tcp["max_rto"],
