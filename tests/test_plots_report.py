@@ -159,3 +159,23 @@ def test_report_lists_http_requests_and_stream_groups(tmp_path):
     assert "<h2>HTTP requests</h2>" in text and "<h2>Parallel streams</h2>" in text
     # Both object sizes appear with their request counts (one request each).
     assert "<td>web</td><td>2,000</td><td>1</td>" in text and "<td>web</td><td>100,000</td><td>1</td>" in text
+
+
+def test_sweep_report_renders_with_a_plot_per_measure(tmp_path):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is not installed (scripts/test.sh installs it)")
+    base = {"duration": "1s", "topology": {"shape": "dumbbell", "bottleneck_rate": "20Mbps", "rtt": "40ms"},
+            "flows": [{"name": "a"}], "output": {"plots": False}}
+    out = tmp_path / "sweep"
+    fatpipe.sweep(base, grid={"topology.rtt": ["20ms", "80ms"], "flows[0].cc": ["reno", "cubic"]}, outdir=out, jobs=1)
+    proc = cli("report", out)
+    assert proc.returncode == 0, proc.stderr
+    text = (out / "report.html").read_text()
+    # Goodput of flow a, the bottleneck's utilization, total goodput: against the RTT (in s),
+    # one line per algorithm.
+    assert text.count("<img ") == 3
+    assert "flows.a.goodput_bps (Mb/s) against topology.rtt" in text and "4 runs: 4 ok" in text
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+                          "--dump-dom", (out / "report.html").as_uri()], capture_output=True, text=True, timeout=180)
+    assert 'data-images-loaded="3/3"' in dom.stdout

@@ -194,10 +194,12 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser(
         "report",
-        help="write one self-contained HTML page of a run",
-        description="Write OUTDIR/report.html: the summary tables (flows, links, sharing, "
-        "captures), every plot (embedded) and the scenario, from a run directory written by "
-        "`fatpipe run`.",
+        help="write one self-contained HTML page of a run or a sweep",
+        description="Write OUTDIR/report.html: for a run directory (`fatpipe run`), the "
+        "summary tables (flows, links, sharing, captures, requests, stream groups), every plot "
+        "(embedded) and the scenario; for a sweep directory (`fatpipe sweep`), every run's "
+        "parameters and results, failures, and each measure plotted against the first varied "
+        "parameter, one line per value of the others.",
     )
     p.add_argument("outdir", metavar="OUTDIR", help="run directory")
     p.add_argument("-o", "--output", metavar="FILE.html", help="where to write (default OUTDIR/report.html)")
@@ -356,9 +358,10 @@ def _read_run(outdir: str) -> Any:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from .report import is_sweep_dir, write_report
 
-    _read_run(args.outdir)  # one clear line if it is not a run directory
+    if not is_sweep_dir(args.outdir):
+        _read_run(args.outdir)  # one clear line if it is not a run directory
     try:
         path = write_report(args.outdir, args.output)
     except OSError as err:

@@ -182,9 +182,90 @@ def _figure(title: str, uri: str) -> str:
     return f'<figure><img src="{uri}" alt="{html.escape(title)}"><figcaption>{html.escape(title)}</figcaption></figure>'
 
 
+def _numeric(values: List[Any]) -> Tuple[Optional[List[float]], str]:
+    """Sweep parameter values as numbers for a plot axis, with the unit: plain numbers,
+    durations (s), rates (Mb/s) or sizes (bytes); None when they are not quantities."""
+    from .units import UnitError, parse_duration, parse_rate, parse_size
+
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return [float(v) for v in values], ""
+    for parse, scale, unit in ((parse_duration, 1e12, "s"), (parse_rate, 1e6, "Mb/s"), (parse_size, 1.0, "bytes")):
+        try:
+            return [parse(v) / scale for v in values], unit
+        except (UnitError, TypeError, ValueError):
+            continue
+    return None, ""
+
+
+def is_sweep_dir(path: PathLike) -> bool:
+    p = Path(path)
+    return (p / "summary.parquet").is_file() and (p / "runs").is_dir() and not (p / "summary.json").is_file()
+
+
+def _sweep_page(sweep_dir: Path) -> str:
+    import pandas as pd
+
+    from .plots import plot_sweep
+
+    table = pd.read_parquet(sweep_dir / "summary.parquet")
+    columns = list(table.columns)
+    params = columns[columns.index("seed") + 1 : columns.index("status")]
+    ok = table[table["status"] == "ok"]
+    counts = table["status"].value_counts().to_dict()
+    # The measures worth a plot: every flow's goodput, the bottleneck's utilization, Jain's index.
+    metrics = [c for c in columns if c.startswith("flows.") and c.endswith(".goodput_bps")]
+    metrics += [c for c in ("links.bottleneck.utilization", "fairness.jain_index", "total_goodput_bps") if c in columns]
+    figures = []
+    if params and len(ok):
+        x = params[0]
+        values, unit = _numeric(list(ok[x]))
+        plot_table = ok.copy()
+        xlabel = f"{x} ({unit})" if unit else x
+        if values is not None:
+            plot_table[xlabel] = values
+        else:
+            plot_table[xlabel] = [str(v) for v in ok[x]]
+        by = None
+        if len(params) > 1:
+            by = " / ".join(params[1:])
+            plot_table[by] = plot_table[params[1:]].astype(str).agg(", ".join, axis=1)
+        for metric in metrics:
+            scale, ylabel = (1e6, f"{metric} (Mb/s)") if metric.endswith("_bps") else (1.0, metric)
+            plot_table[ylabel] = plot_table[metric] / scale
+            title, uri = _png(lambda p, y=ylabel: plot_sweep(plot_table, p, x=xlabel, y=y, by=by, title=f"{y} against {x}"))
+            figures.append(_figure(title, uri))
+    shown = ["run_id", "replication", "seed"] + params + ["status"] + metrics
+    rows = [[_fmt(v / 1e6 if isinstance(v, float) and c.endswith("_bps") else v) for c, v in zip(shown, r)]
+            for r in table[shown].itertuples(index=False)]
+    headers = [c + (" (Mb/s)" if c.endswith("_bps") else "") for c in shown]
+    failures = table[table["status"] != "ok"]
+    failure_rows = [[html.escape(str(r["run_id"]))] + [html.escape(str(r[p])) for p in params] + [html.escape(str(r["status"])), html.escape(str(r["error"]))]
+                    for r in failures.to_dict("records")]
+    name = html.escape(sweep_dir.name)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>fatpipe sweep report: {name}</title>
+<style>{_STYLE}</style></head>
+<body>
+<h1>fatpipe sweep report: {name}</h1>
+<p>{len(table)} runs: {", ".join(f"{v} {html.escape(str(k))}" for k, v in sorted(counts.items()))}; varied: {", ".join(html.escape(p) for p in params) or "nothing"}.
+Each run's own report: <code>fatpipe report runs/&lt;run id&gt;</code>.</p>
+<h2>Plots</h2>
+{"".join(figures) or '<p class="note">No finished run to plot.</p>'}
+<h2>Runs</h2>
+{_table(headers, rows)}
+{("<h2>Failed runs</h2>" + _table(["run_id"] + params + ["status", "error"], failure_rows)) if failure_rows else ""}
+<script>{_CHECK_SCRIPT}</script>
+</body></html>
+"""
+
+
 def write_report(run_dir: PathLike, path: Optional[PathLike] = None) -> Path:
-    """Writes the HTML report of the run in ``run_dir`` to ``path`` (default
+    """Writes the HTML report of the run (or sweep) in ``run_dir`` to ``path`` (default
     ``run_dir/report.html``) and returns its path."""
+    if is_sweep_dir(run_dir):
+        target = Path(path) if path is not None else Path(run_dir) / "report.html"
+        target.write_text(_sweep_page(Path(run_dir)), encoding="utf-8")
+        return target
     result = Result.read(run_dir)
     target = Path(path) if path is not None else Path(run_dir) / "report.html"
     s = result.summary
