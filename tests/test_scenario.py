@@ -87,6 +87,7 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "dcr_div": None,
         "max_ssthresh_segments": 0,  # Limited Slow Start off
         "initial_ssthresh_segments": None,  # "arbitrarily high" (RFC 5681)
+        "receiver_drain_rate_bps": None,  # the application reads at once
         "pacing_gain": None,
         "min_rto_ps": 200 * PS_PER_MS,
         "max_rto_ps": 120 * PS_PER_S,
@@ -204,7 +205,7 @@ def test_tcp_options():
         "delayed_ack": False, "delayed_ack_timeout_ps": 200 * PS_PER_MS, "ack_every_segments": 1,
         "dupack_threshold": 5, "newreno_impatient": True, "min_rto_ps": PS_PER_S, "max_rto_ps": 60 * PS_PER_S,
         "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
-        "max_ssthresh_segments": 100, "initial_ssthresh_segments": None, "pacing_gain": 1.25, "handshake": True,
+        "max_ssthresh_segments": 100, "initial_ssthresh_segments": None, "receiver_drain_rate_bps": None, "pacing_gain": 1.25, "handshake": True,
         "slow_start_after_idle": False, "ecn": True,
     }
 
