@@ -102,7 +102,7 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
 def test_normalized_scenario_is_json_with_exactly_the_core_keys():
     core = load_scenario(MINIMAL)
     assert json.loads(json.dumps(core)) == core
-    assert set(core) == {"name", "seed", "duration_ps", "sample_interval_ps", "nodes", "links", "flows", "splits"}
+    assert set(core) == {"name", "seed", "duration_ps", "sample_interval_ps", "nodes", "links", "flows", "splits", "routes"}
     assert set(core["links"][0]) == {
         "name", "from", "to", "rate_bps", "delay_ps", "framing_bytes", "mtu_bytes", "queue", "impairments",
     }

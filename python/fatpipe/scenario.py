@@ -534,6 +534,8 @@ class Network:
     #: groups of parallel links a packet chooses among (``parallel_paths``): the core's
     #: ``splits``
     splits: List[Dict[str, Any]] = field(default_factory=list)
+    #: explicit routes (custom topologies): the core's ``routes``
+    routes: List[Dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -1829,6 +1831,31 @@ _CUSTOM_LINK = Table(
     doc="A link of a custom topology, simplex from -> to, or duplex (two simplex links).",
 )
 
+class NodePath(Kind):
+    """An array of at least two node names: a route through the topology."""
+
+    type_doc = "array of node names"
+
+    def parse(self, value: Any, path: str) -> List[str]:
+        if not isinstance(value, (list, tuple)) or len(value) < 2 or not all(isinstance(v, str) and v for v in value):
+            raise _fail(path, value, 'expected an array of at least two node names, such as ["h1", "r1", "r3", "h2"]')
+        return list(value)
+
+
+_CUSTOM_ROUTE = Table(
+    fields=(
+        Field(
+            "path",
+            NodePath(),
+            "the nodes in order, first to last; each consecutive pair joined by a link (the "
+            "first given, if several)",
+        ),
+    ),
+    doc="An explicit route: packets for the path's last node leave each node on the path by "
+    "the path's next link, instead of the shortest path (nodes off the path, and other "
+    "destinations, keep theirs). Give the way back as a route of its own if it should differ.",
+)
+
 _CUSTOM = shape_table(
     Field(
         "nodes",
@@ -1840,6 +1867,13 @@ _CUSTOM = shape_table(
         TableArray(_CUSTOM_LINK, min_items=1, header="topology.links"),
         "the links ([[topology.links]]); routes are shortest paths by hop count, ties to the "
         "link given first",
+    ),
+    Field(
+        "routes",
+        TableArray(_CUSTOM_ROUTE, min_items=0, header="topology.routes"),
+        "explicit routes over the shortest paths ([[topology.routes]])",
+        [],
+        "none: every route is a shortest path",
     ),
     *_COMMON_LINK_FIELDS,
     doc="Any network: [[topology.nodes]] and [[topology.links]]. Flows name their hosts with "
@@ -1913,7 +1947,20 @@ def _build_custom(topo: Dict[str, Any], path: str) -> Network:
             'kind = "host" (flows run between hosts)',
             sub,
         )
-    return Network(nodes=nodes, links=links, endpoints={}, path_mtu_bytes=topo["mtu"], hosts=hosts)
+    network = Network(nodes=nodes, links=links, endpoints={}, path_mtu_bytes=topo["mtu"], hosts=hosts)
+    for i, route in enumerate(topo["routes"]):
+        sub = f"{path}.routes[{i}].path"
+        chosen = []
+        for a, b in zip(route["path"], route["path"][1:]):
+            for name in (a, b):
+                if name not in index:
+                    raise _fail(sub, name, f"expected a node of [[{path}.nodes]]: {known}")
+            hop = next((j for j, link in enumerate(links) if link["from"] == index[a] and link["to"] == index[b]), None)
+            if hop is None:
+                raise _fail(sub, route["path"], f"no link from {json.dumps(a)} to {json.dumps(b)}")
+            chosen.append(hop)
+        network.routes.append({"links": chosen})
+    return network
 
 
 def hop_count(network: Network, src: int, dst: int) -> Optional[int]:
@@ -3009,6 +3056,7 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         "links": network.links,
         "flows": flows,
         "splits": network.splits,
+        "routes": network.routes,
     }
     captures = _capture_points(output, network, duration_ps)
     return Loaded(core=core, plots=output["plots"], captures=captures)

@@ -5,7 +5,7 @@
 use crate::cc::CcSpec;
 use crate::net::link::LinkSpec;
 use crate::packet::IPV4_UDP_HEADER_BYTES;
-use crate::net::routing::shortest_path_table;
+use crate::net::routing::routing_table;
 use crate::net::split::SplitSpec;
 use crate::source::SourceSpec;
 use crate::tcp::TcpConfig;
@@ -22,6 +22,9 @@ pub struct Scenario {
     pub nodes: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
     pub flows: Vec<FlowSpec>,
+    /// Explicit routes over the shortest paths (none by default).
+    #[serde(default)]
+    pub routes: Vec<crate::net::routing::RouteSpec>,
     /// Packet captures (pcap files); none by default.
     #[serde(default)]
     pub captures: Vec<crate::capture::CaptureSpec>,
@@ -164,7 +167,17 @@ impl Scenario {
             }
         }
         self.validate_splits()?;
-        let routes = shortest_path_table(self.nodes.len(), &self.links);
+        for (i, r) in self.routes.iter().enumerate() {
+            if r.links.is_empty() || r.links.iter().any(|&l| l as usize >= self.links.len()) {
+                return Err(format!("routes[{i}].links: at least one link, each an index in 0..{}", self.links.len()));
+            }
+            for w in r.links.windows(2) {
+                if self.links[w[0] as usize].to != self.links[w[1] as usize].from {
+                    return Err(format!("routes[{i}].links: {} does not continue {}", self.links[w[1] as usize].name, self.links[w[0] as usize].name));
+                }
+            }
+        }
+        let routes = routing_table(self.nodes.len(), &self.links, &self.routes);
         for (i, f) in self.flows.iter().enumerate() {
             for (what, node) in [("src", f.src), ("dst", f.dst)] {
                 if node >= n {
@@ -270,7 +283,16 @@ impl Scenario {
     fn smallest_mtu_on_route(&self, routes: &[Vec<Option<u32>>], i: usize, a: u32, b: u32) -> Result<&LinkSpec, String> {
         let mut smallest: Option<&LinkSpec> = None;
         let mut node = a;
+        let mut hops = 0;
         while node != b {
+            hops += 1;
+            if hops > self.links.len() {
+                // Explicit routes can send a packet round in a circle.
+                return Err(format!(
+                    "flows[{i}]: the route from node {} to node {} loops (check the explicit routes)",
+                    self.nodes[a as usize].name, self.nodes[b as usize].name
+                ));
+            }
             let Some(l) = routes[node as usize][b as usize] else {
                 return Err(format!(
                     "flows[{i}]: no route from node {} to node {}",

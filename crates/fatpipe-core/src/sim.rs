@@ -21,7 +21,7 @@ use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::rng::Rng;
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::Link;
-use crate::net::routing::shortest_path_table;
+use crate::net::routing::routing_table;
 use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
@@ -147,7 +147,7 @@ pub struct Simulation {
 impl Simulation {
     pub fn new(scenario: Scenario) -> Result<Simulation, String> {
         scenario.validate()?;
-        let routes = shortest_path_table(scenario.nodes.len(), &scenario.links);
+        let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
         let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
         let splits: Vec<Split> = scenario.splits.iter().map(|s| Split::new(s, scenario.seed)).collect();
         let mut split_of = vec![None; links.len()];

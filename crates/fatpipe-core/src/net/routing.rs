@@ -2,7 +2,31 @@
 //! hops; ties go to the lowest link index so routes are deterministic).
 
 use super::link::LinkSpec;
+use serde::Deserialize;
 use std::collections::VecDeque;
+
+/// An explicit route: the links, in order, that packets for the path's last node take from
+/// each node along it (overriding the shortest paths there).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    pub links: Vec<u32>,
+}
+
+/// The shortest-path table with the explicit routes laid over it: for every link of a
+/// route, its source node forwards packets for the route's destination on it.
+pub fn routing_table(nodes: usize, links: &[LinkSpec], routes: &[RouteSpec]) -> Vec<Vec<Option<u32>>> {
+    let mut table = shortest_path_table(nodes, links);
+    for r in routes {
+        if let Some(&last) = r.links.last() {
+            let dst = links[last as usize].to as usize;
+            for &l in &r.links {
+                table[links[l as usize].from as usize][dst] = Some(l);
+            }
+        }
+    }
+    table
+}
 
 /// `table[node][dst]` is the link `node` forwards packets for `dst` on (None: unreachable or
 /// `node == dst`).
@@ -88,5 +112,18 @@ mod tests {
         assert_eq!(t[1][2], Some(0));
         assert_eq!(t[2][0], Some(3));
         assert_eq!(t[1][0], Some(4));
+    }
+
+    #[test]
+    fn an_explicit_route_overrides_the_shortest_path() {
+        // 0 -> 1 -> 3 is shortest; the route sends packets for 3 from 0 through 2.
+        let links = vec![link(0, 1), link(1, 3), link(0, 2), link(2, 3)];
+        let plain = routing_table(4, &links, &[]);
+        assert_eq!(plain[0][3], Some(0));
+        let t = routing_table(4, &links, &[RouteSpec { links: vec![2, 3] }]);
+        assert_eq!(t[0][3], Some(2));
+        assert_eq!(t[2][3], Some(3));
+        assert_eq!(t[1][3], Some(1)); // nodes off the route keep their shortest path
+        assert_eq!(t[0][1], Some(0)); // other destinations too
     }
 }

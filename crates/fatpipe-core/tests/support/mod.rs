@@ -89,6 +89,7 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             group: None,
         }],
         captures: Vec::new(),
+        routes: Vec::new(),
         splits: Vec::new(),
     }
 }
