@@ -338,7 +338,7 @@ impl TcpReceiver {
             ack: self.rcv_nxt,
             window_bytes,
             sack,
-            ts_val: 0,
+            ts_val: now, // the receiver's clock (RFC 7323), for captures: the sender reads only ts_ecr
             ts_ecr: self.ts_recent,
             retransmission: false,
             ecn: if self.ece { Ecn::ECE } else { Ecn::default() },
