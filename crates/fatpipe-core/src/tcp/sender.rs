@@ -95,6 +95,9 @@ pub struct TcpSender {
     dcr_div: Option<u32>,
     newreno_impatient: bool,
     timestamps: bool,
+    /// The peer's latest timestamp value, echoed in our segments (RFC 7323 TS.Recent;
+    /// nothing here reads the echo, captures show it).
+    ts_recent: Time,
     snd_buffer: u64,
     pacing_gain: Option<f64>,
     /// Oldest unacknowledged byte (RFC 793 SND.UNA).
@@ -190,6 +193,7 @@ impl TcpSender {
             dcr_div: cfg.dcr_div.filter(|&d| d > 0),
             newreno_impatient: cfg.newreno_impatient,
             timestamps: cfg.timestamps,
+            ts_recent: 0,
             snd_buffer: cfg.snd_buffer_bytes,
             pacing_gain: cfg.pacing_gain,
             snd_una: 0,
@@ -669,7 +673,7 @@ impl TcpSender {
             window_bytes: 0,
             sack: Default::default(),
             ts_val: now,
-            ts_ecr: 0,
+            ts_ecr: self.ts_recent,
             retransmission,
             ecn,
         });
@@ -694,6 +698,7 @@ impl TcpSender {
     pub fn on_ack(&mut self, now: Time, ack_pkt: &Packet, out: &mut Vec<Packet>) {
         debug_assert_eq!(ack_pkt.kind, PacketKind::Ack);
         self.stats.acks_received += 1;
+        self.ts_recent = self.ts_recent.max(ack_pkt.ts_val);
         let ack = ack_pkt.ack;
         if ack > self.snd_max {
             return; // acknowledges data never sent (RFC 793): ignore
@@ -1064,7 +1069,7 @@ impl TcpSender {
             window_bytes: 0,
             sack: Default::default(),
             ts_val: now,
-            ts_ecr: 0,
+            ts_ecr: self.ts_recent,
             retransmission: false,
             conn: self.conn,
             ecn: Ecn::default(),
