@@ -4,6 +4,7 @@ reference run's own cwnd series."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,7 +71,7 @@ def test_window_limited_goodput_and_utilization_match_window_over_rtt():
 
 @pytest.fixture(scope="module")
 def reference():
-    return fatpipe.run("examples/reno-100M-40ms.toml")
+    return fatpipe.run(Path(__file__).resolve().parent.parent / "examples" / "reno-100M-40ms.toml")
 
 
 def test_reference_slow_start_matches_its_cwnd_series(reference):
