@@ -2407,8 +2407,11 @@ _TCP = Table(
             Rate(),
             "the receiving application reads at most this many payload bits per second; unread "
             "data holds the receive buffer, the advertised window shrinks, and the sender is "
-            "throttled by flow control (window updates when reading reopens the window by "
-            "min(buffer / 2, MSS), RFC 1122 4.2.3.3; zero-window probes, RFC 9293 3.8.6.1)",
+            "throttled by flow control: the window's right edge moves in steps of at least "
+            "min(buffer / 2, MSS) (receiver silly-window avoidance, RFC 1122 4.2.3.3); a window "
+            "update goes out when reading at least doubles a window of at most half the "
+            "buffer (Linux __tcp_cleanup_rbuf); the sender probes a zero window (RFC 9293 "
+            "3.8.6.1, Linux tcp_probe_timer)",
             UNSET,
             "unset: the application reads every byte at once. Document 000's hosts managed "
             "about 130 Mbps",
