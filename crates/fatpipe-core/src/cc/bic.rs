@@ -153,14 +153,7 @@ impl CongestionControl for Bic {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn state(cwnd: u32, ssthresh: u32) -> CcState {
-        CcState::new(cwnd, ssthresh, 1448)
-    }
-
-    fn ack(segments: u32) -> AckSample {
-        AckSample::of_segments(segments, 1448)
-    }
+    use crate::cc::testing::{ack, state};
 
     /// One RTT of congestion avoidance, one ACK per segment; returns the growth.
     fn one_rtt(b: &mut Bic, s: &mut CcState) -> u32 {

@@ -227,15 +227,12 @@ pub fn cube_root(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::testing::ack;
     use crate::cc::INFINITE_SSTHRESH;
     use crate::time::{PS_PER_MS, PS_PER_S};
 
     fn state(cwnd: u32, ssthresh: u32, rtt: Time) -> CcState {
         CcState { srtt: Some(rtt), min_rtt: Some(rtt), ..CcState::new(cwnd, ssthresh, 1448) }
-    }
-
-    fn ack(segments: u32) -> AckSample {
-        AckSample::of_segments(segments, 1448)
     }
 
     /// A loss as the core handles it: ssthresh, cwnd cut to it, recovery, open again.

@@ -123,6 +123,7 @@ impl CongestionControl for GridDt {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::testing::ack;
     use crate::cc::INFINITE_SSTHRESH;
     use crate::time::PS_PER_MS;
 
@@ -132,10 +133,6 @@ mod tests {
 
     fn griddt(rtt_ref_ms: u64, cwnd_decr: u32) -> GridDt {
         GridDt::new(GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: rtt_ref_ms * PS_PER_MS, cwnd_decr, byte_counting: true })
-    }
-
-    fn ack(segments: u32) -> AckSample {
-        AckSample::of_segments(segments, 1448)
     }
 
     #[test]

@@ -246,14 +246,7 @@ impl CongestionControl for HighSpeed {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn state(cwnd: u32, ssthresh: u32) -> CcState {
-        CcState::new(cwnd, ssthresh, 1448)
-    }
-
-    fn ack(segments: u32) -> AckSample {
-        AckSample::of_segments(segments, 1448)
-    }
+    use crate::cc::testing::{ack, state};
 
     /// Acknowledges one window, one segment per ACK: one RTT of congestion avoidance.
     fn one_rtt(h: &mut HighSpeed, s: &mut CcState) {

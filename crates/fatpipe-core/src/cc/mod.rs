@@ -280,3 +280,18 @@ impl CcSpec {
         }
     }
 }
+
+/// Test helpers shared by the algorithms' unit tests: a window state and an ACK with the
+/// 1448-byte MSS of a 1500-byte MTU with timestamps.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{AckSample, CcState};
+
+    pub fn state(cwnd: u32, ssthresh: u32) -> CcState {
+        CcState::new(cwnd, ssthresh, 1448)
+    }
+
+    pub fn ack(segments: u32) -> AckSample {
+        AckSample::of_segments(segments, 1448)
+    }
+}

@@ -55,15 +55,8 @@ impl CongestionControl for Reno {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::testing::{ack, state};
     use crate::cc::INFINITE_SSTHRESH;
-
-    fn state(cwnd: u32, ssthresh: u32) -> CcState {
-        CcState::new(cwnd, ssthresh, 1448)
-    }
-
-    fn ack(segments: u32) -> AckSample {
-        AckSample::of_segments(segments, 1448)
-    }
 
     fn reno(byte_counting: bool) -> Reno {
         Reno::new(RenoConfig { a: 1.0, b: 0.5, byte_counting })

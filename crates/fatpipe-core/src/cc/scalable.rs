@@ -110,14 +110,7 @@ impl CongestionControl for Scalable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn state(cwnd: u32, ssthresh: u32) -> CcState {
-        CcState::new(cwnd, ssthresh, 1448)
-    }
-
-    fn ack(segments: u32) -> AckSample {
-        AckSample::of_segments(segments, 1448)
-    }
+    use crate::cc::testing::{ack, state};
 
     /// One RTT: the window acknowledged in ACKs of `per_ack` segments.
     fn one_rtt(c: &mut Scalable, s: &mut CcState, per_ack: u32) {
