@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, List, Tuple, Union
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_pcap", "connections", "flow_port", "node_ip"]
+__all__ = ["read_pcap", "connections", "flow_packets", "retransmitted", "flow_port", "node_ip"]
 
 _MAGIC_NS = 0xA1B23C4D
 _MAGIC_US = 0xA1B2C3D4
@@ -107,11 +107,20 @@ def unwrap(values: np.ndarray, base: int) -> np.ndarray:
     return rel + wraps * (1 << 32)
 
 
-def flow_packets(df: pd.DataFrame, sender_ip: str, sender_port: int) -> Dict[str, pd.DataFrame]:
-    """Splits a capture into one flow's data segments (from the sender) and ACKs (to it)."""
-    data = df[(df["src_ip"] == sender_ip) & (df["src_port"] == sender_port)]
-    acks = df[(df["dst_ip"] == sender_ip) & (df["dst_port"] == sender_port)]
-    return {"data": data, "acks": acks}
+def flow_packets(df: pd.DataFrame, sender_ip: str, sender_port: int) -> Tuple[pd.DataFrame, pd.DataFrame]:
+    """One direction of a connection in a capture: the segments carrying data from
+    ``sender_ip:sender_port``, and every packet coming back to it (ACKs)."""
+    out = df[(df["src_ip"] == sender_ip) & (df["src_port"] == sender_port)]
+    back = df[(df["dst_ip"] == sender_ip) & (df["dst_port"] == sender_port)]
+    return out[out["payload_bytes"] > 0], back
+
+
+def retransmitted(rel_seq: np.ndarray, payload_bytes: np.ndarray) -> np.ndarray:
+    """Which data segments are retransmissions, as tcptrace counts them: those starting
+    below the highest byte sent before them (``rel_seq`` unwrapped, in capture order)."""
+    end = rel_seq + payload_bytes
+    high = np.maximum.accumulate(np.concatenate([[0], end[:-1]]))
+    return rel_seq < high
 
 
 def connections(path: Union[str, "os.PathLike[str]"]) -> pd.DataFrame:
@@ -125,11 +134,10 @@ def connections(path: Union[str, "os.PathLike[str]"]) -> pd.DataFrame:
         data = seg[seg["payload_bytes"] > 0]
         if data.empty:
             continue
+        back = df[(df["src_ip"] == dst) & (df["src_port"] == dport) & (df["dst_ip"] == src) & (df["dst_port"] == sport)]
         rel = unwrap(data["seq"].to_numpy(), int(data["seq"].iloc[0]))
         end = rel + data["payload_bytes"].to_numpy()
-        high = np.maximum.accumulate(np.concatenate([[0], end[:-1]]))
-        retrans = rel < high
-        back = df[(df["src_ip"] == dst) & (df["src_port"] == dport) & (df["dst_ip"] == src) & (df["dst_port"] == sport)]
+        retrans = retransmitted(rel, data["payload_bytes"].to_numpy())
         duration = float(seg["time_s"].iloc[-1] - seg["time_s"].iloc[0])
         unique = int(end.max())
         rows.append({

@@ -253,7 +253,7 @@ def plot_time_sequence(
     ``capture`` naming a pcap file. ``flow`` defaults to the first flow; ``start_s`` and
     ``stop_s`` zoom.
     """
-    from .pcap import flow_port, node_ip, read_pcap, unwrap
+    from .pcap import flow_packets, flow_port, node_ip, read_pcap, retransmitted, unwrap
 
     flows = result.scenario["flows"]
     names = [f["name"] for f in flows]
@@ -267,17 +267,14 @@ def plot_time_sequence(
     if capture is None:
         capture = _sender_capture(result, sender_node)
     df = read_pcap(capture)
-    ip, port = node_ip(sender_node), flow_port(index)
-    data = df[(df["src_ip"] == ip) & (df["src_port"] == port) & (df["payload_bytes"] > 0)]
-    acks = df[(df["dst_ip"] == ip) & (df["dst_port"] == port)]
+    data, acks = flow_packets(df, node_ip(sender_node), flow_port(index))
     if data.empty:
         raise PlotUnavailable(f"time_sequence: the capture {os.fspath(capture)} holds no data segment of flow {flow!r}")
     base = int(data["seq"].iloc[0])
     seq = unwrap(data["seq"].to_numpy(), base)
     t = data["time_s"].to_numpy()
     end = seq + data["payload_bytes"].to_numpy()
-    high = np.maximum.accumulate(np.concatenate([[0], end[:-1]]))
-    retrans = seq < high
+    retrans = retransmitted(seq, data["payload_bytes"].to_numpy())
     fig = _figure()
     ax = fig.add_subplot()
     mb = 1e6
