@@ -186,7 +186,7 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     frame.extend_from_slice(&total_len.to_be_bytes());
     frame.extend_from_slice(&ip_id.to_be_bytes());
     frame.extend_from_slice(&0x4000u16.to_be_bytes()); // don't fragment
-    frame.extend_from_slice(&[64, if udp { 17 } else { 6 }, 0, 0]); // TTL, protocol, checksum placeholder
+    frame.extend_from_slice(&[64, if udp { 17 } else { 6 }, 0, 0]); // TTL, protocol; checksum zero until the header is complete (RFC 791)
     let (src_ip, dst_ip) = (node_ip(pkt.src), node_ip(pkt.dst));
     frame.extend_from_slice(&src_ip);
     frame.extend_from_slice(&dst_ip);
@@ -254,7 +254,7 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     // RFC 7323: the window in a SYN or SYN-ACK is never scaled.
     let field = if matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck) { window.min(65_535) as u16 } else { (window >> wire.window_shift).min(65_535) as u16 };
     frame.extend_from_slice(&field.to_be_bytes());
-    frame.extend_from_slice(&[0, 0, 0, 0]); // checksum placeholder, urgent pointer
+    frame.extend_from_slice(&[0, 0, 0, 0]); // checksum zero until computed below, urgent pointer 0
     let syn = matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck);
     if syn {
         // MSS and window scale, so that tools know both; SACK-permitted and timestamps are

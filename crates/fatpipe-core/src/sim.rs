@@ -50,8 +50,9 @@ pub struct Flow {
     pacing_timer: LazyTimer,
     window_update_timer: LazyTimer,
     pub bursts: BurstStats,
-    /// A UDP flow's sender and receiver; its TCP endpoints above are idle placeholders that
-    /// never run (kept so that every flow has the same shape).
+    /// A UDP flow's sender and receiver. A UDP flow still carries TCP endpoints built from
+    /// `IDLE_TCP`, never called: every flow keeps one shape (tests and summaries index
+    /// `flows[i].sender`); a `Flow` enum per transport would remove them.
     pub udp: Option<UdpFlow>,
     pub losses: FlowLosses,
     /// Connection setup of the live connection, when modelled (`tcp.handshake`, HTTP).
