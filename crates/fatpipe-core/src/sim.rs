@@ -586,7 +586,12 @@ impl Simulation {
                 }
             }
             PacketKind::Ack => flow.losses.ack_packets += 1,
-            PacketKind::Datagram => note_datagram_loss(&mut self.flows, pkt),
+            // Every drop point comes here, so sent = received + lost + in flight holds exactly.
+            PacketKind::Datagram => {
+                if let Some(udp) = flow.udp.as_mut() {
+                    udp.on_lost(pkt);
+                }
+            }
             PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => flow.losses.setup_packets += 1,
         }
     }
@@ -853,17 +858,6 @@ impl Simulation {
             "queue_series": self.queue_series,
             "requests": requests,
         })
-    }
-}
-
-/// Counts a dropped datagram against its UDP flow (every place that discards a packet calls
-/// this, so that sent = received + lost + in flight holds exactly).
-#[inline]
-fn note_datagram_loss(flows: &mut [Flow], pkt: &Packet) {
-    if pkt.kind == PacketKind::Datagram {
-        if let Some(udp) = flows[pkt.flow as usize].udp.as_mut() {
-            udp.on_lost(pkt);
-        }
     }
 }
 
