@@ -452,9 +452,9 @@ impl Simulation {
     /// retried only on the socket's next ACK or timer, since nothing woke a socket when the
     /// qdisc drained; modern Linux sends as soon as the device has room (TCP Small Queues'
     /// `tcp_wfree` and the driver's `netif_wake_queue`). We model the modern behaviour: a
-    /// sender refused with nothing in flight would otherwise wait for a zero-window-probe
-    /// timer this simulation does not have, and on a busy path the next ACK is only a few
-    /// packet times away, so both send the same data at nearly the same time.
+    /// sender refused with nothing in flight has no ACK coming to retry on (Linux 2.4 fell
+    /// back on its probe timer), and on a busy path the next ACK is only a few packet times
+    /// away, so both send the same data at nearly the same time.
     #[cold]
     fn wake_interface_waiters(&mut self, l: u32) {
         for _ in 0..self.iface_waiters[l as usize].len() {
