@@ -276,3 +276,23 @@ def test_with_a_handshake_tshark_knows_the_rtt_and_window_scale(tmp_path):
     assert len(flagged) == flow["segments_retransmitted"] > 0
     ooo = _tshark_fields(tshark, tmp_path / "sender.pcap", ["frame.number"], ["-Y", "tcp.analysis.out_of_order"])
     assert ooo == []
+
+
+def test_timestamps_run_both_ways(lossy_run):
+    # RFC 7323 on a 1 ms clock: each end stamps its own time and echoes the other's latest.
+    import struct
+
+    _, out = lossy_run
+    stamps = []
+    with open(out / "sender.pcap", "rb") as fh:
+        for ts, buf in dpkt.pcap.Reader(fh):
+            tcp = dpkt.ethernet.Ethernet(buf).data.data
+            val, ecr = struct.unpack("!II", dict(dpkt.tcp.parse_opts(tcp.opts))[dpkt.tcp.TCP_OPT_TIMESTAMP])
+            stamps.append((float(ts), tcp.sport == SENDER_PORT, val, ecr))
+    late = [s for s in stamps if s[0] > 0.5]
+    assert late
+    for t, from_sender, val, ecr in late:
+        # TSval is the sender's clock in ms (ACKs left the receiver about 20 ms before the
+        # sender's capture saw them); TSecr echoes a value no newer than now.
+        assert val <= t * 1000 and val >= t * 1000 - 60
+        assert 0 < ecr <= t * 1000
