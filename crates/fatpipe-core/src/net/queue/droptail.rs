@@ -111,7 +111,6 @@ impl QueueDiscipline for DropTail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::PacketKind;
 
     fn no_limits() -> DropTailConfig {
         DropTailConfig { limit_packets: None, limit_bytes: None, cell_bytes: None, limit_cells: None }
@@ -148,23 +147,7 @@ mod tests {
     }
 
     fn pkt(seq: u64, ip_bytes: u32) -> Packet {
-        Packet {
-            flow: 0,
-            conn: 0,
-            src: 0,
-            dst: 1,
-            kind: PacketKind::Data,
-            seq,
-            payload_bytes: ip_bytes - 40,
-            ip_bytes,
-            ack: 0,
-            window_bytes: 0,
-            sack: Default::default(),
-            ts_val: 0,
-            ts_ecr: 0,
-            retransmission: false,
-            ecn: Default::default(),
-        }
+        crate::net::queue::test_packet(seq, ip_bytes)
     }
 
     #[test]

@@ -30,9 +30,20 @@ pub trait QueueDiscipline: Send + Sync {
     /// A packet arrives while the link is idle (and so the queue empty): returns it to send
     /// at once, or with the reason it is dropped. The default goes through `enqueue` and
     /// `dequeue` (RED must see the arrival); a discipline may answer directly.
+    ///
+    /// The link asks for a packet after every arrival, admitted or not, as ns-2's
+    /// `Queue::recv` calls `deque()` after `enque()` whenever the link is free: when the
+    /// arrival was dropped that `dequeue` finds the queue still empty, so an idle period
+    /// starts again at the drop (RED's idle decay must not stop at an arrival it dropped).
     fn on_idle_arrival(&mut self, now: Time, pkt: Packet) -> Result<Packet, (Packet, Admission)> {
-        self.enqueue(now, pkt)?;
-        Ok(self.dequeue(now).expect("just enqueued"))
+        match self.enqueue(now, pkt) {
+            Ok(()) => Ok(self.dequeue(now).expect("just enqueued")),
+            Err(refused) => {
+                let none = self.dequeue(now);
+                debug_assert!(none.is_none(), "an idle link's queue is empty");
+                Err(refused)
+            }
+        }
     }
     /// How many more packets of `ip_bytes` the queue would admit now, by its limits alone
     /// (`u64::MAX`: no limit). A host's TCP senders never send more than this into their
@@ -64,5 +75,67 @@ impl QueueSpec {
             QueueSpec::Droptail(cfg) => Box::new(droptail::DropTail::new(cfg.clone())),
             QueueSpec::Red(cfg) => Box::new(red::Red::new(cfg.clone(), link_rate_bps, rng)),
         }
+    }
+}
+
+/// A data packet of `ip_bytes` with sequence number `seq`, for the disciplines' tests.
+#[cfg(test)]
+pub(crate) fn test_packet(seq: u64, ip_bytes: u32) -> Packet {
+    Packet {
+        flow: 0,
+        conn: 0,
+        src: 0,
+        dst: 1,
+        kind: crate::packet::PacketKind::Data,
+        seq,
+        payload_bytes: ip_bytes - 40,
+        ip_bytes,
+        ack: 0,
+        window_bytes: 0,
+        sack: Default::default(),
+        ts_val: 0,
+        ts_ecr: 0,
+        retransmission: false,
+        ecn: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Refuses every packet and notes each time the link asks it for one.
+    #[derive(Default)]
+    struct RefuseAll {
+        dequeues: Vec<Time>,
+    }
+
+    impl QueueDiscipline for RefuseAll {
+        fn enqueue(&mut self, _now: Time, pkt: Packet) -> Result<(), (Packet, Admission)> {
+            Err((pkt, Admission::EarlyDrop))
+        }
+        fn dequeue(&mut self, now: Time) -> Option<Packet> {
+            self.dequeues.push(now);
+            None
+        }
+        fn room_packets(&self, _ip_bytes: u32) -> u64 {
+            0
+        }
+        fn len_packets(&self) -> usize {
+            0
+        }
+        fn len_bytes(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn an_idle_link_asks_for_a_packet_after_a_refused_arrival_too() {
+        // ns-2 `Queue::recv` calls deque() after every enque() while the link is free, so a
+        // queue that has just dropped an arrival at an idle link sees the idle period go on
+        // from that moment (RED's idle decay).
+        let mut q = RefuseAll::default();
+        assert!(q.on_idle_arrival(7, test_packet(0, 1500)).is_err());
+        assert_eq!(q.dequeues, vec![7]);
     }
 }

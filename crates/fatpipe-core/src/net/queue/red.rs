@@ -4,14 +4,20 @@
 //!
 //! On every arrival the average queue is updated, avg <- (1 - w_q) avg + w_q q; after an idle
 //! period it first decays as if m = idle time / s packets of size s had arrived to an empty
-//! queue: avg <- (1 - w_q)^m avg. Then:
-//! - avg < min_th: admit;
+//! queue: avg <- (1 - w_q)^m avg. Then, as ns-2's `REDQueue::enque`:
+//! - avg < min_th, or at most one packet waiting: admit. ns-2 never drops early while the
+//!   instantaneous queue holds one packet or none (`qavg >= th_min && qlen > 1`): the
+//!   average lags the queue by about 1 / w_q arrivals, and after a burst it would otherwise
+//!   refuse every packet to an empty queue until it has decayed, locking flows out;
+//! - the first arrival after the average crosses min_th is admitted and starts the count;
 //! - min_th <= avg < max_th: p_b = max_p (avg - min_th) / (max_th - min_th) and, spacing
 //!   drops by the count of packets since the last one, p_a = p_b / (1 - count p_b);
 //! - gentle, max_th <= avg < 2 max_th: p_b = max_p + (1 - max_p)(avg - max_th) / max_th;
 //! - above (max_th, or 2 max_th when gentle): drop.
-//! In byte mode p_b is scaled by the packet's size over the mean packet size. The hard limit
-//! (`limit_packets`) still drops arrivals to a full queue.
+//! In byte mode the count is in mean-sized packets of the bytes since the last drop and p_a
+//! is scaled by the packet's size over the mean packet size (ns-2 `modify_p`). The hard limit
+//! (`limit_packets`) still drops arrivals to a full queue. Every drop, early or forced,
+//! restarts the count (ns-2 since Philip Liu's fix, `ns1_compat_` off).
 //!
 //! With `ecn` (RFC 3168 section 7) a probabilistic decision marks an ECN-capable packet
 //! Congestion Experienced and admits it instead of dropping it; packets that are not
@@ -87,8 +93,12 @@ pub struct Red {
     bytes: u64,
     /// Average queue, packets.
     pub avg: f64,
-    /// Packets since the last drop while avg was between the thresholds (-1: below min_th).
-    count: i64,
+    /// Arrivals since the last drop, this one included (ns-2 `count`), and their bytes
+    /// (`count_bytes`, byte mode).
+    count: u64,
+    count_bytes: u64,
+    /// The previous arrival found avg above min_th with packets waiting (ns-2 `old`).
+    old: bool,
     /// When the queue went idle, if it is.
     idle_since: Option<Time>,
     rng: Rng,
@@ -114,7 +124,9 @@ impl Red {
             packets: VecDeque::with_capacity(reserve),
             bytes: 0,
             avg: 0.0,
-            count: -1,
+            count: 0,
+            count_bytes: 0,
+            old: false,
             idle_since: Some(0),
             rng,
             marks: 0,
@@ -136,31 +148,23 @@ impl Red {
     }
 
     /// The marking probability before count spacing (p_b), or None for "drop for sure".
-    fn base_probability(&self, size_bytes: u32) -> Option<f64> {
+    fn base_probability(&self) -> Option<f64> {
         let (min_th, max_th, max_p) = (self.min_th, self.max_th, self.cfg.max_p);
-        let p = if self.avg < max_th {
-            max_p * (self.avg - min_th) / (max_th - min_th)
+        if self.avg < max_th {
+            Some(max_p * (self.avg - min_th) / (max_th - min_th))
         } else if self.cfg.gentle && self.avg < 2.0 * max_th {
-            max_p + (1.0 - max_p) * (self.avg - max_th) / max_th
+            Some(max_p + (1.0 - max_p) * (self.avg - max_th) / max_th)
         } else {
-            return None;
-        };
-        Some(if self.cfg.byte_mode { p * size_bytes as f64 / self.cfg.mean_packet_bytes as f64 } else { p })
+            None
+        }
     }
 
-    /// Whether the arriving packet is dropped (or marked) early.
-    fn early_drop(&mut self, size_bytes: u32) -> Early {
-        if self.avg < self.min_th {
-            self.count = -1;
-            return Early::Admit;
-        }
-        self.count += 1;
-        let Some(p_b) = self.base_probability(size_bytes) else {
-            self.count = 0;
-            return Early::Force;
-        };
-        let c = self.count as f64 * p_b;
-        let p_a = if self.cfg.wait {
+    /// p_a from p_b by count spacing (ns-2 `modify_p`).
+    fn spaced_probability(&self, p_b: f64, size_bytes: u32) -> f64 {
+        let mean = self.cfg.mean_packet_bytes as f64;
+        let count = if self.cfg.byte_mode { (self.count_bytes as f64 / mean).floor() } else { self.count as f64 };
+        let c = count * p_b;
+        let mut p_a = if self.cfg.wait {
             if c < 1.0 {
                 0.0
             } else if c < 2.0 {
@@ -173,25 +177,57 @@ impl Red {
         } else {
             1.0
         };
-        if self.rng.uniform() < p_a {
-            // A mark resets the count as a drop does (ns-2 drop_early).
-            self.count = 0;
+        if self.cfg.byte_mode && p_a < 1.0 {
+            p_a = p_a * size_bytes as f64 / mean;
+        }
+        p_a.min(1.0)
+    }
+
+    /// Whether the arriving packet is dropped (or marked) early, `queued` packets waiting.
+    fn early_drop(&mut self, size_bytes: u32, queued: usize) -> Early {
+        self.count += 1;
+        self.count_bytes += size_bytes as u64;
+        if self.avg < self.min_th || queued <= 1 {
+            self.old = false;
+            return Early::Admit;
+        }
+        let Some(p_b) = self.base_probability() else {
+            return Early::Force;
+        };
+        if !self.old {
+            // The average has just crossed min_th: count from this packet (ns-2).
+            self.old = true;
+            self.count = 1;
+            self.count_bytes = size_bytes as u64;
+            return Early::Admit;
+        }
+        if self.rng.uniform() < self.spaced_probability(p_b, size_bytes) {
             Early::Signal
         } else {
             Early::Admit
         }
+    }
+
+    /// A drop or a mark: the count starts again.
+    fn restart_count(&mut self) {
+        self.count = 0;
+        self.count_bytes = 0;
     }
 }
 
 impl QueueDiscipline for Red {
     fn enqueue(&mut self, now: Time, mut pkt: Packet) -> Result<(), (Packet, Admission)> {
         self.update_average(now);
-        let early = self.early_drop(pkt.ip_bytes);
+        let early = self.early_drop(pkt.ip_bytes, self.packets.len());
+        if early != Early::Admit {
+            self.restart_count();
+        }
         let mark = early == Early::Signal && self.cfg.ecn && pkt.ecn.has(Ecn::ECT);
         if early == Early::Force || (early == Early::Signal && !mark) {
             return Err((pkt, Admission::EarlyDrop));
         }
         if self.cfg.limit_packets.is_some_and(|l| self.packets.len() as u64 >= l) {
+            self.restart_count();
             return Err((pkt, Admission::Overflow));
         }
         if mark {
@@ -237,27 +273,10 @@ impl QueueDiscipline for Red {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::PacketKind;
     use crate::time::PS_PER_MS;
 
     fn pkt(ip_bytes: u32) -> Packet {
-        Packet {
-            flow: 0,
-            conn: 0,
-            src: 0,
-            dst: 1,
-            kind: PacketKind::Data,
-            seq: 0,
-            payload_bytes: ip_bytes - 40,
-            ip_bytes,
-            ack: 0,
-            window_bytes: 0,
-            sack: Default::default(),
-            ts_val: 0,
-            ts_ecr: 0,
-            retransmission: false,
-            ecn: Default::default(),
-        }
+        crate::net::queue::test_packet(0, ip_bytes)
     }
 
     fn config(min_th: f64, max_th: f64, w_q: f64) -> RedConfig {
@@ -426,6 +445,34 @@ mod tests {
         red.enqueue(now, pkt(1000)).unwrap();
         let expected = before * (1.0 - w).powf(500.0) * (1.0 - w);
         assert!((red.avg / expected - 1.0).abs() < 1e-6, "{} vs {}", red.avg, expected);
+    }
+
+    #[test]
+    fn no_early_drop_while_at_most_one_packet_waits() {
+        // After a burst the average lags the queue by about 1 / w_q arrivals. ns-2 admits
+        // every arrival while one packet or none waits, whatever the average; without that
+        // an emptied queue with a high average refused everything and locked flows out.
+        let mut red = Red::new(config(10.0, 30.0, 0.0004), 1_000_000_000, Rng::new(1));
+        red.avg = 100.0;
+        assert!(red.on_idle_arrival(0, pkt(1000)).is_ok(), "an idle link takes the packet");
+        assert!(red.enqueue(1, pkt(1000)).is_ok(), "nothing waits: admitted");
+        assert!(red.enqueue(2, pkt(1000)).is_ok(), "one packet waits: admitted");
+        assert_eq!(red.enqueue(3, pkt(1000)).unwrap_err().1, Admission::EarlyDrop, "two wait: above 2 max_th, dropped");
+    }
+
+    #[test]
+    fn the_first_arrival_above_min_th_is_admitted_and_starts_the_count() {
+        // ns-2: when the average has just crossed min_th (`old == 0`) the packet is admitted
+        // and the count starts at 1, even where p_b would be 1.
+        let mut cfg = config(10.0, 50.0, 1.0);
+        cfg.max_p = 1.0;
+        let mut red = Red::new(cfg, 1_000_000_000, Rng::new(1));
+        for _ in 0..49 {
+            red.packets.push_back(pkt(1000));
+        }
+        assert!(red.enqueue(0, pkt(1000)).is_ok(), "first above min_th");
+        assert_eq!(red.count, 1);
+        assert!(red.enqueue(1, pkt(1000)).is_err(), "p_b near 1 from the second on");
     }
 
     #[test]
