@@ -96,3 +96,42 @@ fn karn_and_rtt_without_timestamps() {
     assert_eq!(h.sender.rtt.min_rtt, Some(rtt));
     assert_eq!(h.sender.rtt.srtt, Some(rtt));
 }
+
+#[test]
+fn after_a_timeout_segments_sacked_before_it_do_not_open_the_window() {
+    // A window of 40 segments (the receiver's window allows no more); the first is lost, and
+    // so is its retransmission, until the retransmission timer fires (1 s, the initial RTO),
+    // while the other 39 arrive and are SACKed. After the timeout cwnd restarts at one
+    // segment and the head goes out again. Its ACK covers the 39 segments SACKed long
+    // before: they were delivered then, so cwnd grows by the one segment this ACK delivered
+    // (Linux tcp_cong_avoid with acked_sacked; RFC 3465 2.3: at most one segment per ACK
+    // after a timeout), and two segments leave, not a burst of ssthresh.
+    let rtt = 40 * PS_PER_MS;
+    let mss = 1448u64;
+    let drop = Box::new(move |p: &fatpipe_core::packet::Packet| p.seq == 0 && p.ts_val < 900 * PS_PER_MS);
+    let mut tcp = tcp_config();
+    tcp.recovery = fatpipe_core::tcp::config::Recovery::Sack;
+    tcp.delayed_ack = false;
+    tcp.initial_window_segments = 40;
+    tcp.rcv_buffer_bytes = 40 * mss;
+    // Reno counting acknowledged segments, as Linux's tcp_reno_cong_avoid does.
+    let reno = fatpipe_core::cc::CcSpec::Reno(fatpipe_core::cc::reno::RenoConfig { a: 1.0, b: 0.5, byte_counting: true });
+    let mut h = Harness::new(tcp, reno, rtt, drop);
+    h.start(None);
+    while h.sender.stats.timeouts == 0 {
+        let t = h.now + PS_PER_MS;
+        h.run_until(t);
+        assert!(h.now < 5_000 * PS_PER_MS, "timeout never fired");
+    }
+    let timeout_at = h.now;
+    assert_eq!(h.sender.cc_state.cwnd, 1);
+    assert_eq!(h.sender.snd_max, 40 * mss, "nothing new in flight at the timeout");
+    assert!(h.sender.cc_state.ssthresh >= 10, "ssthresh {} leaves room for a jump", h.sender.cc_state.ssthresh);
+    // The head's ACK arrives one RTT after the timeout.
+    h.run_until(timeout_at + rtt);
+    assert_eq!(h.sender.snd_una, 40 * mss, "the head's ACK covers everything SACKed");
+    assert_eq!(h.sender.cc_state.cwnd, 2, "one segment newly delivered: cwnd 1 -> 2");
+    let after: Vec<u64> = h.sent.iter().filter(|(t, _)| *t >= timeout_at).map(|(_, p)| p.seq / mss).collect();
+    assert_eq!(after, vec![0, 40, 41], "the head, then two new segments");
+    assert_eq!(h.sender.stats.timeouts, 1);
+}

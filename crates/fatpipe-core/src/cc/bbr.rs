@@ -765,6 +765,7 @@ mod tests {
             self.s.in_flight_segments = in_flight_segments as u32;
             AckSample {
                 acked_segments: bytes.div_ceil(MSS) as u32,
+                delivered_segments: bytes.div_ceil(MSS) as u32,
                 acked_bytes: bytes,
                 rtt: Some(rtt),
                 delivered_bytes: bytes,

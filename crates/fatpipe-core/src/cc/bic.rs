@@ -135,7 +135,7 @@ impl CongestionControl for Bic {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
+        let Some(acked) = slow_start_first(s, ack.delivered_segments) else {
             return;
         };
         let cnt = self.cnt(s.cwnd);

@@ -202,9 +202,9 @@ impl CongestionControl for Fast {
             return;
         }
         if s.in_slow_start() {
-            slow_start(s, ack.acked_segments);
+            slow_start(s, ack.delivered_segments);
         } else if let Some(target) = self.target_cwnd {
-            s.cwnd = target.min(s.cwnd.saturating_add(ack.acked_segments)).max(s.cwnd);
+            s.cwnd = target.min(s.cwnd.saturating_add(ack.delivered_segments)).max(s.cwnd);
         }
     }
 
@@ -232,7 +232,7 @@ mod tests {
     }
 
     fn ack(rtt: Time) -> AckSample {
-        AckSample { acked_segments: 1, acked_bytes: MSS as u64, rtt: Some(rtt), ..Default::default() }
+        AckSample { acked_segments: 1, delivered_segments: 1, acked_bytes: MSS as u64, rtt: Some(rtt), ..Default::default() }
     }
 
     /// One-segment ACKs with a full window in flight and the same RTT, one per `gap`, until

@@ -105,7 +105,7 @@ impl CongestionControl for GridDt {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, if self.cfg.byte_counting { ack.acked_segments } else { 1 }) else {
+        let Some(acked) = slow_start_first(s, if self.cfg.byte_counting { ack.delivered_segments } else { 1 }) else {
             return;
         };
         let add = self.additive_increase_segments(s).max(1);

@@ -235,7 +235,7 @@ impl CongestionControl for HighSpeed {
 
     /// cwnd += a(w)/cwnd per acknowledged segment: a(w) segments per RTT.
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
+        let Some(acked) = slow_start_first(s, ack.delivered_segments) else {
             return;
         };
         let (a, _) = self.aimd_at(s.cwnd);

@@ -251,7 +251,7 @@ impl CongestionControl for Htcp {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
+        let Some(acked) = slow_start_first(s, ack.delivered_segments) else {
             return;
         };
         // cwnd += alpha / cwnd per acknowledged segment, at most one segment per segment
@@ -297,6 +297,7 @@ mod tests {
     fn ack(segments: u32, rtt: Time) -> AckSample {
         AckSample {
             acked_segments: segments,
+            delivered_segments: segments,
             acked_bytes: segments as u64 * 1448,
             rtt: Some(rtt),
             ..Default::default()

@@ -102,8 +102,15 @@ pub enum CwndEvent {
 /// What one ACK told the sender.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckSample {
-    /// Newly cumulatively acknowledged segments (Linux's `acked`).
+    /// Newly cumulatively acknowledged segments, SACKed before or not (Linux
+    /// `ack_sample.pkts_acked`, what `pkts_acked` sees).
     pub acked_segments: u32,
+    /// Segments newly delivered by this ACK: cumulatively acknowledged and not SACKed before,
+    /// plus newly SACKed (Linux `acked_sacked`, the `acked` argument of `cong_avoid`). The
+    /// window grows by these: after a timeout the first cumulative ACK may cover dozens of
+    /// segments SACKed before it, which were counted when they were SACKed and must not
+    /// open the window again (one burst of that size would leave at once).
+    pub delivered_segments: u32,
     pub acked_bytes: u64,
     /// RTT measured from this ACK, if any.
     pub rtt: Option<Time>,
@@ -139,7 +146,13 @@ impl AckSample {
     /// known: the usual input of an algorithm's tests.
     pub fn of_segments(segments: u32, mss_bytes: u32) -> AckSample {
         let bytes = segments as u64 * mss_bytes as u64;
-        AckSample { acked_segments: segments, acked_bytes: bytes, delivered_bytes: bytes, ..Default::default() }
+        AckSample {
+            acked_segments: segments,
+            delivered_segments: segments,
+            acked_bytes: bytes,
+            delivered_bytes: bytes,
+            ..Default::default()
+        }
     }
 }
 
@@ -153,7 +166,8 @@ pub trait CongestionControl: Send + Sync {
     /// The slow-start threshold after a congestion signal, segments (Linux `ssthresh`).
     fn ssthresh(&mut self, s: &CcState) -> u32;
 
-    /// Grows the window on an ACK of new data outside loss recovery (Linux `cong_avoid`).
+    /// Grows the window on an ACK of new data outside loss recovery (Linux `cong_avoid`), by
+    /// `ack.delivered_segments`.
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample);
 
     /// The connection entered a new loss-recovery state (Linux `set_state`). Called after the

@@ -138,7 +138,7 @@ mod tests {
         assert_eq!(after_recovery, UNLIMITED_WINDOW_SEGMENTS);
         assert_eq!(after_timeout, UNLIMITED_WINDOW_SEGMENTS, "no slow start after a timeout");
         assert_eq!(s.ssthresh, INFINITE_SSTHRESH);
-        n.cong_avoid(&mut s, &AckSample { acked_segments: 5, ..Default::default() });
+        n.cong_avoid(&mut s, &AckSample { acked_segments: 5, delivered_segments: 5, ..Default::default() });
         assert_eq!(s.cwnd, UNLIMITED_WINDOW_SEGMENTS, "no growth");
     }
 
@@ -149,7 +149,7 @@ mod tests {
         n.init(&mut s);
         assert_eq!(s.cwnd, 40);
         for _ in 0..100 {
-            n.cong_avoid(&mut s, &AckSample { acked_segments: 2, ..Default::default() });
+            n.cong_avoid(&mut s, &AckSample { acked_segments: 2, delivered_segments: 2, ..Default::default() });
         }
         assert_eq!(s.cwnd, 40);
         let (in_recovery, after_recovery, after_timeout) = recovery_and_timeout(&mut n, &mut s);

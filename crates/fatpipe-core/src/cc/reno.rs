@@ -43,7 +43,7 @@ impl CongestionControl for Reno {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, if self.cfg.byte_counting { ack.acked_segments } else { 1 }) else {
+        let Some(acked) = slow_start_first(s, if self.cfg.byte_counting { ack.delivered_segments } else { 1 }) else {
             return;
         };
         // One segment per cwnd/a acknowledged segments = a segments per RTT.

@@ -82,7 +82,7 @@ impl CongestionControl for Scalable {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, ack.acked_segments) else {
+        let Some(acked) = slow_start_first(s, ack.delivered_segments) else {
             return;
         };
         if self.below_legacy_window(s.cwnd) {

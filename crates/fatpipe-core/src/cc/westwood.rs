@@ -304,7 +304,7 @@ mod tests {
     }
 
     fn ack(segments: u32, rtt: Time) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: (segments * MSS) as u64, rtt: Some(rtt), ..Default::default() }
+        AckSample { acked_segments: segments, delivered_segments: segments, acked_bytes: (segments * MSS) as u64, rtt: Some(rtt), ..Default::default() }
     }
 
     fn westwood() -> Westwood {

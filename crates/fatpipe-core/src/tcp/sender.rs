@@ -820,14 +820,16 @@ impl TcpSender {
         if let Some(r) = rtt_sample {
             self.rtt.sample(r);
         }
+        // Each byte is delivered once: SACKed bytes counted when SACKed, not again when the
+        // cumulative ACK passes them (Linux counts SACKed segments out of `delivered` in
+        // tcp_clean_rtx_queue). The window grows by these (Linux tcp_cong_avoid's acked_sacked).
+        let delivered_bytes = acked_bytes - sacked_before + newly_sacked;
         let sample = AckSample {
             acked_segments: self.segments(acked_bytes),
+            delivered_segments: self.segments(delivered_bytes),
             acked_bytes,
             rtt: rtt_sample,
-            // Each byte is delivered once: SACKed bytes counted when SACKed, not again when
-            // the cumulative ACK passes them (Linux counts SACKed segments out of `delivered`
-            // in tcp_clean_rtx_queue).
-            delivered_bytes: acked_bytes - sacked_before + newly_sacked,
+            delivered_bytes,
             prior_in_flight_bytes: prior_in_flight,
             ..Default::default()
         };
