@@ -23,10 +23,17 @@
 //! 3. Congestion avoidance: Diff < alpha, too little queued: cwnd + 1 for the next RTT;
 //!    Diff > beta, too much: cwnd - 1; otherwise leave it (linear increase and decrease).
 //! 4. Slow start: the window doubles only every other RTT; in between it stays fixed so that
-//!    Expected and Actual are measured at one window. When, at the end of such a fixed round,
-//!    Diff exceeds gamma ("the equivalent of one router buffer"), Vegas leaves slow start for
-//!    the linear mode, first taking back one eighth of the window as the USC/ns-2 Vegas does
-//!    (`cwnd -= cwnd / 8`), since the doubling round put that much too much in flight.
+//!    Expected and Actual are measured at one window. A doubling round grows by every
+//!    segment its ACKs deliver, the ACK that closes it included, so the window doubles. When,
+//!    at the end of a fixed round, Diff exceeds gamma ("the equivalent of one router
+//!    buffer"), Vegas leaves slow start for the linear mode, first taking back one eighth of
+//!    the window as the USC/ns-2 Vegas does (`cwnd -= cwnd / 8`), since the doubling round
+//!    put that much too much in flight.
+//! 6. A round with fewer than three RTT samples measures nothing Vegas can trust: it grows as
+//!    Reno would on the ACK that closes it, and the next round doubles again (Linux
+//!    `tcp_vegas_cong_avoid`: `cntRTT <= 2` falls back to `tcp_reno_cong_avoid`). A window
+//!    of one or two segments, or a few more with delayed ACKs, gets one or two ACKs a round;
+//!    without this rule it would never grow.
 //! 5. Losses are handled as in Reno (ssthresh = cwnd / 2). The paper's other changes are to
 //!    loss detection (fine-grained timeouts, retransmitting on the first ACKs after a
 //!    retransmission) and stay with the core, whose recovery is NewReno.
@@ -37,7 +44,7 @@
 //! would drop the connection back into slow start.
 
 use super::round::RoundTracker;
-use super::{slow_start, AckSample, CaState, CcState, CongestionControl};
+use super::{cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -50,6 +57,10 @@ pub const SLOW_START_EXIT_DIVISOR: u32 = 8;
 
 /// Smallest ssthresh after a loss, segments (RFC 5681 eq. 4: at least 2 x SMSS).
 pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
+
+/// A round needs at least this many RTT samples for Vegas to decide on it; with fewer it
+/// grows as Reno (Linux `tcp_vegas_cong_avoid`: `if (vegas->cntRTT <= 2)`).
+pub const MIN_ROUND_RTT_SAMPLES: u64 = 3;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,12 +181,22 @@ impl CongestionControl for Vegas {
             self.round_rtt_samples += 1;
             self.round_min_rtt_ps = Some(self.round_min_rtt_ps.map_or(rtt, |m| m.min(rtt)));
         }
-        if self.round.on_ack(s, ack.acked_bytes) {
-            // As in Linux, the ACK that closes a round decides and does not also grow.
-            self.end_of_round(s);
-        } else if s.in_slow_start() && self.growing_round && s.cwnd_limited {
+        let closes_round = self.round.on_ack(s, ack.acked_bytes);
+        if closes_round && self.round_rtt_samples < MIN_ROUND_RTT_SAMPLES {
+            // Too few samples to compare rates: Reno's growth, and double again next round.
+            self.take_round_rtt(false);
+            self.growing_round = true;
+            if let Some(left) = slow_start_first(s, ack.delivered_segments) {
+                cong_avoid_ai(s, s.cwnd, left);
+            }
+            return;
+        }
+        if s.in_slow_start() && self.growing_round && s.cwnd_limited {
             // Growth beyond ssthresh is left to the next round's linear decision.
-            slow_start(s, ack.acked_segments);
+            slow_start(s, ack.delivered_segments);
+        }
+        if closes_round {
+            self.end_of_round(s);
         }
     }
 
@@ -208,7 +229,13 @@ mod tests {
     }
 
     fn ack(segments: u32, rtt: Time) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: (segments * MSS) as u64, rtt: Some(rtt), ..Default::default() }
+        AckSample {
+            acked_segments: segments,
+            delivered_segments: segments,
+            acked_bytes: (segments * MSS) as u64,
+            rtt: Some(rtt),
+            ..Default::default()
+        }
     }
 
     /// ACKs of one segment each, all with the same RTT and a full window in flight, until a
@@ -300,10 +327,10 @@ mod tests {
             round_trip(&mut v, &mut s, BASE_RTT);
             windows.push(s.cwnd);
         }
-        // Grow, hold, grow, hold: each growing round doubles the window it started with, but
-        // for the ACK that closes the round, which decides rather than grows.
+        // Grow, hold, grow, hold: each growing round doubles the window it started with, the
+        // ACK that closes it growing too before it decides.
         assert_eq!(windows[2], windows[1], "a measuring round holds the window: {windows:?}");
-        assert_eq!(windows[3], 2 * windows[2] - 1, "{windows:?}");
+        assert_eq!(windows[3], 2 * windows[2], "{windows:?}");
         assert_eq!(windows[4], windows[3], "{windows:?}");
         assert!(s.in_slow_start());
     }
@@ -328,7 +355,39 @@ mod tests {
         assert!(s.in_slow_start());
         assert_eq!(s.cwnd, w);
         round_trip(&mut v, &mut s, rtt_for_queue(w, 2.0));
-        assert_eq!(s.cwnd, 2 * w - 1);
+        assert_eq!(s.cwnd, 2 * w);
+    }
+
+    /// One round with `acks` ACKs, each delivering `per_ack` segments, the round closing on
+    /// the last: what a window of one or two segments gets, with or without delayed ACKs.
+    fn short_round(v: &mut Vegas, s: &mut CcState, acks: u32, per_ack: u32) {
+        for k in 0..acks {
+            // The round ends when what was outstanding at its start is acknowledged.
+            s.in_flight_segments = if k == acks - 1 { 0 } else { per_ack };
+            v.cong_avoid(s, &ack(per_ack, BASE_RTT));
+        }
+    }
+
+    #[test]
+    fn rounds_with_fewer_than_three_samples_grow_as_reno() {
+        // Initial window 1, no delayed ACKs: one ACK per round at first. Before the fix the
+        // ACK closing a round never grew the window and it stayed at 2 for ever.
+        let mut v = defaults();
+        let mut s = state(1, INFINITE_SSTHRESH);
+        let mut windows = vec![];
+        for _ in 0..4 {
+            let acks = s.cwnd.min(2);
+            short_round(&mut v, &mut s, acks, 1);
+            windows.push(s.cwnd);
+        }
+        assert!(windows.windows(2).all(|w| w[1] > w[0]), "slow start grows every short round: {windows:?}");
+        assert!(s.cwnd >= 8, "{windows:?}");
+        // In congestion avoidance a short round adds as Reno: one segment per window.
+        let mut s = state(2, 2);
+        for _ in 0..4 {
+            short_round(&mut v, &mut s, 1, 2);
+        }
+        assert!(s.cwnd > 2, "cwnd {} after 4 short rounds in congestion avoidance", s.cwnd);
     }
 
     #[test]
