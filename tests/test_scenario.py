@@ -94,6 +94,7 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "initial_rto_ps": 1 * PS_PER_S,
         "handshake": False,  # a bulk flow starts established
         "slow_start_after_idle": True,  # Linux
+        "random_send_delay_ps": 0,  # off, as ns-2's Agent/TCP overhead_ 0
     }
     assert flow["cc"] == {"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": False}
     assert isinstance(flow["cc"]["a"], float) and isinstance(flow["cc"]["b"], float)
@@ -108,7 +109,7 @@ def test_normalized_scenario_is_json_with_exactly_the_core_keys():
     }
     assert set(core["links"][0]["queue"]) == {"discipline", "limit_packets", "limit_bytes", "cell_bytes", "limit_cells"}
     assert all(link["impairments"] == [] for link in core["links"])
-    assert set(core["flows"][0]) == {"name", "src", "dst", "source", "tcp", "cc", "group"}
+    assert set(core["flows"][0]) == {"name", "src", "dst", "source", "tcp", "cc", "group", "start_jitter_ps"}
 
 
 def test_dumbbell_links():
@@ -196,7 +197,7 @@ def test_tcp_options():
         "delayed_ack_timeout": "200ms", "ack_every": 1, "dupack_threshold": 5,
         "min_rto": "1s", "max_rto": "60s", "initial_rto": "3s", "newreno_impatient": True,
         "recovery": "sack", "fack": True, "dcr_div": 2, "max_ssthresh": 100, "pacing_gain": 1.25,
-        "handshake": True, "slow_start_after_idle": False, "ecn": True,
+        "handshake": True, "slow_start_after_idle": False, "ecn": True, "random_send_delay": "250us",
     }
     got = load_scenario(scenario(tcp=tcp))["flows"][0]["tcp"]
     assert got == {
@@ -206,7 +207,7 @@ def test_tcp_options():
         "dupack_threshold": 5, "newreno_impatient": True, "min_rto_ps": PS_PER_S, "max_rto_ps": 60 * PS_PER_S,
         "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
         "max_ssthresh_segments": 100, "initial_ssthresh_segments": None, "receiver_drain_rate_bps": None, "pacing_gain": 1.25, "handshake": True,
-        "slow_start_after_idle": False, "ecn": True,
+        "slow_start_after_idle": False, "ecn": True, "random_send_delay_ps": 250 * 10**6,
     }
 
 

@@ -357,7 +357,9 @@ def test_replications_differ_where_the_scenario_is_random(tmp_path):
     base["topology"]["impairments"] = [{"link": "bottleneck", "kind": "bernoulli", "probability": 0.01}]
     df = fatpipe.sweep(base, replications=3, outdir=tmp_path / "out", executor="threads", jobs=2)
     assert list(df["replication"]) == [0, 1, 2] and (df["status"] == "ok").all()
-    assert df["links.bottleneck.impairment_drops_packets"].nunique() == 3
+    # About four losses a run: two replications may lose as many packets, not the same ones.
+    outcome = df[["links.bottleneck.impairment_drops_packets", "flows.a.bytes_delivered", "flows.b.bytes_delivered"]]
+    assert len(outcome.drop_duplicates()) == 3, outcome
     # Replication 0 is the scenario as it stands, seed and all.
     plain = fatpipe.run(base).summary
     assert df["flows.a.bytes_delivered"][0] == plain["flows"][0]["bytes_delivered"]

@@ -32,6 +32,7 @@ def test_each_mode_makes_its_core_source_without_tcp_keys():
         "name": "flow0", "src": 0, "dst": 3,
         "source": {"kind": "udp_cbr", "start_ps": 10**12, "stop_ps": 15 * 10**11,
                    "rate_bps": 50_000_000, "payload_bytes": 1472},
+        "start_jitter_ps": 0,
     }
     burst = flow(**udp_flow(mode="burst", burst_size="32KB", repeats=50, burst_period="3s"))["source"]
     assert burst == {

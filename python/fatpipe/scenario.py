@@ -2503,6 +2503,19 @@ _TCP = Table(
             "Linux net.ipv4.tcp_slow_start_after_idle = 1 (tcp_cwnd_restart); RFC 5681 section "
             "4.1, RFC 2861; document 000 section 2 notes Linux 2.x does it",
         ),
+        Field(
+            "random_send_delay",
+            Duration(positive=False, example="1ms"),
+            "longest random wait before the sender sends: whenever the window lets data go, "
+            "it first waits a uniform random time on [0, random_send_delay], then sends all "
+            "the window allows (retransmissions on duplicate and partial ACKs go at once). "
+            "Breaks the phase locking of flows that share a drop-tail queue (Floyd and "
+            "Jacobson 1992); replications with different seeds then differ. The draws come "
+            "from the scenario seed and the flow's name",
+            "0s",
+            "off, as ns-2's Agent/TCP overhead_ 0 (tcp.cc send_much), which this models; "
+            "real hosts get such dither from interrupts and scheduling",
+        ),
     ),
     doc="TCP options of the flow's two endpoints.",
 )
@@ -2769,6 +2782,16 @@ _FLOW = FlowTable(
             "when the application starts writing (before the end of the run)",
             "0s",
             "fatpipe default: flows start with the run",
+        ),
+        Field(
+            "start_jitter",
+            Duration(positive=False, example="100ms"),
+            "the application starts a uniform random time on [0, start_jitter] after start, "
+            "drawn from the scenario seed and the flow's name, so that replications with "
+            "different seeds do not start in lockstep (start + start_jitter must be before "
+            "stop and the end of the run); the summary's start_ps is the drawn start",
+            "0s",
+            "off: the flow starts exactly at start",
         ),
         Field(
             "stop",
@@ -3185,7 +3208,7 @@ def _normalize_source(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: O
 
 
 def _check_start_stop(flow: Dict[str, Any], path: str, duration_ps: int) -> None:
-    start_ps, stop_ps = flow["start"], flow["stop"]
+    start_ps, stop_ps, jitter_ps = flow["start"], flow["stop"], flow["start_jitter"]
     if start_ps >= duration_ps:
         raise ScenarioError(
             f"{path}.start: {format_duration(start_ps)} is not allowed: must be before the end of "
@@ -3197,6 +3220,16 @@ def _check_start_stop(flow: Dict[str, Any], path: str, duration_ps: int) -> None
             f"{path}.stop: {format_duration(stop_ps)} is not allowed: must be after start "
             f"({format_duration(start_ps)})",
             f"{path}.stop",
+        )
+    # The latest the flow may start must still leave it time to run.
+    latest_ps = start_ps + jitter_ps
+    end_ps, end_name = (duration_ps, "the end of the run") if stop_ps is None else (stop_ps, "stop")
+    if jitter_ps and latest_ps >= end_ps:
+        raise ScenarioError(
+            f"{path}.start_jitter: {format_duration(jitter_ps)} is not allowed: start + "
+            f"start_jitter ({format_duration(latest_ps)}) must be before {end_name} "
+            f"({format_duration(end_ps)})",
+            f"{path}.start_jitter",
         )
 
 
@@ -3248,6 +3281,7 @@ def _normalize_udp_flow(
         "src": src,
         "dst": dst,
         "source": source,
+        "start_jitter_ps": flow["start_jitter"],
     }
 
 
@@ -3317,6 +3351,7 @@ def _normalize_flow(
         "dst": dst,
         "group": None,
         "source": source,
+        "start_jitter_ps": flow["start_jitter"],
         "tcp": {
             "mss_bytes": mss,
             "initial_window_segments": initial_window,
@@ -3342,6 +3377,7 @@ def _normalize_flow(
             "initial_rto_ps": tcp["initial_rto"],
             "handshake": handshake,
             "slow_start_after_idle": tcp["slow_start_after_idle"],
+            "random_send_delay_ps": tcp["random_send_delay"],
         },
         "cc": algorithm.normalize(
             {k: v for k, v in cc.items() if k not in ("algorithm", "preset")}, _join(path, "cc")

@@ -65,6 +65,11 @@ pub struct FlowSpec {
     /// The flow is one of parallel streams (iperf -P) reported together under this name.
     #[serde(default)]
     pub group: Option<String>,
+    /// The source starts a uniform random time on [0, this] after its `start_ps`, drawn from
+    /// the scenario seed and the flow's name, so that replications with different seeds do
+    /// not start in lockstep. 0: exactly at `start_ps` (the default; nothing is drawn).
+    #[serde(default)]
+    pub start_jitter_ps: Time,
 }
 
 /// TCP settings for the idle endpoints a UDP flow carries (they never send or receive; any
@@ -94,6 +99,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     handshake: false,
     slow_start_after_idle: false,
     receiver_drain_rate_bps: None,
+    random_send_delay_ps: 0,
 };
 
 impl FlowSpec {

@@ -30,6 +30,7 @@ use crate::source::burst::BurstStats;
 use crate::source::http::{HttpSession, RequestTable};
 use crate::source::udp::{UdpFlow, UdpSchedule};
 use crate::source::SourceSpec;
+use crate::tcp::send_delay::RandomSendDelay;
 use crate::tcp::{Handshake, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use crate::timer::{Fired, LazyTimer};
@@ -96,13 +97,30 @@ struct ClosedConnections {
 }
 
 /// A fresh sender and receiver for connection `conn` of flow `i` (slow start from the initial
-/// window, no RTT sample).
-fn endpoints(i: u32, spec: &FlowSpec, conn: u16) -> (TcpSender, TcpReceiver) {
+/// window, no RTT sample). A random send delay draws from the scenario seed, the flow's name
+/// and the connection.
+fn endpoints(i: u32, spec: &FlowSpec, conn: u16, seed: u64) -> (TcpSender, TcpReceiver) {
     let mut sender = TcpSender::new(i, spec.src, spec.dst, spec.tcp(), spec.cc.as_ref().map_or_else(idle_cc, CcSpec::build));
     let mut receiver = TcpReceiver::new(i, spec.dst, spec.src, spec.tcp());
     sender.conn = conn;
     receiver.conn = conn;
+    let max_delay = spec.tcp().random_send_delay_ps;
+    if max_delay > 0 {
+        let rng = Rng::for_element(seed, &format!("{}/send_delay/{conn}", spec.name));
+        sender.set_random_send_delay(RandomSendDelay::new(max_delay, rng));
+    }
     (sender, receiver)
+}
+
+/// The flows with their start jitter drawn: each source starts a uniform random time on
+/// [0, start_jitter] late, from the scenario seed and the flow's name.
+fn jittered_flows(scenario: &mut Scenario) {
+    for f in &mut scenario.flows {
+        if f.start_jitter_ps > 0 {
+            let mut rng = Rng::for_element(scenario.seed, &format!("{}/start_jitter", f.name));
+            f.source.delay_start((rng.uniform() * f.start_jitter_ps as f64) as Time);
+        }
+    }
 }
 
 impl Flow {
@@ -146,8 +164,9 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    pub fn new(scenario: Scenario) -> Result<Simulation, String> {
+    pub fn new(mut scenario: Scenario) -> Result<Simulation, String> {
         scenario.validate()?;
+        jittered_flows(&mut scenario);
         let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
         let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
         let splits: Vec<Split> = scenario.splits.iter().map(|s| Split::new(s, scenario.seed)).collect();
@@ -162,7 +181,7 @@ impl Simulation {
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let (sender, receiver) = endpoints(i as u32, f, 0);
+                let (sender, receiver) = endpoints(i as u32, f, 0, scenario.seed);
                 let (http, handshake) = match &f.source {
                     // HTTP opens its connections itself (`sim/workload.rs`).
                     SourceSpec::Http(h) => (Some(HttpSession::new(i as u32, f.dst, f.src, h, f.tcp())), None),

@@ -19,7 +19,7 @@ const PAYLOAD: u32 = 1472;
 const WIRE: u64 = 1500 + 38;
 
 fn udp(source: SourceSpec) -> FlowSpec {
-    FlowSpec { name: "udp".into(), src: 0, dst: 3, source, tcp: None, cc: None, group: None }
+    FlowSpec { name: "udp".into(), src: 0, dst: 3, source, tcp: None, cc: None, group: None, start_jitter_ps: 0 }
 }
 
 /// The support dumbbell (access links 10 x `rate_bps`) carrying only `flow`.
@@ -216,7 +216,7 @@ fn add_udp_pair(s: &mut Scenario, source: SourceSpec) {
     s.nodes.push(NodeSpec { name: "udp_receiver".into(), kind: NodeKind::Host });
     s.links.push(LinkSpec { name: "access_udp_sender".into(), from: host_s, to: 1, ..access.clone() });
     s.links.push(LinkSpec { name: "access_udp_receiver".into(), from: 2, to: host_r, ..access });
-    s.flows.push(FlowSpec { name: "udp".into(), src: host_s, dst: host_r, source, tcp: None, cc: None, group: None });
+    s.flows.push(FlowSpec { name: "udp".into(), src: host_s, dst: host_r, source, tcp: None, cc: None, group: None, start_jitter_ps: 0 });
 }
 
 /// Document 000's E0.10 path: OC-12 (622 Mb/s), 67 ms RTT, socket buffers of one BDP

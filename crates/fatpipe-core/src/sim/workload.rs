@@ -174,7 +174,7 @@ impl Simulation {
             closed.synack_retransmits += synack as u64;
         }
         flow.conn = flow.conn.wrapping_add(1);
-        let (mut sender, mut receiver) = endpoints(f, spec, flow.conn);
+        let (mut sender, mut receiver) = endpoints(f, spec, flow.conn, self.scenario.seed);
         sender.stats = std::mem::take(&mut flow.sender.stats);
         receiver.stats = std::mem::take(&mut flow.receiver.stats);
         flow.sender = sender;

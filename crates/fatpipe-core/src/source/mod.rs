@@ -38,6 +38,19 @@ impl SourceSpec {
         }
     }
 
+    /// Moves the start later by `by` (a flow's start jitter); the stop stays.
+    pub fn delay_start(&mut self, by: crate::time::Time) {
+        let start = match self {
+            SourceSpec::Bulk(b) => &mut b.start_ps,
+            SourceSpec::Burst(b) => &mut b.start_ps,
+            SourceSpec::UdpCbr(u) => &mut u.start_ps,
+            SourceSpec::UdpBurst(u) => &mut u.start_ps,
+            SourceSpec::UdpOnoff(u) => &mut u.start_ps,
+            SourceSpec::Http(h) => &mut h.start_ps,
+        };
+        *start = start.saturating_add(by);
+    }
+
     pub fn stop_ps(&self) -> Option<crate::time::Time> {
         match self {
             SourceSpec::Bulk(b) => b.stop_ps,

@@ -89,6 +89,11 @@ pub struct TcpConfig {
     /// advertised window. None: the application reads every byte at once.
     #[serde(default)]
     pub receiver_drain_rate_bps: Option<u64>,
+    /// Longest random wait before each send pass (ns-2 `Agent/TCP overhead_`, uniform on
+    /// [0, this]; `send_delay.rs`), to break phase effects. 0: off (ns-2's default), and the
+    /// run draws nothing. Optional in the document.
+    #[serde(default)]
+    pub random_send_delay_ps: Time,
 }
 
 fn yes() -> bool {

@@ -9,6 +9,7 @@ pub mod rate;
 pub mod reader;
 pub mod rtt;
 pub mod scoreboard;
+pub mod send_delay;
 pub mod sender;
 
 pub use config::TcpConfig;

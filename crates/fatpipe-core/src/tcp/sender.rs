@@ -38,6 +38,7 @@ use super::config::{Recovery, TcpConfig};
 use super::rate::RateSampler;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
+use super::send_delay::RandomSendDelay;
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::{transmission_time, Time, PS_PER_S};
@@ -148,8 +149,10 @@ pub struct TcpSender {
     persist_backoff: u32,
     /// Earliest time pacing lets the next segment go.
     next_send_ps: Time,
-    /// Set while pacing holds back data that the window would allow.
+    /// Set while pacing (or the random send delay) holds back data the window would allow.
     pacing_deadline: Option<Time>,
+    /// ns-2's `overhead_`: a random wait before each send pass (`send_delay.rs`); None: off.
+    send_delay: Option<RandomSendDelay>,
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
     /// algorithm discards the measurement if that segment is retransmitted.
     timed_segment: Option<(u64, Time)>,
@@ -234,6 +237,7 @@ impl TcpSender {
             persist_backoff: 0,
             next_send_ps: 0,
             pacing_deadline: None,
+            send_delay: None,
             timed_segment: None,
             initial_window: cfg.initial_window_segments.max(1),
             slow_start_after_idle: cfg.slow_start_after_idle,
@@ -255,6 +259,11 @@ impl TcpSender {
             sender.rate = Some(RateSampler::default());
         }
         sender
+    }
+
+    /// Waits a random time before each send pass (ns-2 `overhead_`, `send_delay.rs`).
+    pub fn set_random_send_delay(&mut self, delay: RandomSendDelay) {
+        self.send_delay = Some(delay);
     }
 
     pub fn algorithm(&self) -> &'static str {
@@ -454,13 +463,15 @@ impl TcpSender {
         Some(((gain * bits * PS_PER_S as f64 / srtt as f64) as u64).max(1))
     }
 
-    /// Whether pacing holds the next segment back; if so the pacing timer is set.
+    /// Whether pacing, or the random send delay, holds the next segment back; if so the
+    /// pacing timer is set.
     fn paced_out(&mut self, now: Time) -> bool {
-        if !self.paces {
-            return false;
-        }
-        if self.pacing_rate_bps().is_some() && now < self.next_send_ps {
+        if self.paces && self.pacing_rate_bps().is_some() && now < self.next_send_ps {
             self.pacing_deadline = Some(self.next_send_ps);
+            return true;
+        }
+        if let Some(wait_until) = self.send_delay.as_mut().and_then(|d| d.hold(now)) {
+            self.pacing_deadline = Some(wait_until);
             return true;
         }
         false
@@ -487,6 +498,9 @@ impl TcpSender {
             self.send_sack_recovery(now, out);
         } else {
             self.send_window(now, out);
+        }
+        if let Some(d) = &mut self.send_delay {
+            d.end_pass();
         }
         if self.refused {
             // Local congestion (Linux tcp_transmit_skb: a positive return from the queue

@@ -38,6 +38,7 @@ pub fn tcp_config() -> TcpConfig {
         handshake: false,
         slow_start_after_idle: true,
         receiver_drain_rate_bps: None,
+        random_send_delay_ps: 0,
     }
 }
 
@@ -87,6 +88,7 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             tcp: Some(tcp),
             cc: Some(reno()),
             group: None,
+            start_jitter_ps: 0,
         }],
         captures: Vec::new(),
         routes: Vec::new(),
