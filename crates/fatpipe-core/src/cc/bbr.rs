@@ -668,6 +668,7 @@ impl CongestionControl for Bbr {
                     Mode::Startup | Mode::Drain => {}
                 }
             }
+            _ => {}
         }
     }
 

@@ -194,6 +194,7 @@ impl CongestionControl for Cubic {
     fn cwnd_event(&mut self, _s: &mut CcState, ev: CwndEvent) {
         match ev {
             CwndEvent::TxStart => self.epoch = None,
+            _ => {}
         }
     }
 }

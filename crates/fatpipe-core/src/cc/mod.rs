@@ -91,12 +91,27 @@ pub enum CaState {
     Loss,
 }
 
-/// Events outside the ACK stream (Linux `tcp_ca_event`).
+/// Events outside the ACK stream (Linux `enum tcp_ca_event`, include/net/tcp.h). The core
+/// raises each where Linux calls `tcp_ca_event`; an algorithm answers those it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CwndEvent {
     /// The first transmission after the connection was idle (nothing in flight), Linux
     /// `CA_EVENT_TX_START`: time-based algorithms (BIC, CUBIC) restart their epoch.
     TxStart,
+    /// The window was restarted after an idle period (slow start after idle), Linux
+    /// `CA_EVENT_CWND_RESTART` from `tcp_cwnd_restart`.
+    CwndRestart,
+    /// A window reduction (fast recovery or CWR) has ended and cwnd is set to ssthresh,
+    /// Linux `CA_EVENT_COMPLETE_CWR` from `tcp_end_cwnd_reduction`.
+    CompleteCwr,
+    /// A retransmission timeout: the window is about to become the loss window, Linux
+    /// `CA_EVENT_LOSS` from `tcp_enter_loss` (raised only when ssthresh is recomputed).
+    Loss,
+    /// An ACK carried ECN-Echo (Linux `CA_EVENT_ECN_IS_CE`, for algorithms that count
+    /// marks, such as DCTCP).
+    EcnIsCe,
+    /// An ACK of new data without ECN-Echo (Linux `CA_EVENT_ECN_NO_CE`).
+    EcnNoCe,
 }
 
 /// What one ACK told the sender.
@@ -181,6 +196,14 @@ pub trait CongestionControl: Send + Sync {
 
     /// Every ACK that acknowledges data, with its RTT sample (Linux `pkts_acked`).
     fn pkts_acked(&mut self, _s: &CcState, _ack: &AckSample) {}
+
+    /// A recovery turned out to be spurious (DSACK, Eifel or F-RTO undo): the window to go
+    /// back to, given cwnd just before the reduction (`prior_cwnd`). Linux `undo_cwnd`; the
+    /// default is Linux's `tcp_reno_undo_cwnd`, max(cwnd, prior_cwnd). The core restores
+    /// ssthresh itself (to the larger of it and the one before the reduction).
+    fn undo_cwnd(&mut self, s: &CcState, prior_cwnd: u32) -> u32 {
+        s.cwnd.max(prior_cwnd)
+    }
 
     /// An algorithm that sets cwnd itself on every ACK, in recovery too (Linux
     /// `cong_control`, as BBR). When true the core calls [`CongestionControl::cong_control`]
