@@ -37,9 +37,11 @@ pub fn sack_option_bytes(blocks: usize) -> u32 {
 }
 
 /// Up to four SACK blocks (RFC 2018: four fit the 40 option bytes, three beside timestamps),
-/// stored as offsets from the cumulative ACK so that a packet stays small. The offsets are
-/// kept as bytes (alignment 1), so that the one-byte fields around the blocks in `Packet`
-/// (kind, flags, ECN) pack without padding and the packet stays at 96 bytes.
+/// stored as signed 32-bit offsets from the cumulative ACK so that a packet stays small (a
+/// D-SACK block, RFC 2883, may lie below the cumulative ACK; a window is below 2^30 bytes,
+/// RFC 7323). The offsets are kept as bytes (alignment 1), so that the one-byte fields around
+/// the blocks in `Packet` (kind, flags, ECN) pack without padding and the packet stays at 96
+/// bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlocks {
     count: u8,
@@ -49,10 +51,11 @@ pub struct SackBlocks {
 impl SackBlocks {
     /// Adds the block `[start, end)` of an ACK whose cumulative ACK is `ack`.
     pub fn push(&mut self, ack: u64, start: u64, end: u64) {
-        debug_assert!(start >= ack && end > start && (self.count as usize) < 4);
+        debug_assert!(end > start && (self.count as usize) < 4);
+        debug_assert!(start.abs_diff(ack) < 1 << 31 && end.abs_diff(ack) < 1 << 31);
         let block = &mut self.blocks[self.count as usize];
-        block[..4].copy_from_slice(&((start - ack) as u32).to_ne_bytes());
-        block[4..].copy_from_slice(&((end - ack) as u32).to_ne_bytes());
+        block[..4].copy_from_slice(&(start.wrapping_sub(ack) as u32).to_ne_bytes());
+        block[4..].copy_from_slice(&(end.wrapping_sub(ack) as u32).to_ne_bytes());
         self.count += 1;
     }
 
@@ -67,9 +70,9 @@ impl SackBlocks {
     /// The blocks as absolute byte ranges, most recent first.
     pub fn iter(&self, ack: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.blocks[..self.count as usize].iter().map(move |b| {
-            let start = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-            let end = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
-            (ack + start as u64, ack + end as u64)
+            let start = i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            let end = i32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+            (ack.wrapping_add_signed(start as i64), ack.wrapping_add_signed(end as i64))
         })
     }
 }
@@ -173,12 +176,15 @@ mod tests {
 
     #[test]
     fn sack_blocks_come_back_as_pushed() {
+        // Up to the largest window (RFC 7323 2.3: 1 GiB) above the ACK, and a D-SACK block
+        // below it (RFC 2883).
         let mut b = SackBlocks::default();
-        b.push(1_000_000, 1_002_896, 1_004_344);
-        b.push(1_000_000, 1_000_000 + (3 << 30), 1_000_000 + (3 << 30) + 1448);
-        assert_eq!(b.len(), 2);
-        let got: Vec<_> = b.iter(1_000_000).collect();
-        assert_eq!(got, vec![(1_002_896, 1_004_344), (1_000_000 + (3 << 30), 1_000_000 + (3 << 30) + 1448)]);
+        b.push(5_000_000, 1_002_896, 1_004_344);
+        b.push(5_000_000, 5_002_896, 5_004_344);
+        b.push(5_000_000, 5_000_000 + (1 << 30) - 1448, 5_000_000 + (1 << 30));
+        assert_eq!(b.len(), 3);
+        let got: Vec<_> = b.iter(5_000_000).collect();
+        assert_eq!(got, vec![(1_002_896, 1_004_344), (5_002_896, 5_004_344), (5_000_000 + (1 << 30) - 1448, 5_000_000 + (1 << 30))]);
     }
 
     #[test]

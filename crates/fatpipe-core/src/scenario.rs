@@ -100,6 +100,17 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     slow_start_after_idle: false,
     receiver_drain_rate_bps: None,
     random_send_delay_ps: 0,
+    stack: crate::tcp::config::Stack::Rfc,
+    limited_transmit: false,
+    rto_estimator: crate::tcp::config::RtoEstimator::Rfc6298,
+    dsack: false,
+    rack: false,
+    tlp: false,
+    frto: false,
+    undo: false,
+    window_reduction: crate::tcp::recovery::prr::WindowReduction::Prr,
+    adaptive_reordering: false,
+    max_reordering_segments: 300,
 };
 
 impl FlowSpec {

@@ -19,6 +19,33 @@ pub enum Recovery {
     Sack,
 }
 
+/// Which loss detection and recovery runs: the RFC reference stack, or Linux's
+/// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/recovery/linux.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stack {
+    /// RFC 5681, 6582, 6675 and 6298 as written (and ns-2 in spirit), with the `recovery`
+    /// variant chosen per flow.
+    #[default]
+    Rfc,
+    /// Linux's: SACK (or NewReno by duplicate-ACK counting without SACK), per-segment
+    /// scoreboard, per-ACK RTT samples, limited transmit by construction, and the members
+    /// below (RACK-TLP, PRR or rate halving, undo, F-RTO, adaptive reordering).
+    Linux,
+}
+
+/// The RTO estimator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RtoEstimator {
+    /// RFC 6298: RTO = SRTT + 4 RTTVAR, clamped to [min_rto, max_rto].
+    #[default]
+    Rfc6298,
+    /// Linux `tcp_rtt_estimator`/`tcp_set_rto`: RTO = SRTT + RTTVAR with RTTVAR at least
+    /// min_rto once per RTT (so about SRTT + 200 ms) and falling samples damped.
+    Linux,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpConfig {
@@ -94,6 +121,47 @@ pub struct TcpConfig {
     /// run draws nothing. Optional in the document.
     #[serde(default)]
     pub random_send_delay_ps: Time,
+    /// The loss detection and recovery stack (the profile's main choice); default: RFC.
+    #[serde(default)]
+    pub stack: Stack,
+    /// RFC 3042 limited transmit in the RFC stack: the first two duplicate ACKs each send a
+    /// new segment. (The Linux stack does it by counting SACKed segments out of the flight.)
+    #[serde(default)]
+    pub limited_transmit: bool,
+    #[serde(default)]
+    pub rto_estimator: RtoEstimator,
+    /// The receiver reports duplicate segments with D-SACK (RFC 2883; Linux
+    /// `net.ipv4.tcp_dsack` = 1), and the Linux stack uses them to undo and to widen RACK's
+    /// reordering window.
+    #[serde(default)]
+    pub dsack: bool,
+    /// Linux stack: RACK time-based loss detection (RFC 8985; `net.ipv4.tcp_recovery` = 1).
+    /// Off: duplicate-ACK threshold (or FACK) marking, as Linux before 4.4.
+    #[serde(default)]
+    pub rack: bool,
+    /// Linux stack: tail loss probes (RFC 8985 section 7; `net.ipv4.tcp_early_retrans` = 3).
+    #[serde(default)]
+    pub tlp: bool,
+    /// Linux stack: F-RTO detection of spurious timeouts (RFC 5682; `net.ipv4.tcp_frto` = 2).
+    #[serde(default)]
+    pub frto: bool,
+    /// Linux stack: undo spurious reductions (DSACK, Eifel with timestamps, F-RTO).
+    #[serde(default)]
+    pub undo: bool,
+    /// Linux stack: how cwnd comes down in recovery and CWR.
+    #[serde(default)]
+    pub window_reduction: crate::tcp::recovery::prr::WindowReduction,
+    /// Linux stack: the reordering degree adapts to what SACKs and DSACKs show
+    /// (`tp->reordering`, from `dupack_threshold` up to `max_reordering_segments`).
+    #[serde(default)]
+    pub adaptive_reordering: bool,
+    /// Linux `net.ipv4.tcp_max_reordering` (300).
+    #[serde(default = "max_reordering")]
+    pub max_reordering_segments: u32,
+}
+
+fn max_reordering() -> u32 {
+    300
 }
 
 fn yes() -> bool {

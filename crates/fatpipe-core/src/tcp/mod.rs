@@ -5,6 +5,7 @@ pub mod config;
 pub mod handshake;
 pub mod ranges;
 pub mod receiver;
+pub mod recovery;
 pub mod rate;
 pub mod reader;
 pub mod rtt;

@@ -44,6 +44,8 @@ pub struct ReceiverStats {
     pub probes_received: u64,
     /// When the in-order byte count last advanced.
     pub last_delivery_ps: Option<Time>,
+    /// ACKs that reported a duplicate segment with a D-SACK block (RFC 2883).
+    pub dsacks_sent: u64,
 }
 
 pub struct TcpReceiver {
@@ -65,6 +67,9 @@ pub struct TcpReceiver {
     header_bytes: u32,
     /// SACK blocks per ACK (RFC 2018: 3 beside timestamps, else 4); 0 without SACK.
     max_sack_blocks: usize,
+    /// Report duplicates with D-SACK (RFC 2883), and the duplicate the next ACK reports.
+    dsack: bool,
+    pending_dsack: Option<(u64, u64)>,
     /// Blocks reported most recently, most recent first (RFC 2018 section 4).
     recent_blocks: [(u64, u64); 4],
     recent_count: usize,
@@ -114,6 +119,8 @@ impl TcpReceiver {
                 super::config::Recovery::Sack => 4,
                 _ => 0,
             },
+            dsack: cfg.dsack && cfg.recovery == super::config::Recovery::Sack,
+            pending_dsack: None,
             recent_blocks: [(0, 0); 4],
             recent_count: 0,
             unacked_segments: 0,
@@ -192,12 +199,19 @@ impl TcpReceiver {
         }
         if end <= self.rcv_nxt {
             // Everything already received: a spurious retransmission. ACK at once so the
-            // sender learns where we are (RFC 5681 4.2).
+            // sender learns where we are (RFC 5681 4.2), reporting the duplicate (RFC 2883).
             self.stats.duplicate_segments += 1;
+            if self.dsack && end > start {
+                self.pending_dsack = Some((start, end));
+            }
             self.send_ack(now, out);
         } else if start > self.rcv_nxt {
             // Above a hole: buffer it and send an immediate duplicate ACK (RFC 5681 4.2).
             self.stats.out_of_order_segments += 1;
+            if self.dsack && self.ooo.containing(start).is_some_and(|(_, e)| e >= end) {
+                // Held already: a duplicate above a hole (RFC 2883 section 4 case 2).
+                self.pending_dsack = Some((start, end));
+            }
             self.ooo.insert(start, end);
             self.update_sack_blocks(start);
             self.send_ack(now, out);
@@ -323,7 +337,14 @@ impl TcpReceiver {
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;
         let mut sack = SackBlocks::default();
-        for &(s, e) in &self.recent_blocks[..self.recent_count] {
+        let mut room = self.recent_count;
+        if let Some((s, e)) = self.pending_dsack.take() {
+            // RFC 2883: the D-SACK block first, then as many SACK blocks as still fit.
+            sack.push(self.rcv_nxt, s, e);
+            self.stats.dsacks_sent += 1;
+            room = room.min(self.max_sack_blocks - 1);
+        }
+        for &(s, e) in &self.recent_blocks[..room] {
             sack.push(self.rcv_nxt, s, e);
         }
         out.push(Packet {

@@ -1,4 +1,12 @@
-//! Round-trip time estimation and the retransmission timeout (RFC 6298).
+//! Round-trip time estimation and the retransmission timeout: RFC 6298, or Linux's
+//! `tcp_rtt_estimator` and `tcp_set_rto` (net/ipv4/tcp_input.c).
+//!
+//! Linux's estimator keeps SRTT as RFC 6298 does but treats the variation differently:
+//! mdev (4 x the mean deviation) takes falling samples with an eighth of the gain, so a
+//! shrinking RTT does not pull the RTO down fast (an Eifel finding), and the RTTVAR used in
+//! the RTO is the largest mdev of the last round trip, never below min_rto, decaying toward
+//! it once per round trip. So RTO = SRTT + max(4 mdev, min_rto): about 300 ms on a 100 ms
+//! path, where RFC 6298's SRTT + 4 RTTVAR, clamped at min_rto, decays toward 200 ms.
 
 use crate::time::Time;
 
@@ -18,6 +26,13 @@ pub struct RttEstimator {
     pub backoff: u32,
     min_rto: Time,
     max_rto: Time,
+    /// Linux's estimator state, in its scaled units (8 SRTT, 4 mdev), picoseconds; srtt8 is
+    /// 0 before the first sample. `rtt_seq`: the round trip ends when SND.UNA passes it.
+    srtt8: i64,
+    mdev4: i64,
+    mdev_max4: i64,
+    rttvar4: i64,
+    rtt_seq: u64,
 }
 
 impl RttEstimator {
@@ -31,7 +46,69 @@ impl RttEstimator {
             backoff: 0,
             min_rto,
             max_rto,
+            srtt8: 0,
+            mdev4: 0,
+            mdev_max4: 0,
+            rttvar4: 0,
+            rtt_seq: 0,
         }
+    }
+
+    /// Feeds one RTT measurement to Linux's estimator (`tcp_rtt_estimator`, `tcp_set_rto`);
+    /// `snd_una` and `snd_nxt` delimit its round trips. A new sample ends backoff. The
+    /// minimum RTT is kept apart (`note_min_rtt`), from the newest segment's sample, as
+    /// Linux's `tcp_update_rtt_min` does.
+    pub fn sample_linux(&mut self, rtt: Time, snd_una: u64, snd_nxt: u64) {
+        let m = rtt.min(i64::MAX as Time) as i64;
+        let rto_min = self.min_rto as i64;
+        if self.srtt8 != 0 {
+            let mut err = m - (self.srtt8 >> 3);
+            self.srtt8 += err;
+            if err < 0 {
+                err = -err - (self.mdev4 >> 2);
+                if err > 0 {
+                    err >>= 3; // a falling RTT moves mdev with gain 1/32, not 1/4
+                }
+            } else {
+                err -= self.mdev4 >> 2;
+            }
+            self.mdev4 += err;
+            if self.mdev4 > self.mdev_max4 {
+                self.mdev_max4 = self.mdev4;
+                self.rttvar4 = self.rttvar4.max(self.mdev_max4);
+            }
+            if snd_una > self.rtt_seq {
+                // A round trip ended: RTTVAR decays toward this round's largest mdev.
+                if self.mdev_max4 < self.rttvar4 {
+                    self.rttvar4 -= (self.rttvar4 - self.mdev_max4) >> 2;
+                }
+                self.rtt_seq = snd_nxt;
+                self.mdev_max4 = rto_min;
+            }
+        } else {
+            self.srtt8 = m << 3;
+            self.mdev4 = m << 1; // RTO = 3 RTT at first
+            self.rttvar4 = self.mdev4.max(rto_min);
+            self.mdev_max4 = self.rttvar4;
+            self.rtt_seq = snd_nxt;
+        }
+        self.srtt8 = self.srtt8.max(1);
+        let srtt = (self.srtt8 >> 3) as Time;
+        self.srtt = Some(srtt);
+        self.rttvar = (self.rttvar4 / 4) as Time;
+        self.latest = Some(rtt);
+        self.rto_base = srtt + self.rttvar4 as Time;
+        self.backoff = 0;
+    }
+
+    /// A sample for the minimum RTT only.
+    pub fn note_min_rtt(&mut self, rtt: Time) {
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+    }
+
+    /// The smallest timeout allowed.
+    pub fn min_rto(&self) -> Time {
+        self.min_rto
     }
 
     /// Feeds one RTT measurement (RFC 6298 2.2-2.3, alpha 1/8, beta 1/4, K 4; the clock
@@ -105,5 +182,52 @@ mod tests {
         assert_eq!(e.rto(), 1000 * PS_PER_MS, "capped at max_rto");
         e.sample(10 * PS_PER_MS);
         assert_eq!(e.rto(), 200 * PS_PER_MS, "a new sample ends backoff");
+    }
+
+    #[test]
+    fn linux_rto_stays_near_srtt_plus_min_rto() {
+        // A steady 100 ms path sampled every ACK, 10 ACKs per round trip: RFC 6298's RTO
+        // decays to its 200 ms floor, Linux's stays at SRTT + 200 ms = 300 ms.
+        let (rtt, min_rto) = (100 * PS_PER_MS, 200 * PS_PER_MS);
+        let mut rfc = RttEstimator::new(1000 * PS_PER_MS, min_rto, 120_000 * PS_PER_MS);
+        let mut linux = rfc.clone();
+        let mut una = 0;
+        for round in 0..50u64 {
+            for k in 0..10 {
+                una = round * 10 + k;
+                rfc.sample(rtt);
+                linux.sample_linux(rtt, una, una + 10);
+            }
+        }
+        assert_eq!(rfc.rto(), min_rto);
+        assert_eq!(linux.rto(), rtt + min_rto);
+        assert_eq!(linux.srtt, Some(rtt));
+        // The first sample gives 3 RTT, as RFC 6298 does, but never less than RTT + min_rto.
+        let mut first = RttEstimator::new(1000 * PS_PER_MS, min_rto, 120_000 * PS_PER_MS);
+        first.sample_linux(rtt, una, una + 10);
+        assert_eq!(first.rto(), rtt + min_rto);
+        let mut long = RttEstimator::new(1000 * PS_PER_MS, min_rto, 120_000 * PS_PER_MS);
+        long.sample_linux(1000 * PS_PER_MS, 0, 10);
+        assert_eq!(long.rto(), 3000 * PS_PER_MS);
+    }
+
+    #[test]
+    fn linux_damps_a_falling_rtt_and_follows_a_rising_one() {
+        // After a 300 ms sample on a 100 ms estimate, mdev jumps (gain 1/4); after a 0 ms
+        // sample it moves with gain 1/32: the RTO falls far less.
+        let min_rto = 10 * PS_PER_MS;
+        let base = || {
+            let mut e = RttEstimator::new(1000 * PS_PER_MS, min_rto, 120_000 * PS_PER_MS);
+            for i in 0..40 {
+                e.sample_linux(100 * PS_PER_MS, i, i + 1);
+            }
+            e
+        };
+        let mut up = base();
+        up.sample_linux(300 * PS_PER_MS, 100, 101);
+        let mut down = base();
+        down.sample_linux(0, 100, 101);
+        let steady = base().rto();
+        assert!(up.rto() - steady > 3 * (steady - down.rto().min(steady)), "{} {} {}", up.rto(), steady, down.rto());
     }
 }

@@ -34,7 +34,9 @@
 //! Sequence numbers are 64-bit byte offsets from the start of the stream (no wrap-around).
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
 
-use super::config::{Recovery, TcpConfig};
+use super::config::{Recovery, RtoEstimator, Stack, TcpConfig};
+use super::recovery::linux::LinuxState;
+use super::recovery::prr::WindowReduction;
 use super::rate::RateSampler;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
@@ -80,27 +82,39 @@ pub struct SenderStats {
     pub ecn_echoes: u64,
     /// Zero-window probes sent by the persist timer.
     pub zero_window_probes: u64,
+    /// Linux stack: ACKs carrying a D-SACK block (RFC 2883).
+    pub dsacks_received: u64,
+    /// Linux stack: window reductions taken back as spurious (DSACK, Eifel, F-RTO).
+    pub undos: u64,
+    /// Linux stack: timeouts F-RTO found spurious (RFC 5682).
+    pub spurious_timeouts: u64,
+    /// Linux stack: tail loss probes sent (RFC 8985 section 7), and those that repaired a
+    /// loss without a recovery.
+    pub loss_probes: u64,
+    pub loss_probe_recoveries: u64,
+    /// Linux stack: deliveries out of order that showed the path reorders.
+    pub reordering_events: u64,
 }
 
 pub struct TcpSender {
-    flow: u32,
+    pub(crate) flow: u32,
     /// The connection its packets belong to (`Packet::conn`); 0 unless a workload opens several.
     pub conn: u16,
-    node: u32,
-    peer: u32,
-    mss: u32,
-    header_bytes: u32,
-    dupack_threshold: u32,
-    recovery: Recovery,
-    fack: bool,
-    dcr_div: Option<u32>,
-    newreno_impatient: bool,
-    timestamps: bool,
+    pub(crate) node: u32,
+    pub(crate) peer: u32,
+    pub(crate) mss: u32,
+    pub(crate) header_bytes: u32,
+    pub(crate) dupack_threshold: u32,
+    pub(crate) recovery: Recovery,
+    pub(crate) fack: bool,
+    pub(crate) dcr_div: Option<u32>,
+    pub(crate) newreno_impatient: bool,
+    pub(crate) timestamps: bool,
     /// The peer's latest timestamp value, echoed in our segments (RFC 7323 TS.Recent;
     /// nothing here reads the echo, captures show it).
-    ts_recent: Time,
-    snd_buffer: u64,
-    pacing_gain: Option<f64>,
+    pub(crate) ts_recent: Time,
+    pub(crate) snd_buffer: u64,
+    pub(crate) pacing_gain: Option<f64>,
     /// Oldest unacknowledged byte (RFC 793 SND.UNA).
     pub snd_una: u64,
     /// Next byte to send (SND.NXT); below `snd_max` after a timeout (go-back-N).
@@ -108,76 +122,93 @@ pub struct TcpSender {
     /// One past the highest byte ever sent.
     pub snd_max: u64,
     /// Bytes the application has written so far.
-    written: u64,
+    pub(crate) written: u64,
     /// A bulk application keeps the send buffer full until it has written this many bytes
     /// (`u64::MAX`: without end); 0 when the application writes nothing by itself.
-    bulk_target: u64,
+    pub(crate) bulk_target: u64,
     /// The receiver's advertised window, bytes.
-    rwnd: u64,
+    pub(crate) rwnd: u64,
     /// Window state shared with the congestion control algorithm.
     pub cc_state: CcState,
-    cc: Box<dyn CongestionControl>,
+    pub(crate) cc: Box<dyn CongestionControl>,
     pub ca_state: CaState,
     /// Consecutive duplicate ACKs.
-    dupacks: u32,
+    pub(crate) dupacks: u32,
     /// RFC 6582 `recover`: one past the highest byte sent when the last recovery began;
     /// duplicate ACKs below it do not start another fast retransmit.
-    recover: Option<u64>,
+    pub(crate) recover: Option<u64>,
     /// cwnd when the last loss recovery began (Linux `prior_cwnd`), segments.
     pub prior_cwnd: u32,
     /// No partial ACK yet in this recovery (the Impatient variant restarts the timer on the first).
-    first_partial_ack: bool,
+    pub(crate) first_partial_ack: bool,
     /// SACK scoreboard (used only with `Recovery::Sack`).
     pub scoreboard: Scoreboard,
     /// Delivery-rate sampling, for algorithms that control the window from it (BBR).
-    rate: Option<RateSampler>,
+    pub(crate) rate: Option<RateSampler>,
     /// The algorithm sets cwnd itself (`has_cong_control`), asked once: the answer is fixed
     /// and the per-packet path should not pay a virtual call for it.
-    controls: bool,
+    pub(crate) controls: bool,
     /// Transmissions are paced (pacing_gain set, or the algorithm paces).
-    paces: bool,
+    pub(crate) paces: bool,
     /// Loss accounting for `AckSample::newly_lost_bytes` (kept with rate sampling only). With
     /// SACK: every hole below this byte has been reported lost once.
-    lost_reported_below: u64,
+    pub(crate) lost_reported_below: u64,
     /// Without SACK: bytes of head segments retransmitted as lost since the last report.
-    head_lost_bytes: u64,
+    pub(crate) head_lost_bytes: u64,
     pub rtt: RttEstimator,
-    rto_deadline: Option<Time>,
+    pub(crate) rto_deadline: Option<Time>,
     /// The retransmission timer runs as the persist timer (zero window, nothing in flight).
-    persisting: bool,
+    pub(crate) persisting: bool,
     /// Probes sent since the window closed: the persist interval is RTO x 2^this.
-    persist_backoff: u32,
+    pub(crate) persist_backoff: u32,
     /// Earliest time pacing lets the next segment go.
-    next_send_ps: Time,
+    pub(crate) next_send_ps: Time,
     /// Set while pacing (or the random send delay) holds back data the window would allow.
-    pacing_deadline: Option<Time>,
+    pub(crate) pacing_deadline: Option<Time>,
     /// ns-2's `overhead_`: a random wait before each send pass (`send_delay.rs`); None: off.
-    send_delay: Option<RandomSendDelay>,
+    pub(crate) send_delay: Option<RandomSendDelay>,
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
     /// algorithm discards the measurement if that segment is retransmitted.
-    timed_segment: Option<(u64, Time)>,
+    pub(crate) timed_segment: Option<(u64, Time)>,
     /// Initial window, segments: where slow start after idle restarts from.
-    initial_window: u32,
-    slow_start_after_idle: bool,
+    pub(crate) initial_window: u32,
+    pub(crate) slow_start_after_idle: bool,
     /// When a data segment last went out (Linux `lsndtime`).
-    last_data_sent_ps: Option<Time>,
+    pub(crate) last_data_sent_ps: Option<Time>,
     /// ECN negotiated (RFC 3168): new data goes out ECN-capable, ECN-Echo reduces the window.
-    ecn: bool,
+    pub(crate) ecn: bool,
     /// Set CWR on the next new data segment (RFC 3168 6.1.2; Linux `TCP_ECN_QUEUE_CWR`).
-    ecn_cwr_pending: bool,
+    pub(crate) ecn_cwr_pending: bool,
     /// CWR ends when an ACK passes this byte (Linux `high_seq`: snd_nxt on entering CWR).
-    cwr_high_seq: u64,
+    pub(crate) cwr_high_seq: u64,
     /// Data segments the host's interface queue can still take during this call; the
     /// simulation sets it before every entry point (unlimited unless it does).
-    tx_budget: u64,
+    pub(crate) tx_budget: u64,
     /// A segment was refused during the current send pass, and during the previous one.
-    refused: bool,
-    interface_blocked: bool,
+    pub(crate) refused: bool,
+    pub(crate) interface_blocked: bool,
     /// The last segment the sender tried to send was refused.
-    last_refused: bool,
+    pub(crate) last_refused: bool,
     /// The head retransmission of a recovery was refused by the interface: send it first.
-    head_rtx_pending: bool,
+    pub(crate) head_rtx_pending: bool,
     pub stats: SenderStats,
+    /// The loss detection and recovery in force (`tcp/recovery/`); the Linux stack's state.
+    pub(crate) stack: Stack,
+    pub(crate) lx: LinuxState,
+    /// RFC stack: RFC 3042 limited transmit.
+    pub(crate) limited_transmit: bool,
+    pub(crate) rto_estimator: RtoEstimator,
+    /// Linux stack members (`TcpConfig`).
+    pub(crate) rack_enabled: bool,
+    pub(crate) tlp_enabled: bool,
+    pub(crate) frto_enabled: bool,
+    pub(crate) undo_enabled: bool,
+    pub(crate) window_reduction: WindowReduction,
+    pub(crate) adaptive_reordering: bool,
+    pub(crate) max_reordering: u32,
+    pub(crate) initial_rto: Time,
+    /// F-RTO step 2b: the next send pass sends new data rather than retransmissions.
+    pub(crate) frto_send_new: bool,
 }
 
 impl TcpSender {
@@ -251,6 +282,19 @@ impl TcpSender {
             last_refused: false,
             head_rtx_pending: false,
             stats: SenderStats::default(),
+            stack: cfg.stack,
+            lx: LinuxState::new(cfg.dupack_threshold.max(1)),
+            limited_transmit: cfg.limited_transmit,
+            rto_estimator: cfg.rto_estimator,
+            rack_enabled: cfg.rack,
+            tlp_enabled: cfg.tlp,
+            frto_enabled: cfg.frto,
+            undo_enabled: cfg.undo,
+            window_reduction: cfg.window_reduction,
+            adaptive_reordering: cfg.adaptive_reordering,
+            max_reordering: cfg.max_reordering_segments.max(1),
+            initial_rto: cfg.initial_rto_ps,
+            frto_send_new: false,
         };
         sender.cc.init(&mut sender.cc_state);
         sender.controls = sender.cc.has_cong_control();
@@ -264,6 +308,15 @@ impl TcpSender {
     /// Waits a random time before each send pass (ns-2 `overhead_`, `send_delay.rs`).
     pub fn set_random_send_delay(&mut self, delay: RandomSendDelay) {
         self.send_delay = Some(delay);
+    }
+
+    /// The reordering degree the Linux stack has learnt, segments (Linux `tp->reordering`);
+    /// the duplicate-ACK threshold in the RFC stack.
+    pub fn reordering_segments(&self) -> u32 {
+        match self.stack {
+            Stack::Linux => self.lx.reordering,
+            Stack::Rfc => self.dupack_threshold,
+        }
     }
 
     pub fn algorithm(&self) -> &'static str {
@@ -382,14 +435,14 @@ impl TcpSender {
         bytes.div_ceil(self.mss as u64) as u32
     }
 
-    fn sync_cc_view(&mut self, now: Time) {
+    pub(crate) fn sync_cc_view(&mut self, now: Time) {
         self.cc_state.now = now;
         self.cc_state.srtt = self.rtt.srtt;
         self.cc_state.min_rtt = self.rtt.min_rtt;
         self.cc_state.in_flight_segments = self.segments(self.snd_max - self.snd_una);
     }
 
-    fn set_ca_state(&mut self, now: Time, state: CaState) {
+    pub(crate) fn set_ca_state(&mut self, now: Time, state: CaState) {
         if state != CaState::Open && self.stats.first_loss_ps.is_none() {
             self.end_first_slow_start(now);
             self.stats.first_loss_ps = Some(now);
@@ -412,7 +465,7 @@ impl TcpSender {
 
     /// Slow start's end by growth, and recovery from the first congestion event (document
     /// 003's measures): checked after every ACK, so the times are exact.
-    fn note_milestones(&mut self, now: Time) {
+    pub(crate) fn note_milestones(&mut self, now: Time) {
         let cwnd = self.cc_state.cwnd;
         if self.stats.slow_start_end_ps.is_none() && cwnd >= self.cc_state.ssthresh {
             self.end_first_slow_start(now);
@@ -434,7 +487,10 @@ impl TcpSender {
 
     /// Bytes in the network (Linux `tcp_packets_in_flight`): with SACK the RFC 6675 pipe,
     /// otherwise every byte outstanding.
-    fn in_flight_bytes(&self) -> u64 {
+    pub(crate) fn in_flight_bytes(&self) -> u64 {
+        if self.stack == Stack::Linux {
+            return self.lx.q.in_flight() as u64 * self.mss as u64;
+        }
         if self.sack() {
             let lost = self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack);
             self.scoreboard.pipe(self.snd_una, self.snd_max, lost)
@@ -465,7 +521,7 @@ impl TcpSender {
 
     /// Whether pacing, or the random send delay, holds the next segment back; if so the
     /// pacing timer is set.
-    fn paced_out(&mut self, now: Time) -> bool {
+    pub(crate) fn paced_out(&mut self, now: Time) -> bool {
         if self.paces && self.pacing_rate_bps().is_some() && now < self.next_send_ps {
             self.pacing_deadline = Some(self.next_send_ps);
             return true;
@@ -491,13 +547,17 @@ impl TcpSender {
         }
         self.pacing_deadline = None;
         self.refused = false;
-        if self.head_rtx_pending {
-            self.retransmit_first_unacked(now, out);
-        }
-        if self.sack() && matches!(self.ca_state, CaState::Recovery | CaState::Loss) {
-            self.send_sack_recovery(now, out);
+        if self.stack == Stack::Linux {
+            self.send_linux(now, out);
         } else {
-            self.send_window(now, out);
+            if self.head_rtx_pending {
+                self.retransmit_first_unacked(now, out);
+            }
+            if self.sack() && matches!(self.ca_state, CaState::Recovery | CaState::Loss) {
+                self.send_sack_recovery(now, out);
+            } else {
+                self.send_window(now, out);
+            }
         }
         if let Some(d) = &mut self.send_delay {
             d.end_pass();
@@ -508,7 +568,8 @@ impl TcpSender {
             self.enter_cwr(now);
         }
         self.interface_blocked = self.refused;
-        if self.snd_max > self.snd_una && self.rto_deadline.is_none() {
+        // The Linux stack arms its timer slot itself (`linux_send.rs`).
+        if self.stack != Stack::Linux && self.snd_max > self.snd_una && self.rto_deadline.is_none() {
             // RFC 6298 5.1: start the timer when data goes out and it is not running.
             self.rto_deadline = Some(now + self.rtt.rto());
         } else if self.rwnd == 0 && self.snd_max == self.snd_una && self.written > self.snd_una && self.rto_deadline.is_none() {
@@ -531,7 +592,7 @@ impl TcpSender {
     /// halved for each RTO of idle time but not below min(initial window, cwnd), and ssthresh
     /// becomes at least 3/4 of the old cwnd. Not for algorithms that set cwnd themselves (Linux skips
     /// those with `cong_control`).
-    fn restart_after_idle(&mut self, now: Time) {
+    pub(crate) fn restart_after_idle(&mut self, now: Time) {
         let Some(last) = self.last_data_sent_ps else { return };
         let rto = self.rtt.rto();
         if self.controls || now - last <= rto {
@@ -550,15 +611,19 @@ impl TcpSender {
             cwnd >>= 1;
         }
         s.cwnd = cwnd.max(restart);
+        self.cc.cwnd_event(&mut self.cc_state, CwndEvent::CwndRestart);
     }
 
     /// Sending outside SACK recovery: everything up to SND.UNA + min(cwnd, rwnd, buffer).
-    fn send_window(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub(crate) fn send_window(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mss = self.mss as u64;
         let mut cwnd_bytes = self.cc_state.cwnd as u64 * mss;
         if self.dcr_div.is_some() && matches!(self.ca_state, CaState::Open | CaState::Cwr) {
             // DCR: each duplicate ACK releases one new segment while the response waits.
             cwnd_bytes += self.dupacks as u64 * mss;
+        } else if self.limited_transmit && matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+            // RFC 3042: the first two duplicate ACKs each release one new segment.
+            cwnd_bytes += self.dupacks.min(2) as u64 * mss;
         }
         let window = cwnd_bytes.min(self.rwnd).min(self.snd_buffer);
         let end = (self.snd_una + window).min(self.written);
@@ -628,7 +693,7 @@ impl TcpSender {
     /// Sends one segment, if the host's interface queue takes it; returns false, having
     /// changed nothing but the refusal mark, when it does not (the caller stops sending).
     #[must_use]
-    fn emit(&mut self, now: Time, seq: u64, len: u32, out: &mut Vec<Packet>) -> bool {
+    pub(crate) fn emit(&mut self, now: Time, seq: u64, len: u32, out: &mut Vec<Packet>) -> bool {
         if self.tx_budget == 0 {
             self.refused = true;
             self.stats.local_congestion_events += u64::from(!self.last_refused);
@@ -711,6 +776,10 @@ impl TcpSender {
     /// Handles one arriving ACK.
     pub fn on_ack(&mut self, now: Time, ack_pkt: &Packet, out: &mut Vec<Packet>) {
         debug_assert_eq!(ack_pkt.kind, PacketKind::Ack);
+        if self.stack == Stack::Linux {
+            self.on_ack_linux(now, ack_pkt, out);
+            return;
+        }
         self.stats.acks_received += 1;
         self.ts_recent = self.ts_recent.max(ack_pkt.ts_val);
         let ack = ack_pkt.ack;
@@ -937,7 +1006,7 @@ impl TcpSender {
         }
     }
 
-    fn fill_rate_sample(&mut self, now: Time, sample: &mut AckSample) {
+    pub(crate) fn fill_rate_sample(&mut self, now: Time, sample: &mut AckSample) {
         if let Some(r) = &mut self.rate {
             let rs = r.finish_ack(now, self.cc_state.delivered_bytes, self.rtt.min_rtt);
             sample.delivery_rate_bps = rs.delivery_rate_bps;
@@ -967,7 +1036,7 @@ impl TcpSender {
 
     /// Hands an ACK to an algorithm that controls cwnd itself, and lets it mark the rate
     /// samples of what follows as application-limited (BBR's PROBE_RTT).
-    fn cong_control(&mut self, sample: &AckSample) {
+    pub(crate) fn cong_control(&mut self, sample: &AckSample) {
         self.cc.cong_control(&mut self.cc_state, sample);
         if self.cc.marks_app_limited() {
             if let Some(r) = &mut self.rate {
@@ -1045,6 +1114,10 @@ impl TcpSender {
     /// below the new window instead of one segment per two ACKs meanwhile: the same data
     /// per round trip, sent later in it.
     fn enter_cwr(&mut self, now: Time) {
+        if self.stack == Stack::Linux {
+            self.lx_enter_cwr(now);
+            return;
+        }
         if self.ca_state != CaState::Open {
             return;
         }
@@ -1101,6 +1174,10 @@ impl TcpSender {
         self.rto_deadline = None;
         if self.persisting {
             self.send_zero_window_probe(now, out);
+            return;
+        }
+        if self.stack == Stack::Linux {
+            self.on_xmit_timer_linux(now, out);
             return;
         }
         if self.snd_una == self.snd_max {

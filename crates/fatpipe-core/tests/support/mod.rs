@@ -39,6 +39,17 @@ pub fn tcp_config() -> TcpConfig {
         slow_start_after_idle: true,
         receiver_drain_rate_bps: None,
         random_send_delay_ps: 0,
+        stack: fatpipe_core::tcp::config::Stack::Rfc,
+        limited_transmit: false,
+        rto_estimator: fatpipe_core::tcp::config::RtoEstimator::Rfc6298,
+        dsack: false,
+        rack: false,
+        tlp: false,
+        frto: false,
+        undo: false,
+        window_reduction: fatpipe_core::tcp::recovery::prr::WindowReduction::Prr,
+        adaptive_reordering: false,
+        max_reordering_segments: 300,
     }
 }
 

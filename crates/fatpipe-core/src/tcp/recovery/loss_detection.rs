@@ -1,0 +1,166 @@
+//! Loss detection of the Linux stack (Linux `tcp_identify_packet_loss` and what it calls):
+//! RACK by time when it is on; otherwise the duplicate-ACK threshold over SACKed segments
+//! (`tcp_mark_head_lost`, FACK's forward-acknowledged count when `fack` is set); without SACK,
+//! NewReno's rule on duplicate ACKs counted as SACKed segments (`tcp_add_reno_sack`). Also the
+//! reordering degree the losses are judged against (`tcp_check_sack_reordering`).
+
+use super::linux::AckFlags;
+use super::linux::XmitTimer;
+use super::rtx_queue::SACKED;
+use crate::cc::CaState;
+use crate::tcp::TcpSender;
+use crate::time::Time;
+
+impl TcpSender {
+    /// Linux `tcp_check_sack_reordering`: a hole at `low_seq` was filled by a segment
+    /// sent before the highest SACKed one, so the path reorders by that many segments.
+    pub(crate) fn lx_note_reordering(&mut self, low_seq: u64) {
+        let fack = self.lx.q.highest_sack_end;
+        if low_seq >= fack {
+            return;
+        }
+        let mss = self.mss as u64;
+        let metric = fack - low_seq;
+        if self.adaptive_reordering && metric > self.lx.reordering as u64 * mss {
+            self.lx.reordering = (metric.div_ceil(mss) as u32).min(self.max_reordering);
+        }
+        self.lx.reord_seen += 1;
+        self.stats.reordering_events += 1;
+    }
+
+    /// Linux `tcp_add_reno_sack`: without SACK a duplicate ACK counts one segment out of
+    /// order; more than the flight could hold shows reordering.
+    pub(crate) fn lx_add_reno_sack(&mut self, num_dupack: u32) {
+        if num_dupack == 0 {
+            return;
+        }
+        let q = &mut self.lx.q;
+        let prior = q.sacked_out;
+        q.sacked_out += num_dupack;
+        let holes = q.lost_out.max(1).min(q.packets_out);
+        if q.sacked_out + holes > q.packets_out {
+            q.sacked_out = q.packets_out - holes;
+            if self.adaptive_reordering {
+                self.lx.reordering = (q.packets_out + 1).min(self.max_reordering).max(self.lx.reordering);
+            }
+            self.lx.reord_seen += 1;
+        }
+        self.lx.delivered += (self.lx.q.sacked_out - prior) as u64;
+    }
+
+    /// Linux `tcp_remove_reno_sacks`: a cumulative ACK of `acked` segments fills one hole;
+    /// the rest were counted by duplicate ACKs already.
+    pub(crate) fn lx_remove_reno_sacks(&mut self, acked: u32) {
+        if acked == 0 {
+            return;
+        }
+        let q = &mut self.lx.q;
+        self.lx.delivered += acked.saturating_sub(q.sacked_out).max(1) as u64;
+        q.sacked_out = if acked - 1 >= q.sacked_out { 0 } else { q.sacked_out - (acked - 1) };
+    }
+
+    /// Marks losses by the configured rule (Linux `tcp_identify_packet_loss`).
+    pub(crate) fn lx_identify_packet_loss(&mut self, now: Time, f: &mut AckFlags) {
+        if self.lx.q.is_empty() {
+            return;
+        }
+        let before = self.lx.q.lost_out;
+        if !self.lx_sack() {
+            self.lx_newreno_mark_lost(f.una_advanced);
+        } else if self.rack_enabled {
+            let prior_retrans = self.lx.q.retrans_out;
+            let reo_wnd = self.lx_reo_wnd();
+            let (_, timer) = self.lx.rack.mark_lost(&mut self.lx.q, now, reo_wnd);
+            if let Some(at) = timer {
+                self.rto_deadline = Some(at.min(now + self.rtt.rto()));
+                self.lx.pending = XmitTimer::Reordering;
+                f.set_xmit_timer = false;
+            }
+            if prior_retrans > self.lx.q.retrans_out {
+                f.lost_retrans = true;
+            }
+        }
+        self.lx_count_lost(before);
+    }
+
+    /// RACK's reordering window now.
+    pub(crate) fn lx_reo_wnd(&self) -> Time {
+        let lx = &self.lx;
+        let in_recovery = self.ca_state == CaState::Recovery;
+        lx.rack.reo_wnd(lx.reord_seen > 0, in_recovery, lx.q.sacked_out, lx.reordering, self.rtt.min_rtt, self.rtt.srtt)
+    }
+
+    /// Adds the segments newly marked lost since `lost_out` was `before` to the total.
+    pub(crate) fn lx_count_lost(&mut self, before: u32) {
+        // lost_out also falls as segments are SACKed or acknowledged; only rises count here.
+        if self.lx.q.lost_out > before {
+            self.lx.lost += (self.lx.q.lost_out - before) as u64;
+        }
+    }
+
+    /// Linux `tcp_newreno_mark_lost`: without SACK the head is lost once enough duplicate
+    /// ACKs came, or on a partial ACK during recovery.
+    pub(crate) fn lx_newreno_mark_lost(&mut self, una_advanced: bool) {
+        let recovery = self.ca_state == CaState::Recovery;
+        let open_or_disorder = matches!(self.ca_state, CaState::Open | CaState::Cwr);
+        if (open_or_disorder && self.lx.q.sacked_out >= self.lx.reordering) || (recovery && una_advanced) {
+            let head = self.lx.q.ids().start;
+            if self.lx.q.get(head).is_some_and(|s| !s.has(super::rtx_queue::LOST)) {
+                self.lx.q.mark_lost(head);
+            }
+        }
+    }
+
+    /// Without RACK (Linux before 4.4, or `rack = false`), with SACK: marks lost the holes with
+    /// at least `reordering` SACKed segments above them (Linux `tcp_mark_head_lost` from
+    /// `tcp_update_scoreboard`); with FACK, the first (forward-acknowledged - reordering)
+    /// segments; on entering recovery at least the head.
+    pub(crate) fn lx_update_scoreboard(&mut self, fast_rexmit: bool) {
+        let before = self.lx.q.lost_out;
+        let reordering = self.lx.reordering;
+        let q = &self.lx.q;
+        let (limit, count_all) = if self.fack {
+            // FACK: segments from SND.UNA to the highest SACKed one.
+            let fackets = q.highest_sack_end.saturating_sub(self.snd_una).div_ceil(self.mss as u64) as u32;
+            (fackets.saturating_sub(reordering).max(1), true)
+        } else if q.sacked_out >= reordering {
+            (q.sacked_out - reordering, false)
+        } else if fast_rexmit {
+            (1, true)
+        } else {
+            return;
+        };
+        let mark_head_only = !self.fack && q.sacked_out < reordering;
+        let ids = q.ids();
+        let (mut id, mut cnt) = match self.lx.mark_hint {
+            Some((h, c)) if h >= ids.start && !mark_head_only => (h, c),
+            _ => (ids.start, 0),
+        };
+        let loss_high = self.snd_nxt;
+        while id < ids.end {
+            let s = *self.lx.q.get(id).unwrap();
+            self.lx.mark_hint = Some((id, cnt));
+            if s.end > loss_high {
+                break;
+            }
+            if count_all || s.has(SACKED) {
+                cnt += 1;
+            }
+            if cnt > limit {
+                break;
+            }
+            self.lx.q.mark_lost(id);
+            if mark_head_only {
+                break;
+            }
+            id += 1;
+        }
+        self.lx_count_lost(before);
+    }
+
+    /// Linux `tcp_time_to_recover`: a loss is proven (marked), or without RACK more segments
+    /// are SACKed (or duplicate-ACKed) than the reordering degree allows.
+    pub(crate) fn lx_time_to_recover(&self) -> bool {
+        self.lx.q.lost_out > 0 || (!self.rack_enabled && self.lx.q.sacked_out + 1 > self.lx.reordering)
+    }
+}
