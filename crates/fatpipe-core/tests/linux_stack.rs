@@ -113,7 +113,11 @@ fn a_single_loss_is_repaired_by_fast_recovery_with_prr_pacing_the_window_down() 
     assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
     let n: u32 = counts.iter().sum();
     assert!((ssthresh - 1..=ssthresh + 1).contains(&n), "{n} segments sent during recovery, for ssthresh {ssthresh}");
-    assert!((ssthresh..=ssthresh + 1).contains(&h.sender.cc_state.cwnd), "cwnd {} after recovery", h.sender.cc_state.cwnd);
+    assert!(
+        (ssthresh..=ssthresh + 1).contains(&h.sender.cc_state.cwnd),
+        "cwnd {} after recovery",
+        h.sender.cc_state.cwnd
+    );
     h.run_until(entered + 20 * RTT);
     assert_eq!((h.sender.stats.timeouts, h.sender.stats.fast_retransmits), (0, 1));
     assert_eq!(h.receiver.rcv_nxt, 200 * MSS);
@@ -129,7 +133,8 @@ fn rack_marks_the_loss_one_rtt_after_it_was_sent_and_a_lost_retransmission_needs
     h.run_until(20 * RTT);
     assert_eq!(h.receiver.rcv_nxt, 300 * MSS, "everything delivered");
     assert_eq!(h.sender.stats.timeouts, 0, "no timeout for a lost retransmission");
-    let resent: Vec<Time> = h.sent.iter().filter(|(_, p)| p.seq == 30 * MSS && p.retransmission).map(|(t, _)| *t).collect();
+    let resent: Vec<Time> =
+        h.sent.iter().filter(|(_, p)| p.seq == 30 * MSS && p.retransmission).map(|(t, _)| *t).collect();
     assert_eq!(resent.len(), 2, "retransmitted twice: {resent:?}");
     // The second retransmission follows the first by about one RTT (RACK.rtt + reo_wnd, and
     // reo_wnd is 0 in recovery without reordering): not by an RTO of 300 ms or more.
@@ -199,7 +204,11 @@ fn a_spurious_timeout_is_undone_through_frto() {
     let clock = sent_at.clone();
     h.extra_delay = Box::new(move |_| {
         let t = clock.get();
-        if (stall_from..stall_end).contains(&t) { stall_end - t } else { 0 }
+        if (stall_from..stall_end).contains(&t) {
+            stall_end - t
+        } else {
+            0
+        }
     });
     let mut prior_cwnd = 0;
     while h.sender.stats.timeouts == 0 {
@@ -217,7 +226,12 @@ fn a_spurious_timeout_is_undone_through_frto() {
     let st = &h.sender.stats;
     assert_eq!(st.spurious_timeouts, 1, "F-RTO found the timeout spurious");
     assert!(st.undos >= 1);
-    assert!(h.sender.cc_state.cwnd >= prior_cwnd, "cwnd {} restored to at least {}", h.sender.cc_state.cwnd, prior_cwnd);
+    assert!(
+        h.sender.cc_state.cwnd >= prior_cwnd,
+        "cwnd {} restored to at least {}",
+        h.sender.cc_state.cwnd,
+        prior_cwnd
+    );
 }
 
 #[test]
@@ -229,7 +243,9 @@ fn reordering_raises_the_reordering_degree_so_later_reordering_causes_no_recover
     tcp.initial_window_segments = 30;
     tcp.rcv_buffer_bytes = 30 * MSS;
     let mut h = Harness::new(tcp, reno(), RTT, Box::new(|_| false));
-    h.extra_delay = Box::new(|p: &Packet| if p.seq % (50 * MSS) == 0 && p.seq > 0 && !p.retransmission { 4 * PS_PER_MS } else { 0 });
+    h.extra_delay = Box::new(
+        |p: &Packet| if p.seq % (50 * MSS) == 0 && p.seq > 0 && !p.retransmission { 4 * PS_PER_MS } else { 0 },
+    );
     h.start(Some(3000 * MSS));
     h.run_until(200 * RTT);
     assert_eq!(h.receiver.rcv_nxt, 3000 * MSS);
@@ -254,12 +270,19 @@ fn the_linux_stack_runs_end_to_end_with_loss() {
         tcp.delayed_ack = true;
         let mut s = dumbbell(100_000_000, 40 * PS_PER_MS, 200, 20_000 * PS_PER_MS, tcp);
         s.flows[0].cc = Some(reno());
-        s.links[1].impairments = vec![serde_json::from_str::<ImpairmentSpec>(r#"{"kind": "bernoulli", "probability": 0.001}"#).unwrap()];
+        s.links[1].impairments =
+            vec![serde_json::from_str::<ImpairmentSpec>(r#"{"kind": "bernoulli", "probability": 0.001}"#).unwrap()];
         let mut sim = Simulation::new(s).unwrap();
         sim.run_until(20_000 * PS_PER_MS);
         let f = &sim.flows[0];
         let goodput = f.delivered_bytes() as f64 * 8.0 / 20.0;
-        eprintln!("{recovery:?}: {:.1} Mb/s, {} fast retransmits, {} timeouts, {} probes", goodput / 1e6, f.sender.stats.fast_retransmits, f.sender.stats.timeouts, f.sender.stats.loss_probes);
+        eprintln!(
+            "{recovery:?}: {:.1} Mb/s, {} fast retransmits, {} timeouts, {} probes",
+            goodput / 1e6,
+            f.sender.stats.fast_retransmits,
+            f.sender.stats.timeouts,
+            f.sender.stats.loss_probes
+        );
         assert!(goodput > 5e6, "{recovery:?}: {goodput}");
         assert!(f.sender.stats.fast_retransmits > 10);
     }

@@ -4,10 +4,10 @@
 pub mod config;
 pub mod handshake;
 pub mod ranges;
-pub mod receiver;
-pub mod recovery;
 pub mod rate;
 pub mod reader;
+pub mod receiver;
+pub mod recovery;
 pub mod rtt;
 pub mod scoreboard;
 pub mod send_delay;

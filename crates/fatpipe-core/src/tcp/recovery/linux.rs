@@ -369,7 +369,8 @@ impl TcpSender {
             return;
         }
         let s = &mut self.cc_state;
-        if s.ssthresh < crate::cc::INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.lx.undo.marker.is_some()) {
+        if s.ssthresh < crate::cc::INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.lx.undo.marker.is_some())
+        {
             s.cwnd = Prr::cwnd_at_end(self.window_reduction, s.cwnd, s.ssthresh).max(1);
         }
         self.sync_cc_view(now);
@@ -441,7 +442,15 @@ impl TcpSender {
     }
 
     /// The recovery state machine (Linux `tcp_fastretrans_alert`).
-    pub(crate) fn lx_fastretrans_alert(&mut self, now: Time, prior_snd_una: u64, num_dupack: u32, f: &mut AckFlags, pkt: &Packet, _out: &mut Vec<Packet>) {
+    pub(crate) fn lx_fastretrans_alert(
+        &mut self,
+        now: Time,
+        prior_snd_una: u64,
+        num_dupack: u32,
+        f: &mut AckFlags,
+        pkt: &Packet,
+        _out: &mut Vec<Packet>,
+    ) {
         let ts_ecr = (self.timestamps && pkt.ts_ecr > 0).then_some(pkt.ts_ecr);
         let mut do_lost = num_dupack > 0 || (f.data_sacked && self.lx.q.sacked_out + 1 > self.lx.reordering);
         if self.lx.q.packets_out == 0 && self.lx.q.sacked_out > 0 {
@@ -534,7 +543,17 @@ impl TcpSender {
 
     /// The window after an ACK (Linux `tcp_cong_control`).
     #[allow(clippy::too_many_arguments)]
-    fn lx_cong_control(&mut self, now: Time, f: &AckFlags, t: &Tally, rtt: Option<Time>, delivered: u32, newly_lost: u32, prior_in_flight: u32, _out: &mut Vec<Packet>) {
+    fn lx_cong_control(
+        &mut self,
+        now: Time,
+        f: &AckFlags,
+        t: &Tally,
+        rtt: Option<Time>,
+        delivered: u32,
+        newly_lost: u32,
+        prior_in_flight: u32,
+        _out: &mut Vec<Packet>,
+    ) {
         let mss = self.mss as u64;
         let mut sample = AckSample {
             acked_segments: (t.acked_bytes.div_ceil(mss)) as u32,

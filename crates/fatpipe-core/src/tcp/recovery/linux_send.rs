@@ -85,7 +85,10 @@ impl TcpSender {
     fn lx_cwnd_validate(&mut self, cwnd_limited: bool) {
         let lx = &mut self.lx;
         let packets_out = lx.q.packets_out;
-        if self.snd_una >= lx.cwnd_usage_seq || cwnd_limited || (!lx.is_cwnd_limited && packets_out > lx.max_packets_out) {
+        if self.snd_una >= lx.cwnd_usage_seq
+            || cwnd_limited
+            || (!lx.is_cwnd_limited && packets_out > lx.max_packets_out)
+        {
             lx.is_cwnd_limited = cwnd_limited;
             lx.max_packets_out = packets_out;
             lx.cwnd_usage_seq = self.snd_max;
@@ -169,7 +172,16 @@ impl TcpSender {
                 if !self.controls {
                     let in_flight = self.lx.q.in_flight();
                     let (ssthresh, prior) = (self.cc_state.ssthresh, self.prior_cwnd);
-                    if let Some(c) = self.lx.prr.cwnd_after_ack(self.window_reduction, self.cc_state.cwnd, ssthresh, prior, in_flight, 1, 0, false) {
+                    if let Some(c) = self.lx.prr.cwnd_after_ack(
+                        self.window_reduction,
+                        self.cc_state.cwnd,
+                        ssthresh,
+                        prior,
+                        in_flight,
+                        1,
+                        0,
+                        false,
+                    ) {
                         self.cc_state.cwnd = c.max(1);
                     }
                 }

@@ -120,7 +120,8 @@ mod tests {
         let mut sent_per_ack = vec![];
         for _ in 0..18 {
             in_flight -= 1; // the ACK reports one more segment delivered
-            let cwnd = prr.cwnd_after_ack(WindowReduction::Prr, 0, ssthresh, prior_cwnd, in_flight, 1, 0, false).unwrap();
+            let cwnd =
+                prr.cwnd_after_ack(WindowReduction::Prr, 0, ssthresh, prior_cwnd, in_flight, 1, 0, false).unwrap();
             let sent = cwnd.saturating_sub(in_flight);
             for _ in 0..sent {
                 prr.on_send();

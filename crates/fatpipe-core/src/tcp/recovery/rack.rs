@@ -87,7 +87,15 @@ impl Rack {
     }
 
     /// The reordering window (Linux `tcp_rack_reo_wnd`).
-    pub fn reo_wnd(&self, reord_seen: bool, in_recovery: bool, sacked_out: u32, reordering: u32, min_rtt: Option<Time>, srtt: Option<Time>) -> Time {
+    pub fn reo_wnd(
+        &self,
+        reord_seen: bool,
+        in_recovery: bool,
+        sacked_out: u32,
+        reordering: u32,
+        min_rtt: Option<Time>,
+        srtt: Option<Time>,
+    ) -> Time {
         if !reord_seen && (in_recovery || sacked_out >= reordering) {
             // No reordering seen: be aggressive in recovery, or when DupThresh segments are
             // SACKed (RFC 8985 6.2: the RACK equivalent of the dupack threshold).
@@ -216,7 +224,11 @@ mod tests {
         q.sack(4 * MSS, 5 * MSS, |_, _| {});
         let (marked, _) = rack.detect_loss(&mut q, now, 0);
         assert!(marked >= 1);
-        assert_eq!(q.get(0).unwrap().flags & super::super::rtx_queue::RETRANS, 0, "its retransmission is no longer in flight");
+        assert_eq!(
+            q.get(0).unwrap().flags & super::super::rtx_queue::RETRANS,
+            0,
+            "its retransmission is no longer in flight"
+        );
         assert_eq!(q.next_lost(), Some(0), "to be sent again");
     }
 

@@ -149,7 +149,13 @@ impl TcpSender {
 
     /// Linux `tcp_try_undo_partial`: a partial ACK of original data during recovery.
     /// Returns true to stop processing this ACK; `do_lost` says whether to mark more losses.
-    pub(crate) fn lx_try_undo_partial(&mut self, now: Time, prior_snd_una: u64, ts_ecr: Option<Time>, do_lost: &mut bool) -> bool {
+    pub(crate) fn lx_try_undo_partial(
+        &mut self,
+        now: Time,
+        prior_snd_una: u64,
+        ts_ecr: Option<Time>,
+        do_lost: &mut bool,
+    ) -> bool {
         if self.undo_enabled && self.lx.undo.marker.is_some() && self.lx.undo.packet_delayed(ts_ecr, self.lx_sack()) {
             self.lx_note_reordering(prior_snd_una);
             if self.lx.q.retrans_out > 0 {
