@@ -253,7 +253,7 @@ impl Scenario {
                 }
             }
             if let CcSpec::Reno(r) = cc {
-                if !(r.a > 0.0) || !(r.b > 0.0 && r.b < 1.0) {
+                if r.a.is_nan() || r.a <= 0.0 || !(r.b > 0.0 && r.b < 1.0) {
                     return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
                 }
             }

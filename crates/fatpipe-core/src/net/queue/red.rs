@@ -10,6 +10,7 @@
 //!   drops by the count of packets since the last one, p_a = p_b / (1 - count p_b);
 //! - gentle, max_th <= avg < 2 max_th: p_b = max_p + (1 - max_p)(avg - max_th) / max_th;
 //! - above (max_th, or 2 max_th when gentle): drop.
+//!
 //! In byte mode p_b is scaled by the packet's size over the mean packet size. The hard limit
 //! (`limit_packets`) still drops arrivals to a full queue.
 //!
