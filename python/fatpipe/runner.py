@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Union
 
+from .core import CoreUnavailableError, import_core
 from .result import Result
 from .scenario import Loaded, ScenarioError, load
 from .units import PS_PER_S, U64_MAX
@@ -27,22 +28,6 @@ __all__ = ["run", "import_core", "CoreUnavailableError", "PROGRESS_CHUNKS"]
 PROGRESS_CHUNKS = 200
 
 ScenarioSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
-
-
-class CoreUnavailableError(ImportError):
-    """The compiled core, ``fatpipe._core``, is not importable (not built yet)."""
-
-
-def import_core() -> Any:
-    """Imports ``fatpipe._core``, or explains how to build it."""
-    try:
-        from . import _core  # type: ignore[attr-defined]
-    except ImportError as err:
-        raise CoreUnavailableError(
-            "the simulation core fatpipe._core is not built: run `maturin develop --release` "
-            f"in the repository (or `pip install .`); import failed with: {err}"
-        ) from err
-    return _core
 
 
 def _is_normalized(doc: Mapping[str, Any]) -> bool:

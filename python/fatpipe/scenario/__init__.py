@@ -63,13 +63,9 @@ from .network import (  # noqa: F401
     Network,
     Shape,
     SHAPE_COMMON_KEYS,
-    hop_count,
 )
 from .queues import (  # noqa: F401
     QueueDiscipline,
-    RED_MIN_TH_FLOOR_PACKETS,
-    RED_MAX_TH_OVER_MIN_TH,
-    red_automatic_parameters,
     QUEUE_DISCIPLINES,
 )
 from .impairments import (  # noqa: F401
@@ -145,7 +141,6 @@ __all__ = [
     "IMPAIRMENTS",
     "CC_ALGORITHMS",
     "attach_impairments",
-    "red_automatic_parameters",
     "IPV4_TCP_HEADER_BYTES",
     "TIMESTAMPS_OPTION_BYTES",
 ]

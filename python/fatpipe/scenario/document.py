@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,8 +156,34 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         "splits": network.splits,
         "routes": network.routes,
     }
+    if network.hosts is not None:
+        _check_routes(core, top["flows"])
     captures = _capture_points(output, network, duration_ps)
     return Loaded(core=core, plots=output["plots"], captures=captures)
+
+
+#: The core's route errors: "flows[<normalized index>]: <what is wrong>".
+_ROUTE_ERROR = re.compile(r"^flows\[(\d+)\]: ((?:no route|the route) .*)$")
+
+
+def _check_routes(core: Dict[str, Any], parsed_flows: List[Dict[str, Any]]) -> None:
+    """Asks the core whether every flow of a custom network finds its way (both ways for
+    TCP's ACKs): routes are the core's to compute, shortest paths with the explicit routes
+    laid over them, so Python does not compute them a second time. The fixed shapes route
+    every pair by construction."""
+    from ..core import import_core
+
+    try:
+        import_core().check(json.dumps(core))
+    except ValueError as err:
+        match = _ROUTE_ERROR.match(str(err))
+        if match is None:  # the normalizer wrote something the core refuses: a bug here
+            raise ScenarioError(f"the core refused the normalized scenario: {err}") from None
+        # Streams are expanded after validation: map the core's flow back to the user's.
+        origin = [i for i, flow in enumerate(parsed_flows) for _ in range(flow["streams"])]
+        i = origin[int(match.group(1))]
+        problem = match.group(2) + (" over topology.links" if match.group(2).startswith("no route") else "")
+        raise _fail(f"flows[{i}].dst", parsed_flows[i]["dst"], problem) from None
 
 
 def load_scenario(source: Union[PathLike, Mapping[str, Any]]) -> Dict[str, Any]:

@@ -136,17 +136,3 @@ def _txqueuelen_queue(txqueuelen: int) -> Dict[str, Any]:
 _TXQUEUELEN_UNSET = (
     "unset: the hosts' interface queues are access_queue, 1000 packets by default"
 )
-
-
-def hop_count(network: Network, src: int, dst: int) -> Optional[int]:
-    """Links on the shortest path src -> dst (breadth-first, as the core routes), or None."""
-    out: Dict[int, List[int]] = {}
-    for link in network.links:
-        out.setdefault(link["from"], []).append(link["to"])
-    seen, frontier, hops = {src}, [src], 0
-    while frontier:
-        if dst in frontier:
-            return hops
-        hops += 1
-        frontier = [n for m in frontier for n in out.get(m, []) if n not in seen and not seen.add(n)]
-    return None

@@ -196,23 +196,6 @@ def _normalize_droptail(
 
 #: RED's hard limit counts packets (the core's RED has no byte or cell limit).
 _RED_LIMIT_KEYS = ("limit_packets", "limit_bdp")
-#: ns-2 automatic thresholds (red.cc): min_th = max(5, target queue / 2), max_th = 3 min_th.
-RED_MIN_TH_FLOOR_PACKETS = 5.0
-RED_MAX_TH_OVER_MIN_TH = 3.0
-
-
-def red_automatic_parameters(
-    rate_bps: int, mean_packet_bytes: int, target_delay_ps: int
-) -> Tuple[float, float, float]:
-    """(min_th, max_th, w_q) as ns-2's red.cc chooses them when left unset, for a link of
-    ``rate_bps``: C = rate / (8 x mean packet size) packets/s, min_th = max(5,
-    target_delay x C / 2), max_th = 3 x min_th, w_q = 1 - exp(-1 / C). The core computes the
-    same; this is for documentation and checks."""
-    packets_per_s = rate_bps / (8 * mean_packet_bytes)
-    min_th = max(RED_MIN_TH_FLOOR_PACKETS, target_delay_ps / PS_PER_S * packets_per_s / 2)
-    return min_th, RED_MAX_TH_OVER_MIN_TH * min_th, 1.0 - math.exp(-1.0 / packets_per_s)
-
-
 _RED_AUTOMATIC = "C = link rate / (8 x mean_packet_size) packets/s"
 
 
@@ -359,7 +342,7 @@ def _normalize_red(
                     "with max_th unset (3 x min_th) min_th must be positive; give max_th "
                     "to start early drops at an empty queue",
                 )
-            max_th = RED_MAX_TH_OVER_MIN_TH * min_th
+            # The core derives the missing upper threshold as ns-2's red.cc does (3 x min_th).
         elif not min_th < max_th:
             raise _fail_number(_join(path, "max_th"), max_th, f"must be greater than min_th ({_num(min_th)})")
         if limit_packets is not None and min_th >= limit_packets:

@@ -34,6 +34,7 @@
 use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::rng::Rng;
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// STARTUP's gain: 2/ln 2 = 2.885, the smallest that doubles the delivery rate every round
@@ -82,7 +83,7 @@ const QUANTUM_INTERVAL_PS: Time = PS_PER_MS;
 const QUANTUM_MAX_BYTES: u64 = 64 * 1024;
 const QUANTA_IN_CWND: u64 = 3;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BbrConfig {
     /// Pacing and cwnd gain of STARTUP; DRAIN paces at its inverse. Dimensionless, > 1.

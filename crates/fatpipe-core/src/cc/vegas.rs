@@ -39,6 +39,7 @@
 use super::round::RoundTracker;
 use super::{slow_start, AckSample, CaState, CcState, CongestionControl};
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// The smallest window Vegas's linear decrease may reach, segments (Linux `tcp_vegas.c` and
@@ -51,7 +52,7 @@ pub const SLOW_START_EXIT_DIVISOR: u32 = 8;
 /// Smallest ssthresh after a loss, segments (RFC 5681 eq. 4: at least 2 x SMSS).
 pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VegasConfig {
     /// Fewer of the flow's packets than this queued in the network: grow by one segment per

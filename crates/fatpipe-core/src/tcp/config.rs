@@ -2,10 +2,11 @@
 //! `docs/scenario.md`; the Python layer fills every field, so there are no defaults here.
 
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// How the sender detects and repairs losses (all in the TCP core, as in Linux).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Recovery {
     /// Fast retransmit, then slow start from one segment (Jacobson 1988; 4.3BSD Tahoe).
@@ -19,7 +20,7 @@ pub enum Recovery {
     Sack,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TcpConfig {
     /// Maximum segment size: payload bytes per full segment.

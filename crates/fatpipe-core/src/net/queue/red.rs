@@ -25,6 +25,7 @@ use super::{Admission, QueueDiscipline};
 use crate::packet::{Ecn, Packet};
 use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::VecDeque;
 
@@ -37,7 +38,7 @@ pub const NS2_MAX_P: f64 = 0.1;
 /// Floyd and Jacobson's recommended floor for min_th, packets (ns-2 automatic: 5).
 pub const MIN_TH_FLOOR_PACKETS: f64 = 5.0;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedConfig {
     /// Hard limit, packets (None: none).
@@ -224,6 +225,10 @@ impl QueueDiscipline for Red {
 
     fn ecn_marks(&self) -> u64 {
         self.marks
+    }
+
+    fn red_parameters(&self) -> Option<(f64, f64, f64)> {
+        Some(self.thresholds())
     }
 
     fn len_packets(&self) -> usize {
