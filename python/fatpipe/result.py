@@ -152,10 +152,17 @@ class Result:
         scenario: Mapping[str, Any],
         plots: bool = True,
         capture_files: Optional[Mapping[str, str]] = None,
+        copy_scenario: bool = True,
     ) -> None:
         """``output`` is the dict ``finish()`` returned; ``scenario`` the normalized scenario;
-        ``capture_files`` maps capture point names to the pcap files the core wrote."""
-        self.scenario: Dict[str, Any] = json.loads(json.dumps(scenario))  # a private deep copy
+        ``capture_files`` maps capture point names to the pcap files the core wrote.
+
+        The tables take the output's columns out of its dicts as they convert them, so each
+        of the core's columns is released as soon as it is no longer needed (a run's series
+        can be most of the machine's memory). ``copy_scenario=False`` keeps ``scenario``
+        itself instead of a private deep copy (the runner's, which made it for this result).
+        """
+        self.scenario: Dict[str, Any] = json.loads(json.dumps(scenario)) if copy_scenario else dict(scenario)
         self.plots = plots
         self.capture_files: Dict[str, str] = dict(capture_files or {})
         self._flow_names: List[str] = [f["name"] for f in self.scenario["flows"]]
@@ -163,10 +170,10 @@ class Result:
         self.summary: Dict[str, Any] = self._build_summary(output["summary"])
         self.flows = _flow_table(self.summary["flows"])
         self.groups = pd.DataFrame(self.summary["groups"], columns=GROUP_COLUMNS)
-        self.requests = self._build_requests(output.get("requests"))
+        self.requests = self._build_requests(dict(output.get("requests") or {}))
         self.links = pd.DataFrame(self.summary["links"])
-        self.flow_series = self._build_flow_series(output["flow_series"])
-        self.queue_series = self._build_queue_series(output["queue_series"])
+        self.flow_series = self._build_flow_series(_taken(output, "flow_series"))
+        self.queue_series = self._build_queue_series(_taken(output, "queue_series"))
 
     # ---- summary ----------------------------------------------------------------------
 
@@ -215,28 +222,31 @@ class Result:
 
     # ---- time series ------------------------------------------------------------------
 
-    def _build_flow_series(self, cols: Mapping[str, Any]) -> pd.DataFrame:
-        # The core's columns arrive as memory numpy views without a copy; every derived
-        # column is computed with whole-array operations, and columns kept as they are stay
-        # views, so a run of 100,000 flows never holds its series twice.
-        time_ps = _int64(cols["time_ps"])
-        codes = np.asarray(cols["flow"])
+    def _build_flow_series(self, cols: Dict[str, Any]) -> pd.DataFrame:
+        # The core's columns arrive as memory numpy views without a copy; each is taken out
+        # of ``cols`` when converted, so that it is freed as soon as nothing views it, and
+        # columns kept as they are stay views: a run of 100,000 flows never holds its
+        # series twice.
         names = self._flow_names
+        codes = _codes(cols.pop("flow"))
+        time_ps = _int64(cols.pop("time_ps"))
         # A UDP flow has no window (the core writes -1) and no MSS: NaN for both.
         mss = np.array([f["tcp"]["mss_bytes"] if "tcp" in f else np.nan for f in self.scenario["flows"]],
                        dtype=np.float64)
-        cwnd = _where_negative_nan(cols["cwnd_segments"])
-        srtt = _where_negative_nan(cols["srtt_ps"])
+        cwnd = _where_negative_nan(cols.pop("cwnd_segments"))
+        cwnd_bytes = mss.take(codes) if len(mss) else np.zeros(len(cwnd))
+        cwnd_bytes *= cwnd
+        srtt = _where_negative_nan(cols.pop("srtt_ps"))
         srtt /= PS_PER_S
-        delivered = _int64(cols["delivered_bytes"])
-        sent = _int64(cols["sent_bytes"])
+        delivered = _int64(cols.pop("delivered_bytes"))
+        sent = _int64(cols.pop("sent_bytes"))
         columns = {
             "time_s": time_ps / PS_PER_S,
             "flow": _categories(codes, names),
             "cwnd_segments": cwnd,
-            "cwnd_bytes": cwnd * mss[codes] if len(mss) else cwnd.copy(),
-            "ssthresh_segments": _where_negative_nan(cols["ssthresh_segments"]),
-            "outstanding_bytes": _int64(cols["outstanding_bytes"]),
+            "cwnd_bytes": cwnd_bytes,
+            "ssthresh_segments": _where_negative_nan(cols.pop("ssthresh_segments")),
+            "outstanding_bytes": _int64(cols.pop("outstanding_bytes")),
             "srtt_s": srtt,
             "delivered_bytes": delivered,
             "sent_bytes": sent,
@@ -413,6 +423,23 @@ def _groups(flows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return groups
 
 
+def _taken(output: Mapping[str, Any], key: str) -> Dict[str, Any]:
+    """``output[key]``'s columns, taken out of the output's own dict when it can give them
+    up (the core's), so converting a column frees it; a copy of the mapping otherwise."""
+    cols = output[key]
+    if isinstance(cols, dict):
+        taken = dict(cols)
+        cols.clear()
+        return taken
+    return dict(cols)
+
+
+def _codes(column: Any) -> np.ndarray:
+    """The core's element indices (u32, below 2^31) viewed as int32, a categorical's codes."""
+    a = np.asarray(column)
+    return a.view(np.int32) if a.dtype == np.uint32 else a.astype(np.int32)
+
+
 def _int64(column: Any) -> np.ndarray:
     """A column as int64: the core's unsigned columns are viewed, not copied (their values
     are below 2^63)."""
@@ -434,7 +461,7 @@ def _where_negative_nan(column: Any) -> np.ndarray:
 def _categories(codes: np.ndarray, names: List[str]) -> pd.Categorical:
     """The core's element indices as names, stored once each (a categorical column): a
     column of 50 million flow names costs its int32 codes, not 50 million strings."""
-    return pd.Categorical.from_codes(codes.astype(np.int32, copy=False), categories=names)
+    return pd.Categorical.from_codes(_codes(codes), categories=names)
 
 
 def _rate_per_interval(codes: np.ndarray, groups: int, values: np.ndarray, time_ps: np.ndarray) -> np.ndarray:
@@ -451,11 +478,14 @@ def _rate_per_interval(codes: np.ndarray, groups: int, values: np.ndarray, time_
         return rate
     regular = n % groups == 0 and bool((codes.reshape(-1, groups) == np.arange(groups)).all())
     if regular:
-        dv = (values[groups:] - values[:-groups]).astype(np.float64)
-        dt = (time_ps[groups:] - time_ps[:-groups]).astype(np.float64)
+        # In place on the result: no temporary as large as the column.
+        per_sample = rate.reshape(-1, groups)
+        v = values.reshape(-1, groups)
+        np.subtract(v[1:], v[:-1], out=per_sample[1:], casting="unsafe")
+        dt_ps = np.diff(time_ps[::groups]).astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
-            tail = dv * 8 * PS_PER_S / dt
-        rate[groups:] = np.where(np.isfinite(tail), tail, 0.0)
+            per_sample[1:] *= (8 * PS_PER_S / dt_ps)[:, None]
+        rate[~np.isfinite(rate)] = 0.0
         return rate
     frame = pd.DataFrame({"g": codes, "t": time_ps, "v": values})
     g = frame.groupby("g", sort=False)
