@@ -19,7 +19,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 from .core import CoreUnavailableError, import_core
 from .result import Result
 from .scenario import Loaded, ScenarioError, load
-from .units import PS_PER_S, U64_MAX
+from .units import PS_PER_S, U64_MAX, plain_scalar
 
 __all__ = ["run", "import_core", "CoreUnavailableError", "PROGRESS_CHUNKS"]
 
@@ -37,8 +37,8 @@ def _is_normalized(doc: Mapping[str, Any]) -> bool:
 
 def _prepare(scenario: Union[ScenarioSource, Loaded]) -> Loaded:
     if isinstance(scenario, Loaded):
-        return Loaded(core=json.loads(json.dumps(scenario.core)), plots=scenario.plots,
-                      captures=[dict(c) for c in scenario.captures])
+        # A copy of the top level only (run() sets the seed there); the result keeps it.
+        return Loaded(core=dict(scenario.core), plots=scenario.plots, captures=[dict(c) for c in scenario.captures])
     if isinstance(scenario, Mapping) and _is_normalized(scenario):
         # Already normalized (e.g. load_scenario()'s output, perhaps edited): the core
         # checks it; Python's user-facing validation does not apply to base-unit keys.
@@ -70,6 +70,7 @@ def run(
     loaded = _prepare(scenario)
     core_doc = loaded.core
     if seed is not None:
+        seed = plain_scalar(seed)  # np.uint64(7) is the seed 7
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
             raise ScenarioError(
                 f"seed: {seed!r} is not allowed: expected a whole number from 0 to {U64_MAX}",
@@ -99,7 +100,7 @@ def run(
     for entry in output["summary"].get("captures", []):
         if entry.get("error"):
             raise OSError(entry["error"])
-    return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files)
+    return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files, copy_scenario=False)
 
 
 def _advance(sim: Any, core_doc: Mapping[str, Any], progress: bool) -> None:

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..units import UnitError, describe_value
+from ..units import describe_value, plain_scalar, UnitError
 
 #: Counts of segments and packets are 32-bit in the core.
 U32_MAX = 2**32 - 1
@@ -101,7 +101,8 @@ class Scalar(Kind):
 
     def parse(self, value: Any, path: str) -> Any:
         try:
-            return self.convert(value)
+            # numpy scalars (np.int64(10_000_000) as a rate or a seed) are the numbers they hold.
+            return self.convert(plain_scalar(value))
         except UnitError as err:
             raise ScenarioError(f"{path}: {err}", path) from None
 
