@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Union
 
 from ..units import U64_MAX, format_duration
+from .budget import check_budget
 from .flows import _FLOW, _check_unique_names, _expand_streams, _normalize_flow
 from .impairments import attach_impairments
 from .kinds import Duration, Integer, Name
@@ -139,6 +140,8 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         network, topo["impairments"], "topology.impairments", duration_ps,
         shape=SHAPE_LABELS.get(topo["shape"], topo["shape"]),
     )
+    # Which field set each link's queue (for the budget's message), then the core's keys only.
+    queue_fields = {i: link["queue"].pop("_field") for i, link in enumerate(network.links) if "_field" in link["queue"]}
     flows = [
         _normalize_flow(flow, f"flows[{i}]", i, network, duration_ps)
         for i, flow in enumerate(top["flows"])
@@ -159,6 +162,7 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
     if network.hosts is not None:
         _check_routes(core, top["flows"])
     captures = _capture_points(output, network, duration_ps)
+    check_budget(core, captures, output, queue_fields)
     return Loaded(core=core, plots=output["plots"], captures=captures)
 
 

@@ -123,14 +123,14 @@ def _host_interfaces(network: Network, txqueuelen: Optional[int]) -> Network:
     if txqueuelen is not None:
         for link in network.links:
             if network.nodes[link["from"]]["kind"] == "host":
-                link["queue"] = _txqueuelen_queue(txqueuelen)
+                link["queue"] = _txqueuelen_queue(txqueuelen, "topology.txqueuelen")
     return network
 
 
-def _txqueuelen_queue(txqueuelen: int) -> Dict[str, Any]:
+def _txqueuelen_queue(txqueuelen: int, field: str) -> Dict[str, Any]:
     # pfifo_fast, Linux's default interface queue discipline, counts packets only.
     return {"discipline": "droptail", "limit_packets": txqueuelen, "limit_bytes": None,
-            "cell_bytes": None, "limit_cells": None}
+            "cell_bytes": None, "limit_cells": None, "_field": field}
 
 
 _TXQUEUELEN_UNSET = (

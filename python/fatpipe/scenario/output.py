@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ..units import U64_MAX, format_duration
-from .kinds import Boolean, Duration, Integer
+from .kinds import Boolean, Duration, Integer, Size
 from .network import Network
 from .schema import Derived, Field, Kind, ScenarioError, Table, _fail
 
@@ -44,6 +44,26 @@ _OUTPUT = Table(
             "fatpipe default: a few samples per RTT on paths of 20 ms and more",
         ),
         Field("plots", Boolean(), "write cwnd.png and throughput.png", True, "fatpipe default"),
+        Field(
+            "memory_budget",
+            Size(minimum=1, example="16GiB"),
+            "most memory the run may hold, estimated before it starts: its time series "
+            "(samples x flows and links) and its queues when full; a scenario over it is "
+            "refused, naming the field to change (sample_interval, a queue limit)",
+            "8GiB",
+            "fatpipe default: room for the 100,000-flow benchmark (5 s at 10 ms: 6.4 GB, "
+            "docs/benchmarks.md) on a 16 GiB machine",
+        ),
+        Field(
+            "capture_budget",
+            Size(minimum=1, example="20GB"),
+            "most bytes the packet captures may write, estimated before the run from each "
+            "point's link rates (full-size frames) over the capture window and "
+            "capture_max_packets",
+            "4GB",
+            "fatpipe default: a capture Wireshark still opens on a laptop; 60 s of a 10 Gb/s "
+            "link is about 7 GB",
+        ),
         Field(
             "capture",
             CapturePoints(),

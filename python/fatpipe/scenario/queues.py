@@ -389,7 +389,10 @@ def _queue_kind(default_key: str, default_value: Any, default_source: str) -> Ta
 
 def _normalize_queue(parsed: Dict[str, Any], path: str, **context: Any) -> Dict[str, Any]:
     params = {k: v for k, v in parsed.items() if k != "discipline"}
-    return QUEUE_DISCIPLINES[parsed["discipline"]].normalize(params, path, **context)
+    queue = QUEUE_DISCIPLINES[parsed["discipline"]].normalize(params, path, **context)
+    # Which field set the queue, for the budget check's message; load() removes it.
+    queue["_field"] = path
+    return queue
 
 
 # Defaults of the two queues of the dumbbell, with their sources.

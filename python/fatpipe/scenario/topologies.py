@@ -551,11 +551,11 @@ def _build_custom(topo: Dict[str, Any], path: str) -> Network:
                 )
             where[name] = sub
             links.append(_link(name, x, y, link["rate"], link["delay"], q, topo))
-    for node in topo["nodes"]:
+    for n, node in enumerate(topo["nodes"]):
         if node["txqueuelen"] is not None:
             for link in links:
                 if link["from"] == index[node["name"]]:
-                    link["queue"] = _txqueuelen_queue(node["txqueuelen"])
+                    link["queue"] = _txqueuelen_queue(node["txqueuelen"], f"{path}.nodes[{n}].txqueuelen")
     hosts = {n["name"]: i for i, n in enumerate(nodes) if n["kind"] == "host"}
     if not hosts:
         sub = f"{path}.nodes"
