@@ -17,8 +17,7 @@ from .sources import (
     _normalize_source,
 )
 from .tcp import (
-    _TCP, IPV4_TCP_HEADER_BYTES, TIMESTAMPS_OPTION_BYTES, InitialWindow,
-    rfc3390_initial_window,
+    InitialWindow, IPV4_TCP_HEADER_BYTES, MAX_WINDOW_BYTES, rfc3390_initial_window, _TCP, TIMESTAMPS_OPTION_BYTES,
 )
 
 #: [[flows]] keys that belong to TCP flows only.
@@ -317,6 +316,12 @@ def _normalize_flow(
     initial_window = tcp["initial_window"]
     if initial_window == InitialWindow.RFC3390:
         initial_window = rfc3390_initial_window(mss)
+    elif initial_window * mss > MAX_WINDOW_BYTES:
+        raise _fail(
+            f"{tcp_path}.initial_window", initial_window,
+            f"{initial_window:,} segments of {mss} bytes exceed the largest window a receiver can advertise "
+            f"(RFC 7323: 65535 x 2^14 bytes, {MAX_WINDOW_BYTES // mss:,} segments); RFC 6928 suggests 10",
+        )
     if flow["http"] is not None:
         source = _normalize_http(flow, path, start_ps, stop_ps, mss)
     else:

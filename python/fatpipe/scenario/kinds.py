@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any, List, Optional, Sequence
 
-from ..units import U64_MAX, UnitError, parse_duration, parse_rate, parse_size
+from ..units import format_size, parse_duration, parse_rate, parse_size, U64_MAX, UnitError
 from .schema import U32_MAX, Kind, Scalar, _fail, _num, _toml_literal
 
 
@@ -39,10 +39,14 @@ class Duration(Scalar):
 class Size(Scalar):
     """An amount of data; parsed to int bytes within [minimum, maximum]."""
 
-    def __init__(self, minimum: int = 0, maximum: int = U64_MAX, example: Any = "64KiB") -> None:
+    def __init__(
+        self, minimum: int = 0, maximum: int = U64_MAX, example: Any = "64KiB", why_maximum: str = ""
+    ) -> None:
         self.minimum = minimum
         self.maximum = maximum
         self.example = example
+        #: Why nothing larger makes sense, for the message.
+        self.why_maximum = why_maximum
         self.type_doc = "size (bytes)" if minimum == 0 else f"size (bytes) >= {minimum}"
         if maximum != U64_MAX:
             self.type_doc = f"size (bytes), {minimum} to {maximum}"
@@ -57,6 +61,10 @@ class Size(Scalar):
             )
             raise UnitError(value, f"{at_least}, such as {_toml_literal(self.example)}")
         if nbytes > self.maximum:
+            if self.why_maximum:
+                raise UnitError(
+                    value, f"must be at most {format_size(self.maximum)} ({self.maximum} bytes): {self.why_maximum}"
+                )
             raise UnitError(value, f"must be at most {self.maximum} bytes")
         return nbytes
 

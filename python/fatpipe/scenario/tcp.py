@@ -8,6 +8,12 @@ from ..units import UnitError
 from .kinds import Boolean, Choice, Duration, Integer, Rate, Real, Size
 from .schema import UNSET, Derived, Field, Table
 
+#: The largest receive buffer: 1 GiB, just above RFC 7323's largest window (65535 x 2^14).
+MAX_RCV_BUFFER_BYTES = 2**30
+#: The largest send buffer: Linux's sk_sndbuf is an int.
+MAX_SND_BUFFER_BYTES = 2**31 - 1
+#: The largest window any receiver can advertise (RFC 7323 section 2.3).
+MAX_WINDOW_BYTES = 65535 * 2**14
 #: IPv4 (20) + TCP (20) header bytes without options (RFC 791, RFC 9293).
 IPV4_TCP_HEADER_BYTES = 40
 #: The RFC 7323 timestamps option: 10 bytes, padded to 12 with two NOPs (as Linux sends it).
@@ -58,18 +64,22 @@ _TCP = Table(
         ),
         Field(
             "rcv_buffer",
-            Size(minimum=1, example="8MiB"),
+            Size(minimum=1, maximum=MAX_RCV_BUFFER_BYTES, example="8MiB", why_maximum=(
+                "RFC 7323 section 2.3 caps a window at 65535 x 2^14 bytes, so a larger receive "
+                "buffer could never be advertised")),
             "receive buffer: the largest window the receiver advertises, bytes (at least one "
-            "MSS; RFC 7323 caps any window at 65535 x 2^14 bytes, about 1 GiB)",
+            "MSS, at most 1 GiB: RFC 7323 caps any window at 65535 x 2^14 bytes, 16 KiB less)",
             "8MiB",
             "fatpipe default, large enough not to limit paths up to ~670 Mb/s at 100 ms RTT "
             "(Linux autotunes up to net.ipv4.tcp_rmem's maximum, 6 MiB by default)",
         ),
         Field(
             "snd_buffer",
-            Size(minimum=1, example="8MiB"),
+            Size(minimum=1, maximum=MAX_SND_BUFFER_BYTES, example="8MiB", why_maximum=(
+                "Linux's socket buffer sizes are C ints (sk_sndbuf), and twice the largest "
+                "window (RFC 7323) is room for any path")),
             "send buffer: most bytes written by the application and not yet acknowledged (at "
-            "least one MSS)",
+            "least one MSS, at most 2 GiB - 1)",
             "8MiB",
             "fatpipe default, as rcv_buffer (Linux autotunes up to net.ipv4.tcp_wmem's maximum, "
             "4 MiB by default)",
