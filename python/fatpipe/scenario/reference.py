@@ -35,7 +35,7 @@ def _md(text: str) -> str:
 
 
 def _section(
-    title: str, doc: str, table: Table, tag: Optional[Tuple[str, str, str]] = None
+    title: str, doc: str, table: Table, tag: Optional[Tuple[str, str, str, Optional[str]]] = None
 ) -> List[str]:
     """One Markdown section: a heading, the table's description, and one row per key."""
     lines = [f"### {title}", ""]
@@ -46,8 +46,12 @@ def _section(
         "|---|---|---|---|---|",
     ]
     if tag is not None:
-        key, value, meaning = tag
-        lines.append(f"| `{key}` | string | `{json.dumps(value)}` | | {_md(meaning)} |")
+        # The tag's row: its value for this table, and its own default (the table's value
+        # only when it is the default: the reference once showed "bernoulli" as the default
+        # of every impairment's kind, which is required).
+        key, value, meaning, default = tag
+        shown = "**required**" if default is None else f"`{json.dumps(default)}`"
+        lines.append(f"| `{key}` | string: `{json.dumps(value)}` here | {shown} | | {_md(meaning)} |")
     for f in table.fields:
         lines.append(
             f"| `{f.key}` | {_md(f.kind.type_doc)} | {_md(_default_doc(f))} | {_md(f.source)} | {_md(f.doc)} |"
@@ -56,7 +60,7 @@ def _section(
 
 
 def _walk(
-    title: str, header: str, doc: str, table: Table, tag: Optional[Tuple[str, str, str]] = None
+    title: str, header: str, doc: str, table: Table, tag: Optional[Tuple[str, str, str, Optional[str]]] = None
 ) -> List[str]:
     lines = _section(title, doc, table, tag)
     for f in table.fields:
@@ -87,6 +91,7 @@ def _walk_variants(header_text: str, child: str, doc: str, kind: Tagged) -> List
                 kind.tag,
                 value,
                 f"{kind.tag_doc}; one of {', '.join(json.dumps(v) for v in kind.variants)}",
+                kind.default_tag,
             ),
         )
     return lines
