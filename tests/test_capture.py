@@ -68,7 +68,8 @@ def retransmitted(frames):
 def lossy_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("capture")
     result = fatpipe.run(lossy_scenario(capture=["sender", "bottleneck", "receiver"]), capture_dir=out)
-    result.write(out, plots=False)
+    # The captures are already in out: writing the run there replaces it with them and the rest.
+    result.write(out, plots=False, overwrite=True)
     return result, out
 
 

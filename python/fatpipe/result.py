@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .metrics import fairness, flow_metrics
+from .outdir import check_target, discard, publish, staging_dir
 from .units import PS_PER_S
 
 __all__ = ["Result"]
@@ -343,8 +344,29 @@ class Result:
 
     # ---- files ------------------------------------------------------------------------
 
-    def write(self, outdir: Union[str, "os.PathLike[str]"], plots: Optional[bool] = None) -> Path:
-        """Writes the run's files into ``outdir`` (created if needed) and returns its path.
+    def write(
+        self, outdir: Union[str, "os.PathLike[str]"], plots: Optional[bool] = None, overwrite: bool = False
+    ) -> Path:
+        """Writes the run's files into ``outdir`` and returns its path.
+
+        The directory appears complete or not at all: the files are written into a staging
+        directory beside it, renamed into place at the end (an interrupt leaves ``outdir``
+        as it was). A directory that already holds files is refused
+        (:class:`~fatpipe.outdir.OutputExistsError`) unless ``overwrite``, which replaces it
+        whole. See :meth:`write_files` for the files.
+        """
+        out = check_target(outdir, overwrite)
+        staging = staging_dir(out)
+        try:
+            self.write_files(staging, plots)
+            return publish(staging, out)
+        except BaseException:
+            discard(staging)
+            raise
+
+    def write_files(self, outdir: Union[str, "os.PathLike[str]"], plots: Optional[bool] = None) -> Path:
+        """Writes the run's files into the directory ``outdir`` (created if needed), beside
+        whatever it holds; :meth:`write` is the safe way to write a run directory.
 
         Files: ``summary.json``, ``scenario.json`` (both sorted, indented, newline-ended),
         ``flow_series.parquet``, ``queue_series.parquet``, ``requests.parquet`` (with HTTP

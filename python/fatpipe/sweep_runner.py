@@ -108,7 +108,7 @@ def _simulate(task: RunTask) -> Dict[str, Any]:
     from .runner import run
 
     result = run(task.core)
-    result.write(task.run_dir, plots=task.plots)
+    result.write_files(task.run_dir, plots=task.plots)  # run_task publishes with done.json
     return flatten_summary(result.summary)
 
 
