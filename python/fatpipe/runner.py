@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Union
 
 from .core import CoreUnavailableError, import_core
 from .result import Result
@@ -51,6 +51,8 @@ def run(
     seed: Optional[int] = None,
     progress: bool = False,
     capture_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    on_interval: Optional[Callable[[int, Any], None]] = None,
+    interval_ps: Optional[int] = None,
 ) -> Result:
     """Runs a scenario to its end and returns the :class:`~fatpipe.result.Result`.
 
@@ -62,6 +64,9 @@ def run(
         capture_dir: where the scenario's packet captures (``output.capture``) are written,
             as ``<point>.pcap``; by default a new temporary directory, from which
             :meth:`Result.write` copies them into its output directory.
+        on_interval: called as ``on_interval(t_ps, counters)`` at 0 and every multiple of
+            ``interval_ps`` up to the end (and at the end), with the core's
+            ``flow_counters()`` (``fatpipe run --interval``, :mod:`fatpipe.interval_report`).
 
     Raises:
         ScenarioError: the scenario is invalid (one line naming the field).
@@ -95,7 +100,7 @@ def run(
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.
         raise ScenarioError(f"the core rejected the normalized scenario: {err}") from None
-    _advance(sim, core_doc, progress)
+    _advance(sim, core_doc, progress, on_interval, interval_ps)
     output = sim.finish()
     for entry in output["summary"].get("captures", []):
         if entry.get("error"):
@@ -103,9 +108,19 @@ def run(
     return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files, copy_scenario=False)
 
 
-def _advance(sim: Any, core_doc: Mapping[str, Any], progress: bool) -> None:
+def _advance(
+    sim: Any,
+    core_doc: Mapping[str, Any],
+    progress: bool,
+    on_interval: Optional[Callable[[int, Any], None]] = None,
+    interval_ps: Optional[int] = None,
+) -> None:
     duration_ps = int(sim.duration_ps)
     chunk_ps = max(1, -(-duration_ps // PROGRESS_CHUNKS))  # ceiling division
+    if on_interval is not None and not interval_ps:
+        raise ValueError("on_interval needs interval_ps > 0")
+    if on_interval is not None:
+        on_interval(int(sim.now_ps), sim.flow_counters())
     bar = None
     if progress:
         from tqdm import tqdm
@@ -122,8 +137,13 @@ def _advance(sim: Any, core_doc: Mapping[str, Any], progress: bool) -> None:
     try:
         target_ps = int(sim.now_ps)
         while target_ps < duration_ps:
-            target_ps = min(target_ps + chunk_ps, duration_ps)
+            next_chunk = target_ps + chunk_ps
+            if on_interval is not None:  # stop at every interval boundary too
+                next_chunk = min(next_chunk, (target_ps // interval_ps + 1) * interval_ps)
+            target_ps = min(next_chunk, duration_ps)
             sim.run_until(target_ps)
+            if on_interval is not None and (target_ps % interval_ps == 0 or target_ps == duration_ps):
+                on_interval(target_ps, sim.flow_counters())
             if bar is not None:
                 # Set rather than add: no floating-point drift past the total.
                 bar.n = int(sim.now_ps) / PS_PER_S

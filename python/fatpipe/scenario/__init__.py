@@ -116,6 +116,7 @@ from .output import (  # noqa: F401
 from .document import (  # noqa: F401
     SCENARIO,
     Loaded,
+    read_scenario_bytes,
     read_scenario_file,
     load,
     load_scenario,

@@ -85,12 +85,18 @@ def read_scenario_file(path: PathLike) -> Dict[str, Any]:
     valid TOML/JSON (the message gives the line).
     """
     p = Path(path)
-    data = p.read_bytes()
+    return read_scenario_bytes(p.read_bytes(), json_format=p.suffix.lower() == ".json")
+
+
+def read_scenario_bytes(data: bytes, json_format: bool = False) -> Dict[str, Any]:
+    """A scenario's text (TOML, or JSON with ``json_format``) as a dict: what
+    :func:`read_scenario_file` reads, and ``fatpipe run -`` from standard input. Raises
+    :class:`ScenarioError` if it is not valid UTF-8 TOML/JSON (the message gives the line)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ScenarioError(f"not UTF-8 text (byte {err.start})") from None
-    if p.suffix.lower() == ".json":
+    if json_format:
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as err:
