@@ -336,6 +336,12 @@ class Result:
         ]
         raise KeyError(f"no time series {name!r}; available: {', '.join(available)}")
 
+    def _repr_html_(self) -> str:
+        """Jupyter's rich view: the flows and links tables and the cwnd and throughput plots."""
+        from .report import notebook_html
+
+        return notebook_html(self)
+
     def __repr__(self) -> str:
         flows = ", ".join(
             f"{f['name']} {f['goodput_bps'] / 1e6:.2f} Mb/s" for f in self.summary["flows"]
