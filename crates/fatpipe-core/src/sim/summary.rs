@@ -45,7 +45,8 @@ pub struct Summary {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(tag = "transport", rename_all = "lowercase")]
 pub enum FlowSummary {
-    Tcp(TcpFlowSummary),
+    /// Boxed: a TCP entry is several times a UDP one.
+    Tcp(Box<TcpFlowSummary>),
     Udp(UdpFlowSummary),
 }
 
@@ -201,7 +202,7 @@ impl Simulation {
     pub fn report(&self) -> Summary {
         let flows = self.flows.iter().zip(&self.scenario.flows).map(|(f, spec)| match &f.udp {
             Some(udp) => FlowSummary::Udp(udp_summary(f, udp)),
-            None => FlowSummary::Tcp(self.tcp_summary(f, spec.group.clone())),
+            None => FlowSummary::Tcp(Box::new(self.tcp_summary(f, spec.group.clone()))),
         });
         let links = self.links.iter().map(|l| {
             let st = &l.stats;
