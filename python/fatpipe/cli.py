@@ -191,6 +191,11 @@ def _build_parser() -> argparse.ArgumentParser:
         help="instead: runs per minute of a 32-point sweep on one process, on the machine's "
         "cores (processes, threads) and on a Dask LocalCluster if Dask is installed",
     )
+    p.add_argument(
+        "--many-flows",
+        action="store_true",
+        help="instead: wall time and peak memory of fatpipe run with 10,000 and 100,000 flows",
+    )
     p.set_defaults(func=_cmd_bench)
 
     p = commands.add_parser(

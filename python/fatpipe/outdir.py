@@ -45,7 +45,16 @@ def staging_dir(outdir: PathLike) -> Path:
     out = Path(outdir)
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
+    # mkdtemp makes it private (0700); the published directory gets the usual permissions.
+    os.chmod(staging, 0o777 & ~_umask())
+    return staging
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def publish(staging: Path, outdir: PathLike) -> Path:
