@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a clean clone: installs the package (building the Rust core
-# with maturin) and its test dependencies, then the Rust tests and the Python tests.
+# with maturin) and its test dependencies, runs the linters (rustfmt, clippy, ruff), then
+# the Rust tests and the Python tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Tools the tests check fatpipe's output with: tshark and tcpdump read its packet captures,
@@ -16,6 +17,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 python3 -m pip install --quiet --upgrade pip
 python3 -m pip install --quiet '.[test]'
+# Lints first: they take seconds and fail fast. Rules: rustfmt.toml, clippy's defaults with
+# warnings as errors, and pyproject.toml's [tool.ruff].
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --release --quiet -- -D warnings
+python3 -m ruff check python tests
 cargo test --release --quiet
 # Run from the tests folder so `import fatpipe` finds the installed package, not the sources.
 python3 -m pytest -q tests

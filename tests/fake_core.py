@@ -1,4 +1,5 @@
-"""A stand-in for `fatpipe._core` with exactly the API of docs/core-interface.md.
+"""A stand-in for `fatpipe._core` with exactly the API of docs/core-interface.md; its output
+is checked against the same contract as the real core's (tests/test_contract.py).
 
 It does not simulate: it produces a clean, predictable run (every flow delivers at a
 constant rate, every link is busy a fixed fraction) so the Python layer's arithmetic --
@@ -27,9 +28,25 @@ class Simulation:
         Simulation.calls.append(t_ps)
         self.now_ps = min(t_ps, self.duration_ps)
 
+    def flow_counters(self):
+        return fake_counters(self.doc, self.now_ps)
+
     def finish(self):
         self.run_until(self.duration_ps)
         return fake_output(self.doc)
+
+
+def check(json_text):
+    json.loads(json_text)
+
+
+def fake_counters(doc, t):
+    """Every flow's counters at time ``t``, as the columns of ``flow_counters()``."""
+    n = len(doc["flows"])
+    delivered = [delivery_rate_bytes_per_s(i) * t // PS_PER_S for i in range(n)]
+    return {"delivered_bytes": delivered, "sent_bytes": [2 * d for d in delivered],
+            "segments_retransmitted": [t // (10 * 10**9) for _ in range(n)], "datagrams_lost": [0] * n,
+            "cwnd_segments": [20] * n, "srtt_ps": [40 * 10**9] * n}
 
 
 def version():
@@ -73,16 +90,28 @@ def fake_output(doc):
     for i, flow in enumerate(doc["flows"]):
         delivered = delivery_rate_bytes_per_s(i) * duration // PS_PER_S
         flows.append({
-            "name": flow["name"], "algorithm": flow["cc"]["algorithm"],
-            "mss_bytes": flow["tcp"]["mss_bytes"], "header_bytes": 52,
+            "transport": "tcp", "name": flow["name"], "group": flow.get("group"),
+            "algorithm": flow["cc"]["algorithm"], "mss_bytes": flow["tcp"]["mss_bytes"], "header_bytes": 52,
             "start_ps": flow["source"]["start_ps"],
             # Flow 0 delivers its last byte at half time; the others at the end.
             "end_ps": duration // 2 if i == 0 else duration,
             "completed": False, "bytes_delivered": delivered, "bytes_sent": 2 * delivered,
             "segments_sent": 100, "segments_retransmitted": 3, "fast_retransmits": 1,
-            "timeouts": 1, "dupacks_received": 9, "acks_sent": 50,
-            "cwnd_segments": 20, "ssthresh_segments": None, "srtt_ps": 40 * 10**9, "min_rtt_ps": None,
-            "group": flow.get("group"), "connections": 1, "syn_retransmits": 0, "synack_retransmits": 0,
+            "timeouts": 1, "dupacks_received": 9, "acks_sent": 50, "out_of_order_segments": 0,
+            "duplicate_segments": 0, "bytes_read": delivered, "window_updates_sent": 0,
+            "zero_window_acks_sent": 0, "out_of_window_segments": 0, "zero_window_probes": 0,
+            "dsacks_sent": 0, "dsacks_received": 0, "undos": 0, "spurious_timeouts": 0,
+            "loss_probes": 0, "loss_probe_recoveries": 0, "reordering_events": 0,
+            "reordering_segments": 3,
+            "bytes_written": 2 * delivered, "bursts": 0, "failed_burst_cycles": 0,
+            "cwnd_segments": 20, "ssthresh_segments": None,
+            "data_packets_lost": 2, "data_bytes_lost": 2896, "retransmissions_lost": 0, "ack_packets_lost": 0,
+            "setup_packets_lost": 0, "first_send_ps": 0, "slow_start_end_ps": None,
+            "slow_start_segments_sent": 100, "slow_start_segments_lost": 0, "first_loss_ps": None,
+            "first_loss_cwnd_segments": None, "recovered_95_ps": None, "recovered_ps": None,
+            "local_congestion_events": 0, "cwr_entries": 0, "ecn_echoes": 0, "ce_segments_received": 0,
+            "srtt_ps": 40 * 10**9, "min_rtt_ps": None,
+            "connections": 1, "syn_retransmits": 0, "synack_retransmits": 0,
             "requests_completed": None, "request_retransmissions": None,
         })
     links = [{
@@ -91,12 +120,13 @@ def fake_output(doc):
         "busy_ps": duration // 4, "drops_packets": j, "drops_bytes": 1500 * j,
         # Link j: j overflows, 10 j early drops, 100 j random losses, 1000 j outage losses.
         "early_drops_packets": 10 * j, "impairment_drops_packets": 100 * j,
-        "outage_drops_packets": 1000 * j,
+        "outage_drops_packets": 1000 * j, "ecn_marks": 0,
         "max_queue_packets": j, "max_queue_bytes": 1500 * j,
+        "red_min_th_packets": None, "red_max_th_packets": None, "red_w_q": None,
     } for j, link in enumerate(doc["links"])]
     return {
         "summary": {"name": doc["name"], "seed": doc["seed"], "duration_ps": duration,
-                    "events": 12345, "flows": flows, "links": links},
+                    "events": 12345, "flows": flows, "links": links, "captures": []},
         "flow_series": fs,
         "queue_series": qs,
         # No HTTP flows: an empty request table.

@@ -68,7 +68,8 @@ def retransmitted(frames):
 def lossy_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("capture")
     result = fatpipe.run(lossy_scenario(capture=["sender", "bottleneck", "receiver"]), capture_dir=out)
-    result.write(out, plots=False)
+    # The captures are already in out: writing the run there replaces it with them and the rest.
+    result.write(out, plots=False, overwrite=True)
     return result, out
 
 
@@ -81,7 +82,8 @@ def test_sender_capture_matches_the_senders_counters(lossy_run):
     assert len(data) == flow["segments_sent"]
     assert sum(f[3] for f in data) == flow["bytes_sent"]
     assert len(retransmitted(frames)) == flow["segments_retransmitted"]
-    acks = [f for f in frames if f[1] != SENDER_PORT]
+    # The receiver's ACKs; not the synthetic SYN-ACK of a flow without a handshake.
+    acks = [f for f in frames if f[1] != SENDER_PORT and not f[4] & dpkt.tcp.TH_SYN]
     assert len(acks) == flow["acks_sent"] - flow["ack_packets_lost"]
 
 
@@ -94,7 +96,7 @@ def test_receiver_capture_matches_counters_less_network_losses(lossy_run):
     assert len(data) == flow["segments_sent"] - flow["data_packets_lost"]
     assert sum(f[3] for f in data) == flow["bytes_sent"] - flow["data_bytes_lost"]
     assert len(retransmitted(frames)) == flow["segments_retransmitted"] - flow["retransmissions_lost"]
-    acks = [f for f in frames if f[1] != SENDER_PORT]
+    acks = [f for f in frames if f[1] != SENDER_PORT and not f[4] & dpkt.tcp.TH_SYN]
     assert len(acks) == flow["acks_sent"]
     assert any(f[5] for f in acks), "a lossy SACK flow's ACKs carry SACK blocks"
 
@@ -107,9 +109,9 @@ def test_capture_summary_and_files(lossy_run):
         assert entry["path"] == f"{name}.pcap"  # no absolute path in summary.json
         assert entry["packets_written"] == len(read_tcp(out / f"{name}.pcap"))
     # The bottleneck carries data only (ACKs return on bottleneck_rev), every packet that
-    # was not lost on entering it.
+    # was not lost on entering it, after the synthetic SYN and ACK.
     flow = result.summary["flows"][0]
-    assert entries["bottleneck"]["packets_written"] == flow["segments_sent"] - flow["data_packets_lost"]
+    assert entries["bottleneck"]["packets_written"] == 2 + flow["segments_sent"] - flow["data_packets_lost"]
 
 
 def test_timestamps_are_simulated_time_and_headers_check(lossy_run):
@@ -183,7 +185,9 @@ def test_tcpdump_reads_captures(lossy_run):
     text = subprocess.run([tcpdump, "-nn", "-r", str(out / "receiver.pcap")], check=True,
                           capture_output=True, text=True).stdout
     lines = text.splitlines()
-    assert lines and "10.0.0.1.32768 > " in lines[0] and "Flags [P.]" in lines[0]
+    # The synthetic handshake first (the flow starts established), then the data.
+    assert lines and "10.0.0.1.32768 > " in lines[0] and "Flags [S]" in lines[0] and "wscale 8" in lines[0]
+    assert "10.0.0.1.32768 > " in lines[3] and "Flags [P.]" in lines[3]
     assert any("sack" in line for line in lines)
 
 
@@ -236,7 +240,8 @@ def test_tcptrace_style_connection_counts_agree_with_the_counters(lossy_run):
     assert c["data_bytes"] == flow["bytes_sent"]
     assert c["retransmitted_packets"] == flow["segments_retransmitted"]
     assert c["unique_bytes"] == flow["bytes_delivered"] == 1_000_000
-    assert c["ack_packets"] == flow["acks_sent"] - flow["ack_packets_lost"]
+    # Every receiver packet with the ACK flag, as tcptrace counts: the (synthetic) SYN-ACK too.
+    assert c["ack_packets"] == flow["acks_sent"] - flow["ack_packets_lost"] + 1
     assert 0 < c["sack_packets"] < c["ack_packets"]
 
 
@@ -296,3 +301,22 @@ def test_timestamps_run_both_ways(lossy_run):
         # sender's capture saw them); TSecr echoes a value no newer than now.
         assert val <= t * 1000 and val >= t * 1000 - 60
         assert 0 < ecr <= t * 1000
+
+
+def test_a_flow_without_a_handshake_shows_a_synthetic_one_so_tools_know_the_window_scale(tmp_path):
+    # With handshake = false (the default) the capture had no SYN: tshark showed window
+    # scale -1 and tcptrace a 64 KB window. The core now writes the SYN, SYN-ACK and ACK
+    # the connection would have exchanged, at the flow's start (docs/metrics.md: synthetic).
+    tshark = _tool("tshark")
+    result = fatpipe.run(lossy_scenario(capture=["sender", "bottleneck"]), capture_dir=tmp_path)
+    assert result.scenario["flows"][0]["tcp"]["handshake"] is False
+    sender = read_tcp(tmp_path / "sender.pcap")
+    syn, synack, ack = (f[4] for f in sender[:3])
+    assert (syn, synack, ack) == (dpkt.tcp.TH_SYN, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK, dpkt.tcp.TH_ACK)
+    assert {f[0] for f in sender[:3]} == {0.0} and sender[3][3] > 0  # then the data
+    # The bottleneck carries only what goes forward: the SYN and the ACK.
+    forward = read_tcp(tmp_path / "bottleneck.pcap")
+    assert [f[4] for f in forward[:2]] == [dpkt.tcp.TH_SYN, dpkt.tcp.TH_ACK] and forward[2][3] > 0
+    scale = _tshark_fields(tshark, tmp_path / "sender.pcap", ["tcp.window_size_scalefactor"])
+    # 8 MiB buffers: RFC 7323 shift 8; tshark applies it to every segment after the SYNs.
+    assert {row[0] for row in scale[3:]} == {"256"}, scale[:6]

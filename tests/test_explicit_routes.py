@@ -32,7 +32,7 @@ def diamond(routes):
 
 
 def sent(result, name):
-    return next(l["packets_sent"] for l in result.summary["links"] if l["name"] == name)
+    return next(link["packets_sent"] for link in result.summary["links"] if link["name"] == name)
 
 
 def test_shortest_path_by_default_and_an_explicit_route_when_given():

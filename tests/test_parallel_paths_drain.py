@@ -35,7 +35,7 @@ def test_split_follows_the_probabilities_within_2_percent_over_1e5_packets():
     # 100,000+ datagrams at 100 Mb/s over three fast paths (no queueing), chosen per packet.
     fast = [dict(p, rate="1Gbps") for p in DOC004_PATHS]
     result = fatpipe.run(split_scenario(fast, [{"name": "u", "transport": "udp", "udp": {"mode": "cbr", "rate": "100Mbps"}}], "14s"))
-    links = {l["name"]: l for l in result.summary["links"]}
+    links = {link["name"]: link for link in result.summary["links"]}
     sent = [links[f"bottleneck.path{j}"]["packets_sent"] for j in range(3)]
     assert sum(sent) >= 100_000
     for count, p in zip(sent, DOC004_PATHS):

@@ -39,7 +39,8 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
-    fatpipe.run(SCENARIO, capture_dir=out).write(out, plots=False)
+    # The captures are in out already: writing the run there replaces it with them and the rest.
+    fatpipe.run(SCENARIO, capture_dir=out).write(out, plots=False, overwrite=True)
     return out
 
 
@@ -141,6 +142,29 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
         assert f"<h2>{name}</h2>" in text
 
 
+def test_report_fits_a_1280_pixel_window_and_writes_rates_as_people_do(tmp_path):
+    # The flows table used to overflow its column at 1280 px, and a 1 Gb/s link printed as
+    # "1e+03 Mb/s".
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is not installed (scripts/test.sh installs it)")
+    out = tmp_path / "run"
+    doc = dict(SCENARIO, topology=dict(SCENARIO["topology"], bottleneck_rate="1Gbps", access_rate="10Gbps"),
+               output={"plots": False})
+    fatpipe.run(doc).write(out)
+    proc = cli("report", out)
+    assert proc.returncode == 0, proc.stderr
+    text = (out / "report.html").read_text()
+    cells = re.findall(r"<td>([^<]*)</td>", text)
+    assert cells and not [c for c in cells if re.search(r"\de[+-]\d", c)]
+    assert "<td>1Gbps</td>" in text and "<td>10Gbps</td>" in text
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
+                          "--virtual-time-budget=10000", "--dump-dom", (out / "report.html").as_uri()],
+                         capture_output=True, text=True, timeout=180)
+    width = re.search(r'data-page-width="(\d+)"', dom.stdout)
+    assert width is not None and int(width.group(1)) <= 1280, width and width.group(1)
+
+
 def test_report_lists_http_requests_and_stream_groups(tmp_path):
     from fatpipe.report import write_report
 
@@ -179,3 +203,29 @@ def test_sweep_report_renders_with_a_plot_per_measure(tmp_path):
     dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
                           "--dump-dom", (out / "report.html").as_uri()], capture_output=True, text=True, timeout=180)
     assert 'data-images-loaded="3/3"' in dom.stdout
+
+
+def test_result_shows_a_rich_summary_in_jupyter(run_dir):
+    # Jupyter calls _repr_html_; it used to fall back to the one-line repr.
+    html_text = Result.read(run_dir)._repr_html_()
+    assert html_text.startswith('<div class="fatpipe-result">') and html_text.endswith("</div>")
+    assert html_text.count('src="data:image/png;base64,') == 2  # cwnd and throughput
+    assert "congestion window" in html_text and "throughput" in html_text
+    assert "<td>a</td>" in html_text and "<td>b</td>" in html_text and "<td>bottleneck</td>" in html_text
+
+
+def test_plots_of_many_flows_draw_their_groups(tmp_path):
+    # One line per flow, found by filtering the whole table per flow, never finished for
+    # 10,000 flows; past 20 flows the plots draw the stream groups instead.
+    from fatpipe.plots import MAX_LINES, _per_flow
+
+    doc = {"duration": "1s", "topology": {"bottleneck_rate": "100Mbps", "rtt": "20ms"},
+           "flows": [{"name": n, "streams": 10} for n in ("x", "y", "z")], "output": {"plots": False}}
+    result = fatpipe.run(doc)
+    assert len(result.scenario["flows"]) == 30 > MAX_LINES
+    lines, note = _per_flow(result, "throughput_bps", tcp_only=False)
+    assert [name for name, _, _ in lines] == ["x (10 streams, sum)", "y (10 streams, sum)", "z (10 streams, sum)"]
+    assert note == ""
+    total = result.flow_series.groupby("flow", observed=True)["throughput_bps"].sum()
+    assert lines[0][2].sum() == pytest.approx(sum(total[f"x.{k}"] for k in range(1, 11)))
+    assert PLOTS["cwnd"](result, tmp_path / "cwnd.png") == "plots: congestion window".replace("plots", result.scenario["name"])

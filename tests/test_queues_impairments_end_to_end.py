@@ -10,7 +10,6 @@ import pytest
 fatpipe = pytest.importorskip("fatpipe")
 pytest.importorskip("fatpipe._core")
 
-from fatpipe.scenario import red_automatic_parameters  # noqa: E402
 
 PS_PER_MS = 10**9
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -123,8 +122,8 @@ def test_red_keeps_the_queue_shorter_than_droptail_of_the_same_limit():
     assert red_mean < dt_mean / 2, (red_mean, dt_mean)
     # Automatic gentle parameters at 10 Mb/s: min_th 6.25, max_th 18.75 packets; RED holds
     # the average near min_th, and drop-tail's queue sits far above max_th.
-    _, max_th, _ = red_automatic_parameters(10_000_000, 500, 5 * PS_PER_MS)
-    assert red_mean < max_th < dt_mean
+    max_th = bottleneck(red)["red_max_th_packets"]
+    assert max_th == 18.75 and red_mean < max_th < dt_mean
     assert bottleneck(red)["early_drops_packets"] > 0
     assert bottleneck(droptail)["early_drops_packets"] == 0
 

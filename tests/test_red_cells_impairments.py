@@ -5,12 +5,13 @@ import copy
 
 import pytest
 
+import fatpipe
+
 from fatpipe import ScenarioError, load_scenario
 from fatpipe.scenario import (
     DUMBBELL_LINKS,
     Network,
     attach_impairments,
-    red_automatic_parameters,
 )
 
 PS_PER_MS = 10**9
@@ -95,21 +96,34 @@ def test_red_limit_bdp():
     assert queue["limit_packets"] == 167  # 250,000 bytes / 1500 = 166.7
 
 
-def test_red_min_th_alone_derives_max_th_as_ns2():
+def test_red_min_th_alone_leaves_max_th_to_the_core():
     queue = links(scenario(queue={"discipline": "red", "min_th": 12}))["bottleneck"]["queue"]
-    assert (queue["min_th_packets"], queue["max_th_packets"]) == (12.0, 36.0)
+    # Derived values are computed once, by the core (3 x min_th, as ns-2's red.cc).
+    assert (queue["min_th_packets"], queue["max_th_packets"]) == (12.0, None)
     # min_th = 0 with max_th given starts early drops at an empty queue: allowed.
     queue = links(scenario(queue={"discipline": "red", "min_th": 0, "max_th": 10}))["bottleneck"]["queue"]
     assert (queue["min_th_packets"], queue["max_th_packets"]) == (0.0, 10.0)
 
 
+def red_in_effect(rate, **queue):
+    """The core's RED thresholds and weight for a bottleneck of ``rate`` (a 1 ms run)."""
+    doc = scenario(queue={"discipline": "red", **queue})
+    doc["duration"] = "1ms"
+    doc["output"] = {"sample_interval": "1ms", "plots": False}
+    doc["topology"]["bottleneck_rate"] = rate
+    link = next(link for link in fatpipe.run(doc).summary["links"] if link["name"] == "bottleneck")
+    return link["red_min_th_packets"], link["red_max_th_packets"], link["red_w_q"]
+
+
 def test_red_automatic_parameters_follow_ns2():
-    # The core's unit test: 100 Mb/s in 500-byte packets is C = 25,000 packets/s.
-    min_th, max_th, w_q = red_automatic_parameters(100_000_000, 500, 5 * PS_PER_MS)
+    # ns-2 red.cc: 100 Mb/s in 500-byte packets is C = 25,000 packets/s; min_th = max(5,
+    # 5 ms x C / 2) = 62.5, max_th = 3 min_th, w_q = 1 - exp(-1 / C).
+    min_th, max_th, w_q = red_in_effect("100Mbps")
     assert (min_th, max_th) == (62.5, 187.5)
     assert w_q == pytest.approx(1 / 25_000, rel=1e-4)
     # A slow link keeps the floor of 5 packets.
-    assert red_automatic_parameters(1_500_000, 500, 5 * PS_PER_MS)[:2] == (5.0, 15.0)
+    assert red_in_effect("1.5Mbps")[:2] == (5.0, 15.0)
+    assert red_in_effect("100Mbps", min_th=12)[:2] == (12.0, 36.0)
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,7 @@ def test_dumbbell_links():
     # rtt/2 - 2 x access_delay = 20 - 4 = 16 ms each way.
     assert links["bottleneck"]["delay_ps"] == links["bottleneck_rev"]["delay_ps"] == 16 * PS_PER_MS
     assert sum(link["delay_ps"] for link in core["links"]) == 40 * PS_PER_MS
-    assert [(l["from"], l["to"]) for l in core["links"]] == [(0, 1), (1, 2), (2, 3), (3, 2), (2, 1), (1, 0)]
+    assert [(link["from"], link["to"]) for link in core["links"]] == [(0, 1), (1, 2), (2, 3), (3, 2), (2, 1), (1, 0)]
     for link in core["links"]:
         assert link["mtu_bytes"] == 1500
         assert link["framing_bytes"] == 38
@@ -141,7 +141,7 @@ def test_default_bottleneck_queue_is_one_bdp_in_mtu_packets():
     expected = math.ceil(bdp_bytes / 1500)  # 333.3 -> 334
     assert expected == 334
     for name in ("bottleneck", "bottleneck_rev"):
-        queue = next(l for l in core["links"] if l["name"] == name)["queue"]
+        queue = next(link for link in core["links"] if link["name"] == name)["queue"]
         assert queue == {"discipline": "droptail", "limit_packets": expected, "limit_bytes": None, "cell_bytes": None, "limit_cells": None}
 
 
@@ -171,7 +171,7 @@ def test_queue_limits_in_packets_and_bytes():
 def test_access_rate_and_framing():
     core = load_scenario(scenario(topology={"access_rate": "1Gbps", "framing_bytes": 0, "mtu": 9000}))
     assert core["links"][0]["rate_bps"] == 10**9
-    assert all(l["framing_bytes"] == 0 and l["mtu_bytes"] == 9000 for l in core["links"])
+    assert all(link["framing_bytes"] == 0 and link["mtu_bytes"] == 9000 for link in core["links"])
     assert core["flows"][0]["tcp"]["mss_bytes"] == 8948  # 9000 - 52
 
 

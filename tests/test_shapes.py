@@ -125,12 +125,12 @@ def test_two_to_one_nodes_links_and_endpoints():
     assert names(core) == ["sender0", "sender1", "router", "receiver"]
     assert [n["kind"] for n in core["nodes"]] == ["host", "host", "router", "host"]
     links = links_by_name(core)
-    assert [(n, l["from"], l["to"]) for n, l in links.items()] == [
+    assert [(n, link["from"], link["to"]) for n, link in links.items()] == [
         ("access_fwd_sender0", 0, 2), ("access_fwd_sender1", 1, 2), ("bottleneck", 2, 3),
         ("bottleneck_rev", 3, 2), ("access_rev_sender0", 2, 0), ("access_rev_sender1", 2, 1),
     ]
     # Document 001: every NIC at 1 Gb/s; the senders' txqueuelen 100.
-    assert all(l["rate_bps"] == 10**9 for l in core["links"])
+    assert all(link["rate_bps"] == 10**9 for link in core["links"])
     assert links["access_fwd_sender0"]["queue"]["limit_packets"] == 100
     assert links["bottleneck"]["delay_ps"] == 14 * PS_PER_MS
     assert sum(links[n]["delay_ps"] for n in ("access_fwd_sender1", "bottleneck", "bottleneck_rev", "access_rev_sender1")) == 30 * PS_PER_MS
@@ -169,7 +169,7 @@ def test_parking_lot_nodes_links_and_endpoints():
         f"{role}{i}" for i in range(4) for role in ("sender", "receiver")
     ]
     links = links_by_name(core)
-    assert [(n, l["from"], l["to"]) for n, l in list(links.items())[:6]] == [
+    assert [(n, link["from"], link["to"]) for n, link in list(links.items())[:6]] == [
         ("hop1", 0, 1), ("hop2", 1, 2), ("hop3", 2, 3), ("hop1_rev", 1, 0), ("hop2_rev", 2, 1), ("hop3_rev", 3, 2),
     ]
     index = {n: i for i, n in enumerate(names(core))}
@@ -229,7 +229,7 @@ def test_custom_nodes_links_and_endpoints():
     core = load_scenario(doc(CHAIN, {"src": "a", "dst": "b"}, {"src": "b", "dst": "a", "name": "back"}))
     assert core["nodes"] == [{"name": "a", "kind": "host"}, {"name": "m", "kind": "router"}, {"name": "b", "kind": "host"}]
     links = links_by_name(core)
-    assert [(n, l["from"], l["to"], l["delay_ps"]) for n, l in links.items()] == [
+    assert [(n, link["from"], link["to"], link["delay_ps"]) for n, link in links.items()] == [
         ("a->m", 0, 1, 3 * PS_PER_MS), ("m->a", 1, 0, 3 * PS_PER_MS),
         ("slow", 1, 2, 7 * PS_PER_MS), ("slow_rev", 2, 1, 7 * PS_PER_MS),
     ]
@@ -246,7 +246,7 @@ def test_custom_simplex_links_and_impairments_by_name():
         {"from": "b", "to": "a", "rate": "1Gbps", "delay": "1ms", "duplex": False},
     ], impairments=[{"kind": "bernoulli", "link": "m->b", "probability": 0.01}])
     core = load_scenario(doc(topo, {"src": "a", "dst": "b"}))
-    assert [l["name"] for l in core["links"]] == ["a->m", "m->b", "b->a"]
+    assert [link["name"] for link in core["links"]] == ["a->m", "m->b", "b->a"]
     assert links_by_name(core)["m->b"]["impairments"] == [{"kind": "bernoulli", "probability": 0.01}]
 
 

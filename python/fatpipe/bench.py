@@ -293,6 +293,10 @@ def main(args: Optional[argparse.Namespace] = None) -> int:
         args = _parse(sys.argv[1:])
     if getattr(args, "sweep", False):
         return sweep_main(args)
+    if getattr(args, "many_flows", False):
+        from .bench_many import main as many_flows_main
+
+        return many_flows_main()
     segments = SEGMENTS_QUICK if getattr(args, "quick", False) else SEGMENTS_FULL
     core = import_core()
     print(

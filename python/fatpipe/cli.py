@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, List, NoReturn, Optional, Sequence
 
 from . import __version__
-from .scenario import Loaded, ScenarioError, format_reference, load, update_reference
+from .scenario import Loaded, ScenarioError, format_reference, load, read_scenario_bytes, update_reference
 from .units import U64_MAX, format_duration, format_rate
 
 __all__ = ["main"]
@@ -90,16 +90,17 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Run a scenario; write summary.json, scenario.json, time series (Parquet) "
         "and plots into the output directory, and print a summary.",
     )
-    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file")
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file, or - to read it from standard input")
     p.add_argument(
         "-o",
         "--output",
         metavar="OUTDIR",
-        help="output directory, created if needed (default: runs/<scenario name>)",
+        help="output directory, created if needed (default: runs/<scenario name>); written whole at the end",
     )
     p.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
     p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    _add_run_report_flags(p)
     p.set_defaults(func=_cmd_run)
 
     p = commands.add_parser(
@@ -108,7 +109,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Check a scenario file; print OK, or with --json the normalized scenario "
         "the core would receive (all defaults filled in, base units).",
     )
-    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file")
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file, or - to read it from standard input")
     p.add_argument("--json", action="store_true", help="print the normalized scenario as JSON")
     p.set_defaults(func=_cmd_validate)
 
@@ -190,6 +191,11 @@ def _build_parser() -> argparse.ArgumentParser:
         help="instead: runs per minute of a 32-point sweep on one process, on the machine's "
         "cores (processes, threads) and on a Dask LocalCluster if Dask is installed",
     )
+    p.add_argument(
+        "--many-flows",
+        action="store_true",
+        help="instead: wall time and peak memory of fatpipe run with 10,000 and 100,000 flows",
+    )
     p.set_defaults(func=_cmd_bench)
 
     p = commands.add_parser(
@@ -221,7 +227,45 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop", type=_seconds, metavar="SECONDS", help="time_sequence: zoom to this time")
     p.add_argument("-o", "--output", metavar="DIR", help="directory for the images (default OUTDIR)")
     p.set_defaults(func=_cmd_plot)
+
+    from .cli_tools import add_commands
+
+    add_commands(commands)
     return parser
+
+
+def _add_run_report_flags(p: argparse.ArgumentParser) -> None:
+    """`fatpipe run`'s reporting flags, after iperf3 (-J, -i) and ns-3 conventions."""
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run's summary as one JSON document on standard output (as iperf3 -J), "
+        "with the intervals when --interval is given; nothing else is printed there",
+    )
+    p.add_argument(
+        "--interval",
+        type=_interval,
+        metavar="DURATION",
+        help='report every flow\'s transfer, goodput, retransmissions and cwnd every DURATION of '
+        'simulated time while the run goes on, as iperf3 -i does (e.g. "1s")',
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace OUTDIR if it holds files (without it a non-empty OUTDIR is refused)",
+    )
+
+
+def _interval(text: str) -> int:
+    from .units import UnitError, parse_duration
+
+    try:
+        ps = parse_duration(text)
+    except UnitError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if ps <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: expected a positive duration, such as 1s")
+    return ps
 
 
 def _plot_names() -> List[str]:
@@ -257,6 +301,8 @@ def _load(path: str) -> Loaded:
     """Loads a scenario file, turning every reading or validation problem into a CliError
     that names the file."""
     try:
+        if path == "-":
+            return load(read_scenario_bytes(sys.stdin.buffer.read()))
         return load(path)
     except ScenarioError as err:
         raise CliError(f"{path}: {err}") from None
@@ -286,29 +332,64 @@ def _prepare_outdir(outdir: Path) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     loaded = _load(args.scenario)
+    label = "<stdin>" if args.scenario == "-" else args.scenario
     # Imported only to run: validation needs neither pandas nor the compiled core. The core
     # is imported before the output directory is made, so a missing build leaves nothing.
+    from .outdir import check_target, discard, publish, staging_dir
     from .runner import import_core, run
 
     import_core()
     outdir = Path(args.output) if args.output else Path("runs") / loaded.core["name"]
-    _prepare_outdir(outdir)
-    plots = loaded.plots and not args.no_plots
-    progress = not args.quiet and sys.stderr.isatty()
-    wall_start = time.perf_counter()
     try:
-        result = run(loaded, seed=args.seed, progress=progress, capture_dir=outdir)
-    except ScenarioError as err:
-        raise CliError(f"{args.scenario}: {err}") from None
-    wall_s = time.perf_counter() - wall_start
+        check_target(outdir, args.overwrite)
+    except FileExistsError as err:
+        raise CliError(f"output directory {err}") from None
     try:
-        result.write(outdir, plots=plots)
+        # Everything, captures included, is written beside OUTDIR and renamed into place
+        # at the end: an interrupted run leaves OUTDIR as it was.
+        staging = staging_dir(outdir)
+    except PermissionError as err:
+        raise CliError(f"output directory {outdir}: not writable: {err.strerror or err}") from None
     except OSError as err:
-        raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
-    if not args.quiet:
+        raise CliError(f"output directory {outdir}: cannot create: {err.strerror or err}") from None
+    try:
+        plots = loaded.plots and not args.no_plots
+        progress = not args.quiet and not args.json and sys.stderr.isatty()
+        report = _interval_report(args, loaded)
+        wall_start = time.perf_counter()
+        try:
+            result = run(loaded, seed=args.seed, progress=progress, capture_dir=staging,
+                         on_interval=report.sample if report else None, interval_ps=args.interval)
+        except ScenarioError as err:
+            raise CliError(f"{label}: {err}") from None
+        wall_s = time.perf_counter() - wall_start
+        try:
+            result.write_files(staging, plots=plots)
+            publish(staging, outdir)
+        except OSError as err:
+            raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
+    finally:
+        discard(staging)  # gone already once published
+    if args.json:
+        document = dict(result.summary, wall_s=wall_s, outdir=str(outdir))
+        if report is not None:
+            document["intervals"] = report.intervals
+        print(json.dumps(document, indent=2, allow_nan=False))
+    elif not args.quiet:
         print(_summary_table(result.summary, wall_s, result.scenario))
         print(f"results: {outdir}")
     return EXIT_OK
+
+
+def _interval_report(args: argparse.Namespace, loaded: Loaded) -> Any:
+    """The --interval report: printed as the run goes (unless --quiet), or kept for --json."""
+    if args.interval is None:
+        return None
+    from .interval_report import IntervalReport
+
+    if args.quiet and not args.json:
+        return None
+    return IntervalReport(loaded.core, args.interval, keep=args.json)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

@@ -76,13 +76,39 @@ def _save(fig: Figure, ax, path: PathLike, title: str, xlabel: str, ylabel: str,
     return title
 
 
-def _flow_names(result: "Result") -> List[str]:
-    return [f["name"] for f in result.scenario["flows"]]
+#: At most this many lines per plot: beyond it a figure is unreadable and matplotlib slow.
+MAX_LINES = 20
 
 
-def _tcp_flow_names(result: "Result") -> List[str]:
-    """Flows with a window and an RTT (UDP flows have neither)."""
-    return [f["name"] for f in result.scenario["flows"] if f.get("tcp") is not None]
+def _per_flow(result: "Result", column: str, tcp_only: bool, combine: str = "sum") -> Tuple[List[Tuple[str, np.ndarray, np.ndarray]], str]:
+    """The lines of a per-flow plot of ``column``: (label, times, values) each, and a note
+    for the title. Up to :data:`MAX_LINES` flows, one line each. With more, parallel streams
+    are drawn as their group (the streams' values combined: ``sum``, or ``mean`` for
+    times such as the RTT), and if that is still too many, the first :data:`MAX_LINES` with
+    the note saying how many are shown. Reads the sample-major layout directly (a view per
+    flow, no filtering of the whole table per flow)."""
+    flows = result.scenario["flows"]
+    series = result.flow_series
+    n = len(flows)
+    values = series[column].to_numpy(dtype=np.float64)
+    times = series["time_s"].to_numpy()
+    if n == 0 or len(values) % n:
+        return [], ""
+    wide = values.reshape(-1, n)
+    t = times[::n]
+    chosen = [i for i, f in enumerate(flows) if not tcp_only or f.get("tcp") is not None]
+    if len(chosen) <= MAX_LINES:
+        return [(flows[i]["name"], t, wide[:, i]) for i in chosen], ""
+    members: Dict[str, List[int]] = {}
+    for i in chosen:
+        members.setdefault(flows[i].get("group") or flows[i]["name"], []).append(i)
+    reduce = np.nansum if combine == "sum" else np.nanmean
+    lines = [(name if len(ix) == 1 else f"{name} ({len(ix)} streams, {combine})", t,
+              reduce(wide[:, ix], axis=1) if len(ix) > 1 else wide[:, ix[0]])
+             for name, ix in list(members.items())[:MAX_LINES]]
+    what = "groups" if len(members) < len(chosen) else "flows"
+    note = f" ({MAX_LINES} of {len(members)} {what} shown)" if len(members) > MAX_LINES else ""
+    return lines, note
 
 
 def _duration_s(result: "Result") -> float:
@@ -95,16 +121,16 @@ def plot_cwnd(result: "Result", path: PathLike) -> str:
     to)."""
     fig = _figure()
     ax = fig.add_subplot()
-    series = result.flow_series
-    for name in _tcp_flow_names(result):
-        rows = series[series["flow"] == name]
-        (line,) = ax.plot(rows["time_s"], rows["cwnd_segments"], label=f"{name} cwnd", linewidth=1.0)
-        if rows["ssthresh_segments"].notna().any():
-            ax.plot(rows["time_s"], rows["ssthresh_segments"], linestyle="--", linewidth=0.8,
-                    color=line.get_color(), label=f"{name} ssthresh")
+    lines, note = _per_flow(result, "cwnd_segments", tcp_only=True)
+    thresholds = dict((name, v) for name, _, v in _per_flow(result, "ssthresh_segments", tcp_only=True)[0])
+    for name, times, values in lines:
+        (line,) = ax.plot(times, values, label=f"{name} cwnd", linewidth=1.0)
+        ssthresh = thresholds.get(name)
+        if ssthresh is not None and np.isfinite(ssthresh).any():
+            ax.plot(times, ssthresh, linestyle="--", linewidth=0.8, color=line.get_color(), label=f"{name} ssthresh")
     ax.set_xlim(0, _duration_s(result))
     ax.set_ylim(bottom=0)
-    return _save(fig, ax, path, f"{result.scenario['name']}: congestion window", "time (s)", "cwnd (segments)")
+    return _save(fig, ax, path, f"{result.scenario['name']}: congestion window{note}", "time (s)", "cwnd (segments)")
 
 
 def plot_outstanding(result: "Result", path: PathLike) -> str:
@@ -112,16 +138,16 @@ def plot_outstanding(result: "Result", path: PathLike) -> str:
     of every flow against time, in MB, with each flow's receive window dotted."""
     fig = _figure()
     ax = fig.add_subplot()
-    series = result.flow_series
     windows = {f["name"]: f["tcp"]["rcv_buffer_bytes"] for f in result.scenario["flows"] if f.get("tcp") is not None}
-    for name in _tcp_flow_names(result):
-        rows = series[series["flow"] == name]
-        (line,) = ax.plot(rows["time_s"], rows["outstanding_bytes"] / 1e6, label=name, linewidth=1.0)
-        ax.axhline(windows[name] / 1e6, color=line.get_color(), linestyle=":", linewidth=0.8,
-                   label=f"{name} receive buffer")
+    lines, note = _per_flow(result, "outstanding_bytes", tcp_only=True)
+    for name, times, values in lines:
+        (line,) = ax.plot(times, values / 1e6, label=name, linewidth=1.0)
+        if name in windows:  # one flow's own receive buffer (not a group's sum)
+            ax.axhline(windows[name] / 1e6, color=line.get_color(), linestyle=":", linewidth=0.8,
+                       label=f"{name} receive buffer")
     ax.set_xlim(0, _duration_s(result))
     ax.set_ylim(bottom=0)
-    return _save(fig, ax, path, f"{result.scenario['name']}: bytes outstanding", "time (s)", "outstanding (MB)")
+    return _save(fig, ax, path, f"{result.scenario['name']}: bytes outstanding{note}", "time (s)", "outstanding (MB)")
 
 
 def _bottleneck_mbps(result: "Result") -> Optional[float]:
@@ -150,20 +176,19 @@ def plot_throughput(result: "Result", path: PathLike) -> str:
     4.1); the bottleneck's rate dotted, for scale."""
     fig = _figure()
     ax = fig.add_subplot()
-    series = result.flow_series
-    mbps = series["throughput_bps"] / 1e6
-    for name in _flow_names(result):
-        rows = series["flow"] == name
-        ax.plot(series.loc[rows, "time_s"], mbps[rows], label=name, linewidth=1.0)
+    lines, note = _per_flow(result, "throughput_bps", tcp_only=False)
+    for name, times, values in lines:
+        ax.plot(times, values / 1e6, label=name, linewidth=1.0)
+    mbps = np.concatenate([v for _, _, v in lines]) / 1e6 if lines else np.zeros(0)
     bottleneck = _bottleneck_mbps(result)
     if bottleneck is not None:
         ax.axhline(bottleneck, color="black", linestyle=":", linewidth=0.8,
                    label=f"bottleneck rate ({bottleneck:g} Mb/s)")
-    scale = max(bottleneck or 0.0, float(mbps.quantile(0.99)) if len(mbps) else 0.0)
-    _clip_spikes(ax, mbps.to_numpy(), scale)
+    scale = max(bottleneck or 0.0, float(np.quantile(mbps, 0.99)) if len(mbps) else 0.0)
+    _clip_spikes(ax, mbps, scale)
     ax.set_xlim(0, _duration_s(result))
     interval_ms = result.scenario["sample_interval_ps"] / 1e9
-    return _save(fig, ax, path, f"{result.scenario['name']}: throughput (delivered, per {interval_ms:g} ms)",
+    return _save(fig, ax, path, f"{result.scenario['name']}: throughput (delivered, per {interval_ms:g} ms){note}",
                  "time (s)", "throughput (Mb/s)")
 
 
@@ -172,18 +197,26 @@ def plot_throughput_stacked(result: "Result", path: PathLike) -> str:
     share of it, against the bottleneck's rate."""
     fig = _figure()
     ax = fig.add_subplot()
-    wide = result.series("throughput_bps") / 1e6
-    ax.stackplot(wide.index.to_numpy(), *[wide[c].to_numpy() for c in wide.columns],
-                 labels=list(wide.columns), alpha=0.85)
+    lines, note = _per_flow(result, "throughput_bps", tcp_only=False)
+    n = len(result.scenario["flows"])
+    series = result.flow_series
+    times = series["time_s"].to_numpy()[::n] if n else np.zeros(0)
+    total = series["throughput_bps"].to_numpy().reshape(-1, n).sum(axis=1) / 1e6 if n else np.zeros(0)
+    areas = [v / 1e6 for _, _, v in lines]
+    labels = [name for name, _, _ in lines]
+    if note:  # the flows not drawn one by one, so that the stack still reaches the total
+        areas.append(total - np.sum(areas, axis=0))
+        labels.append("the others")
+    ax.stackplot(times, *areas, labels=labels, alpha=0.85)
     bottleneck = _bottleneck_mbps(result)
     if bottleneck is not None:
         ax.axhline(bottleneck, color="black", linestyle=":", linewidth=0.8,
                    label=f"bottleneck rate ({bottleneck:g} Mb/s)")
-    total = wide.sum(axis=1).to_numpy()
     scale = max(bottleneck or 0.0, float(np.quantile(total, 0.99)) if len(total) else 0.0)
     _clip_spikes(ax, total, scale)
     ax.set_xlim(0, _duration_s(result))
-    return _save(fig, ax, path, f"{result.scenario['name']}: throughput, stacked", "time (s)", "throughput (Mb/s)")
+    return _save(fig, ax, path, f"{result.scenario['name']}: throughput, stacked{note}", "time (s)",
+                 "throughput (Mb/s)")
 
 
 def plot_queue(result: "Result", path: PathLike) -> str:
@@ -216,13 +249,12 @@ def plot_rtt(result: "Result", path: PathLike) -> str:
     """Smoothed RTT (ms) of every flow against time: propagation plus queueing delay."""
     fig = _figure()
     ax = fig.add_subplot()
-    series = result.flow_series
-    for name in _tcp_flow_names(result):
-        rows = series[series["flow"] == name]
-        ax.plot(rows["time_s"], rows["srtt_s"] * 1e3, label=name, linewidth=1.0)
+    lines, note = _per_flow(result, "srtt_s", tcp_only=True, combine="mean")
+    for name, times, values in lines:
+        ax.plot(times, values * 1e3, label=name, linewidth=1.0)
     ax.set_xlim(0, _duration_s(result))
     ax.set_ylim(bottom=0)
-    return _save(fig, ax, path, f"{result.scenario['name']}: smoothed RTT", "time (s)", "RTT (ms)")
+    return _save(fig, ax, path, f"{result.scenario['name']}: smoothed RTT{note}", "time (s)", "RTT (ms)")
 
 
 def _window_shift(tcp: Dict) -> int:

@@ -15,17 +15,19 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .plots import PLOTS, PlotUnavailable
 from .result import DROP_CAUSES, Result
+from .units import format_rate
 
 __all__ = ["write_report"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1400px; color: #222; }
+.scroll { overflow-x: auto; max-width: 100%; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
@@ -40,6 +42,8 @@ window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images);
   var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
   document.body.setAttribute('data-images-loaded', ok + '/' + imgs.length);
+  // The widest the page lays out: wider than the window means a horizontal scroll bar.
+  document.body.setAttribute('data-page-width', document.documentElement.scrollWidth);
 });
 """
 
@@ -53,17 +57,19 @@ def _fmt(value: Any, scale: float = 1.0, digits: int = 3) -> str:
         v = value / scale
         if isinstance(value, int) and scale == 1.0:
             return f"{value:,}"
-        return f"{v:,.{digits}g}" if abs(v) < 1e6 else f"{v:,.0f}"
+        # Never an exponent ("1e+03"): three significant digits below 1000, whole above.
+        return f"{v:,.{digits}g}" if abs(v) < 10**digits else f"{v:,.0f}"
     return html.escape(str(value))
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # In a scrolling box: a wide table scrolls within the page's column, never past it.
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _flows_table(result: Result) -> str:
+def _flows_table(result: Result, limit: Optional[int] = None) -> str:
     columns: List[Tuple[str, str, float]] = [
         ("goodput (Mb/s)", "goodput_bps", 1e6),
         ("transmitted (Mb/s)", "transmitted_throughput_bps", 1e6),
@@ -80,7 +86,7 @@ def _flows_table(result: Result) -> str:
     ]
     flows = result.summary["flows"]
     rows = []
-    for f in flows:
+    for f in flows[:limit]:
         row = [html.escape(f["name"]), html.escape(str(f.get("algorithm", "")))]
         for _, key, scale in columns:
             v = f.get(key)
@@ -93,13 +99,13 @@ def _links_table(result: Result) -> str:
     rows = []
     for link in result.summary["links"]:
         rows.append(
-            [html.escape(link["name"]), _fmt(float(link["rate_bps"]), 1e6), _fmt(float(link["delay_ps"]), 1e9),
+            [html.escape(link["name"]), html.escape(format_rate(int(link["rate_bps"]))), _fmt(float(link["delay_ps"]), 1e9),
              _fmt(link["utilization"])]
             + [_fmt(link.get(key, 0)) for key, _ in DROP_CAUSES]
             + [_fmt(link["max_queue_packets"])]
         )
     return _table(
-        ["link", "rate (Mb/s)", "delay (ms)", "utilization"] + [f"drops: {label}" for _, label in DROP_CAUSES]
+        ["link", "rate", "delay (ms)", "utilization"] + [f"drops: {label}" for _, label in DROP_CAUSES]
         + ["max queue (packets)"],
         rows,
     )
@@ -257,6 +263,26 @@ Each run's own report: <code>fatpipe report runs/&lt;run id&gt;</code>.</p>
 <script>{_CHECK_SCRIPT}</script>
 </body></html>
 """
+
+
+#: Flows a notebook's summary shows (the rest are in result.flows).
+NOTEBOOK_FLOWS = 20
+
+
+def notebook_html(result: Result) -> str:
+    """The rich summary Jupyter shows for a :class:`Result`: the run in a line, the flows and
+    links tables, and the cwnd and throughput plots (embedded PNG)."""
+    s = result.summary
+    flows = len(s["flows"])
+    more = (f'<p class="note">The first {NOTEBOOK_FLOWS} of {flows:,} flows; all of them: '
+            "<code>result.flows</code>.</p>") if flows > NOTEBOOK_FLOWS else ""
+    figures = "".join(_figure(*_png(lambda p, fn=PLOTS[name]: fn(result, p))) for name in ("cwnd", "throughput"))
+    return f"""<div class="fatpipe-result"><style>.fatpipe-result {{ max-width: 1000px; }} {_STYLE.replace("body", ".fatpipe-result")}</style>
+<p><b>fatpipe run {html.escape(str(s.get("name", "")))}</b>: {_fmt(s.get("duration_s"))} s simulated, seed {_fmt(s.get("seed"))},
+{_fmt(s.get("events"))} events, total goodput {_fmt(s.get("total_goodput_bps"), 1e6)} Mb/s.</p>
+{_flows_table(result, NOTEBOOK_FLOWS)}{more}
+{_links_table(result)}
+{figures}</div>"""
 
 
 def write_report(run_dir: PathLike, path: Optional[PathLike] = None) -> Path:

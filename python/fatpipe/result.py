@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .metrics import fairness, flow_metrics
+from .outdir import check_target, discard, publish, staging_dir
 from .units import PS_PER_S
 
 __all__ = ["Result"]
@@ -152,10 +153,17 @@ class Result:
         scenario: Mapping[str, Any],
         plots: bool = True,
         capture_files: Optional[Mapping[str, str]] = None,
+        copy_scenario: bool = True,
     ) -> None:
         """``output`` is the dict ``finish()`` returned; ``scenario`` the normalized scenario;
-        ``capture_files`` maps capture point names to the pcap files the core wrote."""
-        self.scenario: Dict[str, Any] = json.loads(json.dumps(scenario))  # a private deep copy
+        ``capture_files`` maps capture point names to the pcap files the core wrote.
+
+        The tables take the output's columns out of its dicts as they convert them, so each
+        of the core's columns is released as soon as it is no longer needed (a run's series
+        can be most of the machine's memory). ``copy_scenario=False`` keeps ``scenario``
+        itself instead of a private deep copy (the runner's, which made it for this result).
+        """
+        self.scenario: Dict[str, Any] = json.loads(json.dumps(scenario)) if copy_scenario else dict(scenario)
         self.plots = plots
         self.capture_files: Dict[str, str] = dict(capture_files or {})
         self._flow_names: List[str] = [f["name"] for f in self.scenario["flows"]]
@@ -163,10 +171,10 @@ class Result:
         self.summary: Dict[str, Any] = self._build_summary(output["summary"])
         self.flows = _flow_table(self.summary["flows"])
         self.groups = pd.DataFrame(self.summary["groups"], columns=GROUP_COLUMNS)
-        self.requests = self._build_requests(output.get("requests"))
+        self.requests = self._build_requests(dict(output.get("requests") or {}))
         self.links = pd.DataFrame(self.summary["links"])
-        self.flow_series = self._build_flow_series(output["flow_series"])
-        self.queue_series = self._build_queue_series(output["queue_series"])
+        self.flow_series = self._build_flow_series(_taken(output, "flow_series"))
+        self.queue_series = self._build_queue_series(_taken(output, "queue_series"))
 
     # ---- summary ----------------------------------------------------------------------
 
@@ -215,64 +223,67 @@ class Result:
 
     # ---- time series ------------------------------------------------------------------
 
-    def _names(self, column: List[Any], names: List[str]) -> List[str]:
-        """Maps the core's indices to names (accepts names already, for robustness)."""
-        return [names[v] if isinstance(v, int) else str(v) for v in column]
-
-    def _build_flow_series(self, cols: Mapping[str, List[int]]) -> pd.DataFrame:
-        time_ps = np.asarray(cols["time_ps"], dtype=np.int64)
-        df = pd.DataFrame(
-            {
-                "time_s": time_ps / PS_PER_S,
-                "flow": self._names(list(cols["flow"]), self._flow_names),
-            }
-        )
+    def _build_flow_series(self, cols: Dict[str, Any]) -> pd.DataFrame:
+        # The core's columns arrive as memory numpy views without a copy; each is taken out
+        # of ``cols`` when converted, so that it is freed as soon as nothing views it, and
+        # columns kept as they are stay views: a run of 100,000 flows never holds its
+        # series twice.
+        names = self._flow_names
+        codes = _codes(cols.pop("flow"))
+        time_ps = _int64(cols.pop("time_ps"))
         # A UDP flow has no window (the core writes -1) and no MSS: NaN for both.
-        mss = {f["name"]: f["tcp"]["mss_bytes"] if "tcp" in f else np.nan for f in self.scenario["flows"]}
-        cwnd = np.asarray(cols["cwnd_segments"], dtype=np.float64)
-        df["cwnd_segments"] = np.where(cwnd < 0, np.nan, cwnd)
-        df["cwnd_bytes"] = df["cwnd_segments"].to_numpy() * df["flow"].map(mss).to_numpy(dtype=np.float64)
-        ssthresh = np.asarray(cols["ssthresh_segments"], dtype=np.float64)
-        df["ssthresh_segments"] = np.where(ssthresh < 0, np.nan, ssthresh)
-        df["outstanding_bytes"] = np.asarray(cols["outstanding_bytes"], dtype=np.int64)
-        srtt = np.asarray(cols["srtt_ps"], dtype=np.float64)
-        df["srtt_s"] = np.where(srtt < 0, np.nan, srtt / PS_PER_S)
-        df["delivered_bytes"] = np.asarray(cols["delivered_bytes"], dtype=np.int64)
-        df["sent_bytes"] = np.asarray(cols["sent_bytes"], dtype=np.int64)
-        df["throughput_bps"] = _rate_per_interval(df, "flow", "delivered_bytes", time_ps)
-        df["send_rate_bps"] = _rate_per_interval(df, "flow", "sent_bytes", time_ps)
-        return df[FLOW_SERIES_COLUMNS]
+        mss = np.array([f["tcp"]["mss_bytes"] if "tcp" in f else np.nan for f in self.scenario["flows"]],
+                       dtype=np.float64)
+        cwnd = _where_negative_nan(cols.pop("cwnd_segments"))
+        cwnd_bytes = mss.take(codes) if len(mss) else np.zeros(len(cwnd))
+        cwnd_bytes *= cwnd
+        srtt = _where_negative_nan(cols.pop("srtt_ps"))
+        srtt /= PS_PER_S
+        delivered = _int64(cols.pop("delivered_bytes"))
+        sent = _int64(cols.pop("sent_bytes"))
+        columns = {
+            "time_s": time_ps / PS_PER_S,
+            "flow": _categories(codes, names),
+            "cwnd_segments": cwnd,
+            "cwnd_bytes": cwnd_bytes,
+            "ssthresh_segments": _where_negative_nan(cols.pop("ssthresh_segments")),
+            "outstanding_bytes": _int64(cols.pop("outstanding_bytes")),
+            "srtt_s": srtt,
+            "delivered_bytes": delivered,
+            "sent_bytes": sent,
+            "throughput_bps": _rate_per_interval(codes, len(names), delivered, time_ps),
+            "send_rate_bps": _rate_per_interval(codes, len(names), sent, time_ps),
+        }
+        return pd.DataFrame({c: columns[c] for c in FLOW_SERIES_COLUMNS}, copy=False)
 
-    def _build_requests(self, cols: Optional[Mapping[str, List[int]]]) -> pd.DataFrame:
-        if not cols or not cols.get("flow"):
+    def _build_requests(self, cols: Optional[Mapping[str, Any]]) -> pd.DataFrame:
+        if not cols or not len(cols.get("flow", ())):
             return pd.DataFrame({c: [] for c in REQUEST_COLUMNS})
-        df = pd.DataFrame({"flow": self._names(list(cols["flow"]), self._flow_names)})
+        columns: Dict[str, Any] = {"flow": _categories(np.asarray(cols["flow"]), self._flow_names)}
         for column in ("request", "object", "connection", "size_bytes"):
-            df[column] = np.asarray(cols[column], dtype=np.int64)
+            columns[column] = _int64(cols[column])
         for column in ("start", "request_sent", "first_byte", "last_byte", "response_time"):
-            df[f"{column}_s"] = np.asarray(cols[f"{column}_ps"], dtype=np.int64) / PS_PER_S
-        df["throughput_bps"] = df["size_bytes"] * 8 / df["response_time_s"]
-        return df[REQUEST_COLUMNS]
+            columns[f"{column}_s"] = _int64(cols[f"{column}_ps"]) / PS_PER_S
+        columns["throughput_bps"] = columns["size_bytes"] * 8 / columns["response_time_s"]
+        return pd.DataFrame({c: columns[c] for c in REQUEST_COLUMNS}, copy=False)
 
-    def _build_queue_series(self, cols: Mapping[str, List[int]]) -> pd.DataFrame:
-        time_ps = np.asarray(cols["time_ps"], dtype=np.int64)
-        df = pd.DataFrame(
-            {
-                "time_s": time_ps / PS_PER_S,
-                "link": self._names(list(cols["link"]), self._link_names),
-            }
-        )
+    def _build_queue_series(self, cols: Mapping[str, Any]) -> pd.DataFrame:
+        time_ps = _int64(cols["time_ps"])
+        codes = np.asarray(cols["link"])
+        names = self._link_names
+        rate = np.array([link["rate_bps"] for link in self.scenario["links"]], dtype=np.float64)
+        columns: Dict[str, Any] = {"time_s": time_ps / PS_PER_S, "link": _categories(codes, names)}
         for column in ("queue_packets", "queue_bytes", "drops_packets", "departed_bytes"):
-            df[column] = np.asarray(cols[column], dtype=np.int64)
-        rate = {link["name"]: link["rate_bps"] for link in self.scenario["links"]}
-        departed_bps = _rate_per_interval(df, "link", "departed_bytes", time_ps)
+            columns[column] = _int64(cols[column])
+        departed_bps = _rate_per_interval(codes, len(names), columns["departed_bytes"], time_ps)
         # departed_bytes counts wire bytes (framing included), so a link sending back to back
         # shows 1.0; a frame straddling a sample boundary can push one interval slightly
         # above 1 and the next below. Not clipped: clipping would hide that.
-        df["utilization"] = departed_bps / df["link"].map(rate).to_numpy(dtype=np.float64)
+        link_rate = rate[codes]
+        columns["utilization"] = departed_bps / link_rate
         # Time a packet arriving at the sample would wait: the queued IP bytes at the rate.
-        df["queue_delay_s"] = df["queue_bytes"] * 8 / df["link"].map(rate).to_numpy(dtype=np.float64)
-        return df[QUEUE_SERIES_COLUMNS]
+        columns["queue_delay_s"] = columns["queue_bytes"] * 8 / link_rate
+        return pd.DataFrame({c: columns[c] for c in QUEUE_SERIES_COLUMNS}, copy=False)
 
     @classmethod
     def read(cls, outdir: Union[str, "os.PathLike[str]"]) -> "Result":
@@ -325,6 +336,12 @@ class Result:
         ]
         raise KeyError(f"no time series {name!r}; available: {', '.join(available)}")
 
+    def _repr_html_(self) -> str:
+        """Jupyter's rich view: the flows and links tables and the cwnd and throughput plots."""
+        from .report import notebook_html
+
+        return notebook_html(self)
+
     def __repr__(self) -> str:
         flows = ", ".join(
             f"{f['name']} {f['goodput_bps'] / 1e6:.2f} Mb/s" for f in self.summary["flows"]
@@ -333,8 +350,29 @@ class Result:
 
     # ---- files ------------------------------------------------------------------------
 
-    def write(self, outdir: Union[str, "os.PathLike[str]"], plots: Optional[bool] = None) -> Path:
-        """Writes the run's files into ``outdir`` (created if needed) and returns its path.
+    def write(
+        self, outdir: Union[str, "os.PathLike[str]"], plots: Optional[bool] = None, overwrite: bool = False
+    ) -> Path:
+        """Writes the run's files into ``outdir`` and returns its path.
+
+        The directory appears complete or not at all: the files are written into a staging
+        directory beside it, renamed into place at the end (an interrupt leaves ``outdir``
+        as it was). A directory that already holds files is refused
+        (:class:`~fatpipe.outdir.OutputExistsError`) unless ``overwrite``, which replaces it
+        whole. See :meth:`write_files` for the files.
+        """
+        out = check_target(outdir, overwrite)
+        staging = staging_dir(out)
+        try:
+            self.write_files(staging, plots)
+            return publish(staging, out)
+        except BaseException:
+            discard(staging)
+            raise
+
+    def write_files(self, outdir: Union[str, "os.PathLike[str]"], plots: Optional[bool] = None) -> Path:
+        """Writes the run's files into the directory ``outdir`` (created if needed), beside
+        whatever it holds; :meth:`write` is the safe way to write a run directory.
 
         Files: ``summary.json``, ``scenario.json`` (both sorted, indented, newline-ended),
         ``flow_series.parquet``, ``queue_series.parquet``, ``requests.parquet`` (with HTTP
@@ -413,12 +451,72 @@ def _groups(flows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return groups
 
 
-def _rate_per_interval(df: pd.DataFrame, key: str, column: str, time_ps: np.ndarray) -> np.ndarray:
+def _taken(output: Mapping[str, Any], key: str) -> Dict[str, Any]:
+    """``output[key]``'s columns, taken out of the output's own dict when it can give them
+    up (the core's), so converting a column frees it; a copy of the mapping otherwise."""
+    cols = output[key]
+    if isinstance(cols, dict):
+        taken = dict(cols)
+        cols.clear()
+        return taken
+    return dict(cols)
+
+
+def _codes(column: Any) -> np.ndarray:
+    """The core's element indices (u32, below 2^31) viewed as int32, a categorical's codes."""
+    a = np.asarray(column)
+    return a.view(np.int32) if a.dtype == np.uint32 else a.astype(np.int32)
+
+
+def _int64(column: Any) -> np.ndarray:
+    """A column as int64: the core's unsigned columns are viewed, not copied (their values
+    are below 2^63)."""
+    a = np.asarray(column)
+    if a.dtype == np.int64:
+        return a
+    if a.dtype == np.uint64:
+        return a.view(np.int64)
+    return a.astype(np.int64)
+
+
+def _where_negative_nan(column: Any) -> np.ndarray:
+    """A float64 copy of a column in which the core's -1 ("none") is NaN."""
+    a = np.asarray(column).astype(np.float64)
+    a[a < 0] = np.nan
+    return a
+
+
+def _categories(codes: np.ndarray, names: List[str]) -> pd.Categorical:
+    """The core's element indices as names, stored once each (a categorical column): a
+    column of 50 million flow names costs its int32 codes, not 50 million strings."""
+    return pd.Categorical.from_codes(_codes(codes), categories=names)
+
+
+def _rate_per_interval(codes: np.ndarray, groups: int, values: np.ndarray, time_ps: np.ndarray) -> np.ndarray:
     """bits/s over the interval ending at each sample, per group (flow or link); 0 at each
     group's first sample. Uses each row's own interval, so a last, shorter interval (when the
-    duration is not a multiple of the sample interval) is still right."""
-    grouped = pd.DataFrame({key: df[key], "t": time_ps, "v": df[column].to_numpy(dtype=np.int64)})
-    g = grouped.groupby(key, sort=False)
+    duration is not a multiple of the sample interval) is still right.
+
+    The core writes one row per group per sample, groups in order: then a row's previous
+    sample is ``groups`` rows before it, and the rates are one array operation. Any other
+    layout falls back to a grouped difference."""
+    n = len(values)
+    rate = np.zeros(n, dtype=np.float64)
+    if n == 0 or groups == 0:
+        return rate
+    regular = n % groups == 0 and bool((codes.reshape(-1, groups) == np.arange(groups)).all())
+    if regular:
+        # In place on the result: no temporary as large as the column.
+        per_sample = rate.reshape(-1, groups)
+        v = values.reshape(-1, groups)
+        np.subtract(v[1:], v[:-1], out=per_sample[1:], casting="unsafe")
+        dt_ps = np.diff(time_ps[::groups]).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_sample[1:] *= (8 * PS_PER_S / dt_ps)[:, None]
+        rate[~np.isfinite(rate)] = 0.0
+        return rate
+    frame = pd.DataFrame({"g": codes, "t": time_ps, "v": values})
+    g = frame.groupby("g", sort=False)
     dt_ps = g["t"].diff().to_numpy(dtype=np.float64)
     dv = g["v"].diff().to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

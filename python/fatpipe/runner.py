@@ -14,11 +14,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Union
 
+from .core import CoreUnavailableError, import_core
 from .result import Result
 from .scenario import Loaded, ScenarioError, load
-from .units import PS_PER_S, U64_MAX
+from .units import PS_PER_S, U64_MAX, plain_scalar
 
 __all__ = ["run", "import_core", "CoreUnavailableError", "PROGRESS_CHUNKS"]
 
@@ -29,22 +30,6 @@ PROGRESS_CHUNKS = 200
 ScenarioSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
 
-class CoreUnavailableError(ImportError):
-    """The compiled core, ``fatpipe._core``, is not importable (not built yet)."""
-
-
-def import_core() -> Any:
-    """Imports ``fatpipe._core``, or explains how to build it."""
-    try:
-        from . import _core  # type: ignore[attr-defined]
-    except ImportError as err:
-        raise CoreUnavailableError(
-            "the simulation core fatpipe._core is not built: run `maturin develop --release` "
-            f"in the repository (or `pip install .`); import failed with: {err}"
-        ) from err
-    return _core
-
-
 def _is_normalized(doc: Mapping[str, Any]) -> bool:
     # A normalized document has base-unit keys that the user format never has.
     return "duration_ps" in doc and "nodes" in doc
@@ -52,8 +37,8 @@ def _is_normalized(doc: Mapping[str, Any]) -> bool:
 
 def _prepare(scenario: Union[ScenarioSource, Loaded]) -> Loaded:
     if isinstance(scenario, Loaded):
-        return Loaded(core=json.loads(json.dumps(scenario.core)), plots=scenario.plots,
-                      captures=[dict(c) for c in scenario.captures])
+        # A copy of the top level only (run() sets the seed there); the result keeps it.
+        return Loaded(core=dict(scenario.core), plots=scenario.plots, captures=[dict(c) for c in scenario.captures])
     if isinstance(scenario, Mapping) and _is_normalized(scenario):
         # Already normalized (e.g. load_scenario()'s output, perhaps edited): the core
         # checks it; Python's user-facing validation does not apply to base-unit keys.
@@ -66,6 +51,8 @@ def run(
     seed: Optional[int] = None,
     progress: bool = False,
     capture_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    on_interval: Optional[Callable[[int, Any], None]] = None,
+    interval_ps: Optional[int] = None,
 ) -> Result:
     """Runs a scenario to its end and returns the :class:`~fatpipe.result.Result`.
 
@@ -77,6 +64,9 @@ def run(
         capture_dir: where the scenario's packet captures (``output.capture``) are written,
             as ``<point>.pcap``; by default a new temporary directory, from which
             :meth:`Result.write` copies them into its output directory.
+        on_interval: called as ``on_interval(t_ps, counters)`` at 0 and every multiple of
+            ``interval_ps`` up to the end (and at the end), with the core's
+            ``flow_counters()`` (``fatpipe run --interval``, :mod:`fatpipe.interval_report`).
 
     Raises:
         ScenarioError: the scenario is invalid (one line naming the field).
@@ -85,6 +75,7 @@ def run(
     loaded = _prepare(scenario)
     core_doc = loaded.core
     if seed is not None:
+        seed = plain_scalar(seed)  # np.uint64(7) is the seed 7
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
             raise ScenarioError(
                 f"seed: {seed!r} is not allowed: expected a whole number from 0 to {U64_MAX}",
@@ -109,17 +100,27 @@ def run(
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.
         raise ScenarioError(f"the core rejected the normalized scenario: {err}") from None
-    _advance(sim, core_doc, progress)
+    _advance(sim, core_doc, progress, on_interval, interval_ps)
     output = sim.finish()
     for entry in output["summary"].get("captures", []):
         if entry.get("error"):
             raise OSError(entry["error"])
-    return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files)
+    return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files, copy_scenario=False)
 
 
-def _advance(sim: Any, core_doc: Mapping[str, Any], progress: bool) -> None:
+def _advance(
+    sim: Any,
+    core_doc: Mapping[str, Any],
+    progress: bool,
+    on_interval: Optional[Callable[[int, Any], None]] = None,
+    interval_ps: Optional[int] = None,
+) -> None:
     duration_ps = int(sim.duration_ps)
     chunk_ps = max(1, -(-duration_ps // PROGRESS_CHUNKS))  # ceiling division
+    if on_interval is not None and not interval_ps:
+        raise ValueError("on_interval needs interval_ps > 0")
+    if on_interval is not None:
+        on_interval(int(sim.now_ps), sim.flow_counters())
     bar = None
     if progress:
         from tqdm import tqdm
@@ -136,8 +137,13 @@ def _advance(sim: Any, core_doc: Mapping[str, Any], progress: bool) -> None:
     try:
         target_ps = int(sim.now_ps)
         while target_ps < duration_ps:
-            target_ps = min(target_ps + chunk_ps, duration_ps)
+            next_chunk = target_ps + chunk_ps
+            if on_interval is not None:  # stop at every interval boundary too
+                next_chunk = min(next_chunk, (target_ps // interval_ps + 1) * interval_ps)
+            target_ps = min(next_chunk, duration_ps)
             sim.run_until(target_ps)
+            if on_interval is not None and (target_ps % interval_ps == 0 or target_ps == duration_ps):
+                on_interval(target_ps, sim.flow_counters())
             if bar is not None:
                 # Set rather than add: no floating-point drift past the total.
                 bar.n = int(sim.now_ps) / PS_PER_S

@@ -108,7 +108,7 @@ def _simulate(task: RunTask) -> Dict[str, Any]:
     from .runner import run
 
     result = run(task.core)
-    result.write(task.run_dir, plots=task.plots)
+    result.write_files(task.run_dir, plots=task.plots)  # run_task publishes with done.json
     return flatten_summary(result.summary)
 
 
@@ -195,6 +195,20 @@ OnResult = Callable[[RunTask, Dict[str, Any]], None]
 TaskFn = Callable[[RunTask], Dict[str, Any]]
 
 
+def processes_unavailable() -> Optional[str]:
+    """Why worker processes cannot start here, or None. A forkserver or spawned worker
+    re-imports the main module from its file; a script read from standard input
+    (``python - < script.py``) has none, so every worker would die at start (and a sweep
+    used to report only that "worker processes kept dying"). The core releases the GIL, so
+    threads are the fallback that runs in parallel as well."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is not None and not os.path.isfile(path):
+        return (f"worker processes re-import the main script from its file, and this one, {path!r}, "
+                "is not a file (a script read from standard input?); save it to a file to use processes")
+    return None
+
+
 def _mp_context() -> Any:
     # forkserver: workers start from a clean process (fork after threads -- tqdm's monitor,
     # pyarrow's pools -- can deadlock), and cheaper than spawn. spawn where there is none.
@@ -251,7 +265,12 @@ def _run_pool(
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context())
     broken: List[RunTask] = []
     try:
-        futures: Dict[Future, RunTask] = {pool.submit(task_fn, t): t for t in tasks}
+        futures: Dict[Future, RunTask] = {}
+        for t in tasks:
+            try:
+                futures[pool.submit(task_fn, t)] = t
+            except BrokenProcessPool:  # a worker died while the rest were being submitted
+                broken.append(t)
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -428,6 +447,10 @@ def run_sweep(
             if dask is not None:
                 _run_dask(tasks, dask, min(jobs or default_jobs(), len(tasks)), on_result)
             else:
+                if executor == "processes" and processes_unavailable() is not None:
+                    print(f"fatpipe: sweep {sweep.name}: running on threads, not processes: "
+                          f"{processes_unavailable()}", file=sys.stderr)
+                    executor = "threads"
                 _run_local(tasks, min(jobs or default_jobs(), len(tasks)), executor, on_result)
     finally:
         if bar is not None:

@@ -3,9 +3,10 @@
 The core counts in integers: bits per second, picoseconds and bytes (see
 ``docs/core-interface.md``). People write ``"622Mbps"``, ``"44.736 Mb/s"``, ``"67ms"`` or
 ``"64KiB"``. This module turns the second into the first, exactly: the number is parsed as
-a decimal fraction (never through a binary float), scaled, and rounded to the nearest base
-unit (halves away from zero), so ``"44.736 Mb/s"`` is exactly 44 736 000 bps and
-``"0.1s"`` exactly 100 000 000 000 ps.
+a decimal fraction (never through a binary float) and scaled, so ``"44.736 Mb/s"`` is
+exactly 44 736 000 bps and ``"0.1s"`` exactly 100 000 000 000 ps. A quantity that is not a
+whole number of base units (``"1.5B"``, ``"0.5bps"``, ``"0.1ps"``) is refused, never
+rounded: the core counts in integers and rounding would change what was asked for.
 
 Conventions, chosen because each matches how the quantity is usually written:
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
 from fractions import Fraction
 from typing import Any, Dict, Optional, Tuple, Union
@@ -83,6 +85,7 @@ def describe_value(value: Any, limit: int = 60) -> str:
     Strings are double-quoted as in TOML; booleans are ``true``/``false``; tables and long
     arrays are abbreviated so an error message stays one short line.
     """
+    value = plain_scalar(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -119,25 +122,37 @@ def _split(text: str) -> Optional[Tuple[Fraction, str]]:
     return Fraction(match.group("number")), (match.group("unit") or "")
 
 
+def plain_scalar(value: Any) -> Any:
+    """A numpy scalar (``np.int64(10)``, ``np.float64(0.5)``, ``np.bool_(True)``) as the
+    Python number or bool it holds; anything else unchanged. Values computed with numpy are
+    accepted wherever a TOML number or boolean is."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    return value
+
+
 def _exact(value: Number) -> Fraction:
     """A plain number as an exact fraction. Floats go through their shortest repr, so a
     TOML ``0.1`` means one tenth rather than the nearest binary float."""
-    if isinstance(value, int):
-        return Fraction(value)
-    return Fraction(repr(value))
-
-
-def _round_half_away(x: Fraction) -> int:
-    """Nearest integer; halves round away from zero (deterministic, and what people expect
-    from "round to nearest", unlike Python's round-half-even)."""
-    if x >= 0:
-        return math.floor(x + Fraction(1, 2))
-    return -math.floor(-x + Fraction(1, 2))
+    if isinstance(value, numbers.Integral):
+        return Fraction(int(value))
+    return Fraction(repr(float(value)))
 
 
 def _is_plain_number(value: Any) -> bool:
     # bool is a subclass of int in Python; a TOML `true` is never a quantity.
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _whole(value: Any, exact: Fraction, unit: str, example: str) -> int:
+    """``exact`` base units, which must be whole: the core counts in integers, and rounding
+    would change what the user asked for ("1.5B" would become 2 bytes)."""
+    if exact.denominator != 1:
+        amount = f"{float(exact):.6g}"
+        raise UnitError(
+            value, f"that is {amount} {unit}, and the core counts whole {unit}; write a whole number, such as {example}"
+        )
+    return int(exact)
 
 
 def _check_fits(value: Any, result: int, what: str) -> int:
@@ -178,6 +193,7 @@ def parse_rate(value: Any) -> int:
     >>> parse_rate("622Mbps"), parse_rate("44.736 Mb/s"), parse_rate(9600)
     (622000000, 44736000, 9600)
     """
+    value = plain_scalar(value)
     if _is_plain_number(value):
         if not math.isfinite(value):
             raise UnitError(value, RATE_ALLOWED)
@@ -201,10 +217,9 @@ def parse_rate(value: Any) -> int:
         bps = number * _RATE_UNITS[unit]
     else:
         raise UnitError(value, RATE_ALLOWED)
-    result = _round_half_away(bps)
-    if result <= 0:
+    if bps <= 0:
         raise UnitError(value, 'a rate must be positive, such as "100Mbps"')
-    return _check_fits(value, result, "the rate")
+    return _check_fits(value, _whole(value, bps, "bits per second", '"9600bps" or "44.736Mbps"'), "the rate")
 
 
 # --------------------------------------------------------------------------------------
@@ -229,6 +244,7 @@ def parse_duration(value: Any) -> int:
     >>> parse_duration("67ms"), parse_duration("10 µs"), parse_duration(0)
     (67000000000, 10000000, 0)
     """
+    value = plain_scalar(value)
     if _is_plain_number(value):
         if value == 0:
             return 0
@@ -256,7 +272,8 @@ def parse_duration(value: Any) -> int:
         raise UnitError(value, DURATION_ALLOWED)
     if number < 0:
         raise UnitError(value, 'a duration must not be negative, such as "40ms"')
-    return _check_fits(value, _round_half_away(number * _DURATION_UNITS[unit]), "the duration")
+    ps = _whole(value, number * _DURATION_UNITS[unit], "picoseconds", '"1.5ns" or "40ms"')
+    return _check_fits(value, ps, "the duration")
 
 
 # --------------------------------------------------------------------------------------
@@ -286,6 +303,7 @@ def parse_size(value: Any) -> int:
     >>> parse_size("5.2MB"), parse_size("64KiB"), parse_size("1448 bytes"), parse_size(1448)
     (5200000, 65536, 1448, 1448)
     """
+    value = plain_scalar(value)
     if _is_plain_number(value):
         if not math.isfinite(value):
             raise UnitError(value, SIZE_ALLOWED)
@@ -316,7 +334,7 @@ def parse_size(value: Any) -> int:
         raise UnitError(value, SIZE_ALLOWED)
     if size < 0:
         raise UnitError(value, 'a size must not be negative, such as "64KiB"')
-    return _check_fits(value, _round_half_away(size), "the size")
+    return _check_fits(value, _whole(value, size, "bytes", '"1448B" or "1.5KB"'), "the size")
 
 
 # --------------------------------------------------------------------------------------

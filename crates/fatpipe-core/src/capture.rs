@@ -16,12 +16,13 @@
 
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
 /// Where a capture listens.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum CapturePoint {
     /// Everything a host sends and receives.
@@ -30,7 +31,7 @@ pub enum CapturePoint {
     Link { link: u32 },
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureSpec {
     pub name: String,

@@ -3,10 +3,8 @@
 //! Layout (see `docs/architecture.md`): `sim` runs the event loop and moves packets;
 //! `net` holds links, queue disciplines and routing; `tcp` the sans-I/O sender and receiver
 //! with loss recovery; `cc` the congestion control algorithms; `source` the applications;
-//! `probe` the sampled time series; `scenario` the normalized input.
-
-// serde_json's json! macro recurses once per key; a flow's summary has over 60.
-#![recursion_limit = "256"]
+//! `probe` the sampled time series; `scenario` the normalized input; `schema` the JSON Schemas
+//! of the normalized scenario and of the results (the contract with Python).
 
 pub mod capture;
 pub mod cc;
@@ -16,6 +14,7 @@ pub mod packet;
 pub mod probe;
 pub mod rng;
 pub mod scenario;
+pub mod schema;
 pub mod sim;
 pub mod source;
 pub mod tcp;

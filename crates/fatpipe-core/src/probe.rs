@@ -1,10 +1,78 @@
 //! Probes: per-flow and per-queue state sampled at a fixed interval into columns.
 //!
-//! Sampling costs O(flows + links) per interval and nothing per packet.
+//! Sampling costs O(flows + links) per interval and nothing per packet. The tables are
+//! declared with `columns!`, which also gives each its list of columns (`into_columns`): the
+//! field names are the column names Python receives, defined once.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
-#[derive(Clone, Debug, Default, Serialize)]
+/// One column of a table, moved out whole (Python views its memory without a copy).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    U32(Vec<u32>),
+}
+
+impl From<Vec<u64>> for Column {
+    fn from(v: Vec<u64>) -> Self {
+        Column::U64(v)
+    }
+}
+
+impl From<Vec<i64>> for Column {
+    fn from(v: Vec<i64>) -> Self {
+        Column::I64(v)
+    }
+}
+
+impl From<Vec<u32>> for Column {
+    fn from(v: Vec<u32>) -> Self {
+        Column::U32(v)
+    }
+}
+
+impl Column {
+    pub fn len(&self) -> usize {
+        match self {
+            Column::U64(v) => v.len(),
+            Column::I64(v) => v.len(),
+            Column::U32(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Declares a table of columns (`Vec`s of one length) with `into_columns` and `reserve`.
+#[macro_export]
+macro_rules! columns {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[doc = $doc:expr])* pub $field:ident: Vec<$ty:ty>,)* }) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[doc = $doc])* pub $field: Vec<$ty>,)*
+        }
+
+        impl $name {
+            /// The columns in declaration order, moved out.
+            pub fn into_columns(self) -> Vec<(&'static str, $crate::probe::Column)> {
+                vec![$((stringify!($field), $crate::probe::Column::from(self.$field)),)*]
+            }
+
+            /// Room for `rows` more rows in every column, so that filling them never copies.
+            pub fn reserve(&mut self, rows: usize) {
+                $(self.$field.reserve_exact(rows);)*
+            }
+        }
+    };
+}
+
+columns! {
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FlowSeries {
     pub time_ps: Vec<u64>,
     pub flow: Vec<u32>,
@@ -20,8 +88,11 @@ pub struct FlowSeries {
     /// Payload bytes put on the wire, retransmissions included, cumulative.
     pub sent_bytes: Vec<u64>,
 }
+}
 
-#[derive(Clone, Debug, Default, Serialize)]
+columns! {
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct QueueSeries {
     pub time_ps: Vec<u64>,
     pub link: Vec<u32>,
@@ -31,4 +102,46 @@ pub struct QueueSeries {
     pub drops_packets: Vec<u64>,
     /// Cumulative wire bytes transmitted.
     pub departed_bytes: Vec<u64>,
+}
+}
+
+columns! {
+/// Every flow's counters at one moment (for reports while a run goes on), one row per flow.
+#[derive(Clone, Debug, Default)]
+pub struct FlowCounters {
+    /// Bytes delivered in order to the receiving application, cumulative.
+    pub delivered_bytes: Vec<u64>,
+    /// Payload bytes put on the wire, retransmissions included, cumulative.
+    pub sent_bytes: Vec<u64>,
+    /// TCP: segments retransmitted (0 for UDP).
+    pub segments_retransmitted: Vec<u64>,
+    /// UDP: datagrams lost (0 for TCP).
+    pub datagrams_lost: Vec<u64>,
+    /// -1 for a UDP flow.
+    pub cwnd_segments: Vec<i64>,
+    /// -1 before the first RTT sample (always for a UDP flow).
+    pub srtt_ps: Vec<i64>,
+}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_the_serialized_fields_in_order() {
+        let serde_keys = |v: serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        let names = |c: Vec<(&'static str, Column)>| c.into_iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
+        let mut flow_keys = serde_keys(serde_json::to_value(FlowSeries::default()).unwrap());
+        let mut flow_names = names(FlowSeries::default().into_columns());
+        assert_eq!(flow_names[..2], ["time_ps", "flow"]);
+        flow_keys.sort();
+        flow_names.sort();
+        assert_eq!(flow_keys, flow_names);
+        let mut s = QueueSeries::default();
+        s.reserve(10);
+        s.time_ps.push(5);
+        assert!(s.time_ps.capacity() >= 10 && s.link.capacity() >= 10);
+        assert_eq!(s.into_columns()[0].1, Column::U64(vec![5]));
+    }
 }

@@ -10,9 +10,10 @@ use crate::packet::IPV4_UDP_HEADER_BYTES;
 use crate::source::SourceSpec;
 use crate::tcp::TcpConfig;
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,
@@ -33,7 +34,7 @@ pub struct Scenario {
     pub splits: Vec<SplitSpec>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeKind {
     /// An end system: TCP endpoints live here.
@@ -42,14 +43,14 @@ pub enum NodeKind {
     Router,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     pub name: String,
     pub kind: NodeKind,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     pub name: String,
@@ -121,16 +122,18 @@ impl FlowSpec {
 }
 
 impl Scenario {
+    /// Parses a normalized scenario (serde's checks only: keys, types). `validate` checks the
+    /// rest; `Simulation::new` calls it, once.
     pub fn from_json(text: &str) -> Result<Scenario, String> {
-        let s: Scenario = serde_json::from_str(text).map_err(|e| format!("scenario: {e}"))?;
-        s.validate()?;
-        Ok(s)
+        serde_json::from_str(text).map_err(|e| format!("scenario: {e}"))
     }
 
-    /// Checks what serde cannot: references, positive quantities, MSS against MTU on the route.
+    /// Checks what serde cannot: references, positive quantities, MSS against MTU on the
+    /// route. Returns the routing table (`routes[node][dst]`: the link to forward on), which
+    /// the checks need and the simulation uses: it is computed once, here.
     // Each `if let` on a spec enum becomes a real match as step 2/3 add variants.
     #[allow(irrefutable_let_patterns)]
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<Vec<Vec<Option<u32>>>, String> {
         let n = self.nodes.len() as u32;
         if self.duration_ps == 0 {
             return Err("duration_ps: 0 is not allowed: must be positive".into());
@@ -242,8 +245,8 @@ impl Scenario {
                 return Err(format!("flows[{i}].tcp.min_rto_ps: larger than max_rto_ps"));
             }
             let packet = t.mss_bytes + t.header_bytes();
-            for (a, b) in [(f.src, f.dst), (f.dst, f.src)] {
-                let link = self.smallest_mtu_on_route(&routes, i, a, b)?;
+            for (a, b, what) in [(f.src, f.dst, "data"), (f.dst, f.src, "ACKs")] {
+                let link = self.smallest_mtu_on_route(&routes, i, a, b, what)?;
                 if packet > link.mtu_bytes {
                     return Err(format!(
                         "flows[{i}].tcp.mss_bytes: {} is not allowed: with {} header bytes the packet exceeds link {}'s MTU {}",
@@ -290,7 +293,7 @@ impl Scenario {
                 }
             }
             if let CcSpec::Reno(r) = cc {
-                if !(r.a > 0.0) || !(r.b > 0.0 && r.b < 1.0) {
+                if r.a.is_nan() || r.a <= 0.0 || !(r.b > 0.0 && r.b < 1.0) {
                     return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
                 }
             }
@@ -312,18 +315,22 @@ impl Scenario {
             };
             cc_params.map_err(|e| format!("flows[{i}].cc.{e}"))?;
         }
-        Ok(())
+        Ok(routes)
     }
 
     /// The link of least MTU on the route from node `a` to node `b`, or the error that there
     /// is no route (for flow `i`).
+    /// The errors name the flow and what goes that way (`what`: data, ACKs, datagrams), so
+    /// that Python can show them against the user's field.
     fn smallest_mtu_on_route(
         &self,
         routes: &[Vec<Option<u32>>],
         i: usize,
         a: u32,
         b: u32,
+        what: &str,
     ) -> Result<&LinkSpec, String> {
+        let name = |n: u32| serde_json::to_string(&self.nodes[n as usize].name).expect("a string serializes");
         let mut smallest: Option<&LinkSpec> = None;
         let mut node = a;
         let mut hops = 0;
@@ -332,15 +339,14 @@ impl Scenario {
             if hops > self.links.len() {
                 // Explicit routes can send a packet round in a circle.
                 return Err(format!(
-                    "flows[{i}]: the route from node {} to node {} loops (check the explicit routes)",
-                    self.nodes[a as usize].name, self.nodes[b as usize].name
+                    "flows[{i}]: the route for the {what} from {} to {} loops (check the explicit routes)",
+                    name(a),
+                    name(b)
                 ));
             }
             let Some(l) = routes[node as usize][b as usize] else {
-                return Err(format!(
-                    "flows[{i}]: no route from node {} to node {}",
-                    self.nodes[node as usize].name, self.nodes[b as usize].name
-                ));
+                let stuck = if node == a { String::new() } else { format!(" (none onward from {})", name(node)) };
+                return Err(format!("flows[{i}]: no route for the {what} from {} to {}{stuck}", name(a), name(b)));
             };
             let link = &self.links[l as usize];
             if smallest.is_none_or(|s| link.mtu_bytes < s.mtu_bytes) {
@@ -358,7 +364,7 @@ impl Scenario {
             return Err(format!("flows[{i}]: a UDP flow ({}) takes no tcp or cc", f.source.kind()));
         }
         let payload = f.source.udp_payload_bytes().expect("a UDP source");
-        let link = self.smallest_mtu_on_route(routes, i, f.src, f.dst)?;
+        let link = self.smallest_mtu_on_route(routes, i, f.src, f.dst, "datagrams")?;
         if payload == 0 || payload + IPV4_UDP_HEADER_BYTES > link.mtu_bytes {
             return Err(format!(
                 "flows[{i}].source.payload_bytes: {payload} is not allowed: must be positive and, with {IPV4_UDP_HEADER_BYTES} header bytes, fit link {}'s MTU {}",

@@ -20,24 +20,26 @@ use crate::capture::{Capture, FlowWire};
 use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::Link;
-use crate::net::routing::routing_table;
 use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
 use crate::rng::Rng;
 use crate::scenario::{FlowSpec, Scenario};
 use crate::source::burst::BurstStats;
-use crate::source::http::{HttpSession, RequestTable};
+use crate::source::http::HttpSession;
 use crate::source::udp::{UdpFlow, UdpSchedule};
 use crate::source::SourceSpec;
 use crate::tcp::send_delay::RandomSendDelay;
 use crate::tcp::{Handshake, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use crate::timer::{Fired, LazyTimer};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::VecDeque;
 
+mod summary;
 mod workload;
+
+pub use summary::{CaptureSummary, FlowSummary, LinkSummary, Output, Summary, TcpFlowSummary, UdpFlowSummary};
 
 pub struct Flow {
     pub name: String,
@@ -166,9 +168,8 @@ pub struct Simulation {
 
 impl Simulation {
     pub fn new(mut scenario: Scenario) -> Result<Simulation, String> {
-        scenario.validate()?;
+        let routes = scenario.validate()?;
         jittered_flows(&mut scenario);
-        let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
         let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
         let splits: Vec<Split> = scenario.splits.iter().map(|s| Split::new(s, scenario.seed)).collect();
         let mut split_of = vec![None; links.len()];
@@ -282,6 +283,8 @@ impl Simulation {
             }
             captures.push(Capture::create(spec.clone())?);
         }
+        let flow_series = series(&scenario, scenario.flows.len(), FlowSeries::reserve);
+        let queue_series = series(&scenario, scenario.links.len(), QueueSeries::reserve);
         Ok(Simulation {
             scenario,
             now: 0,
@@ -292,8 +295,8 @@ impl Simulation {
             split_of,
             flows,
             out: Vec::with_capacity(256),
-            flow_series: FlowSeries::default(),
-            queue_series: QueueSeries::default(),
+            flow_series,
+            queue_series,
             captures,
             wire,
             link_taps,
@@ -749,177 +752,29 @@ impl Simulation {
         }
     }
 
-    /// Per-flow and per-link totals (docs/core-interface.md).
+    /// The summary as JSON (`report` is the typed one).
     pub fn summary(&self) -> Value {
-        let flows: Vec<Value> = self
-            .flows
-            .iter()
-            .zip(&self.scenario.flows)
-            .map(|(f, spec)| {
-                if let Some(udp) = &f.udp {
-                    return udp_summary(f, udp);
-                }
-                let s = &f.sender;
-                let r = &f.receiver;
-                let ssthresh = s.cc_state.ssthresh;
-                let (syn_retransmits, synack_retransmits) = f.handshake_retransmits();
-                let http = f.http.as_ref();
-                json!({
-                    "name": f.name,
-                    "transport": "tcp",
-                    "group": spec.group,
-                    "algorithm": s.algorithm(),
-                    "mss_bytes": s.mss(),
-                    "header_bytes": s.header_bytes(),
-                    "start_ps": f.source.start_ps(),
-                    "end_ps": r.stats.last_delivery_ps,
-                    "completed": http.map_or(s.is_finished(), |h| h.is_done()),
-                    "bytes_delivered": f.delivered_bytes(),
-                    "bytes_sent": s.stats.bytes_sent,
-                    "segments_sent": s.stats.segments_sent,
-                    "segments_retransmitted": s.stats.segments_retransmitted,
-                    "fast_retransmits": s.stats.fast_retransmits,
-                    "timeouts": s.stats.timeouts,
-                    "dupacks_received": s.stats.dupacks_received,
-                    "acks_sent": r.stats.acks_sent,
-                    "out_of_order_segments": r.stats.out_of_order_segments,
-                    "duplicate_segments": r.stats.duplicate_segments,
-                    "bytes_read": r.bytes_read(self.now),
-                    "window_updates_sent": r.stats.window_updates_sent,
-                    "zero_window_acks_sent": r.stats.zero_window_acks_sent,
-                    "out_of_window_segments": r.stats.out_of_window_segments,
-                    "zero_window_probes": s.stats.zero_window_probes,
-                    "dsacks_sent": r.stats.dsacks_sent,
-                    "dsacks_received": s.stats.dsacks_received,
-                    "undos": s.stats.undos,
-                    "spurious_timeouts": s.stats.spurious_timeouts,
-                    "loss_probes": s.stats.loss_probes,
-                    "loss_probe_recoveries": s.stats.loss_probe_recoveries,
-                    "reordering_events": s.stats.reordering_events,
-                    "reordering_segments": s.reordering_segments(),
-                    "bytes_written": f.closed.written_bytes + s.bytes_written(),
-                    "bursts": f.bursts.bursts,
-                    "failed_burst_cycles": f.bursts.failed_cycles,
-                    "cwnd_segments": s.cc_state.cwnd,
-                    "ssthresh_segments": if ssthresh >= INFINITE_SSTHRESH { None } else { Some(ssthresh) },
-                    "data_packets_lost": f.losses.data_packets,
-                    "data_bytes_lost": f.losses.data_payload_bytes,
-                    "retransmissions_lost": f.losses.retransmissions,
-                    "ack_packets_lost": f.losses.ack_packets,
-                    "setup_packets_lost": f.losses.setup_packets,
-                    "first_send_ps": s.stats.first_send_ps,
-                    "slow_start_end_ps": s.stats.slow_start_end_ps,
-                    "slow_start_segments_sent": s.stats.slow_start_segments_sent,
-                    "slow_start_segments_lost": f.losses.slow_start_data_packets,
-                    "first_loss_ps": s.stats.first_loss_ps,
-                    "first_loss_cwnd_segments": s.stats.first_loss_ps.map(|_| s.stats.first_loss_cwnd_segments),
-                    "recovered_95_ps": s.stats.recovered_95_ps,
-                    "recovered_ps": s.stats.recovered_ps,
-                    "local_congestion_events": s.stats.local_congestion_events,
-                    "cwr_entries": s.stats.cwr_entries,
-                    "ecn_echoes": s.stats.ecn_echoes,
-                    "ce_segments_received": r.stats.ce_segments,
-                    "srtt_ps": s.rtt.srtt,
-                    "min_rtt_ps": s.rtt.min_rtt,
-                    "connections": http.map_or(1, |h| h.connections),
-                    "syn_retransmits": syn_retransmits,
-                    "synack_retransmits": synack_retransmits,
-                    "requests_completed": http.map(|h| h.records.len()),
-                    "request_retransmissions": http.map(|h| h.request_retransmissions),
-                })
-            })
-            .collect();
-        let links: Vec<Value> = self
-            .links
-            .iter()
-            .map(|l| {
-                let st = &l.stats;
-                json!({
-                    "name": l.spec.name,
-                    "from": l.spec.from,
-                    "to": l.spec.to,
-                    "rate_bps": l.spec.rate_bps,
-                    "delay_ps": l.spec.delay_ps,
-                    "packets_sent": st.packets_sent,
-                    "bytes_sent": st.bytes_sent,
-                    "busy_ps": st.busy_ps,
-                    "drops_packets": st.drops_packets,
-                    "drops_bytes": st.drops_bytes,
-                    "early_drops_packets": st.early_drops_packets,
-                    "impairment_drops_packets": st.impairment_drops_packets,
-                    "outage_drops_packets": st.outage_drops_packets,
-                    "ecn_marks": l.queue.ecn_marks(),
-                    "max_queue_packets": st.max_queue_packets,
-                    "max_queue_bytes": st.max_queue_bytes,
-                })
-            })
-            .collect();
-        let captures: Vec<Value> = self
-            .captures
-            .iter()
-            .map(|c| {
-                json!({
-                    "name": c.spec.name,
-                    "path": c.spec.path,
-                    "packets_written": c.packets_written,
-                    "packets_not_written": c.packets_not_written,
-                    "error": c.error,
-                })
-            })
-            .collect();
-        json!({
-            "name": self.scenario.name,
-            "seed": self.scenario.seed,
-            "duration_ps": self.scenario.duration_ps,
-            "events": self.events.popped,
-            "flows": flows,
-            "links": links,
-            "captures": captures,
-        })
+        serde_json::to_value(self.report()).expect("the summary serializes")
     }
 
-    /// Runs to the end and returns the summary and both time series.
-    /// A capture that could not be written says so in its summary entry (`error`).
+    /// Runs to the end and returns the summary and the columns as JSON (`finish_output` is
+    /// the typed one, which moves the columns out).
     pub fn finish(&mut self) -> Value {
-        self.run();
-        for c in &mut self.captures {
-            c.flush();
-        }
-        let mut requests = RequestTable::default();
-        for (i, flow) in self.flows.iter().enumerate() {
-            for r in flow.http.iter().flat_map(|h| &h.records) {
-                requests.push(i as u32, r);
-            }
-        }
-        json!({
-            "summary": self.summary(),
-            "flow_series": self.flow_series,
-            "queue_series": self.queue_series,
-            "requests": requests,
-        })
+        serde_json::to_value(self.finish_output()).expect("the output serializes")
     }
 }
 
-/// A UDP flow's summary entry (docs/core-interface.md): no TCP keys at all, so that nothing
-/// reads a window or a retransmission count a UDP flow does not have.
-fn udp_summary(f: &Flow, udp: &UdpFlow) -> Value {
-    let st = &udp.stats;
-    json!({
-        "name": f.name,
-        "transport": "udp",
-        "source": f.source.kind(),
-        "payload_bytes": f.source.udp_payload_bytes(),
-        "header_bytes": crate::packet::IPV4_UDP_HEADER_BYTES,
-        "start_ps": f.source.start_ps(),
-        "end_ps": st.last_arrival_ps,
-        "bytes_sent": st.bytes_sent,
-        "bytes_delivered": st.bytes_received,
-        "bytes_lost": st.bytes_lost,
-        "datagrams_sent": st.datagrams_sent,
-        "datagrams_received": st.datagrams_received,
-        "datagrams_lost": st.datagrams_lost,
-        "datagrams_in_flight_at_end": st.datagrams_in_flight(),
-    })
+/// A time-series table with room for every sample of `rows_per_sample` rows, so that the
+/// columns are allocated once at their final size rather than doubled (and copied) as they
+/// grow: a run's largest memory is its flow series. Capped, so that a document from the Rust
+/// API with an absurd sample count does not reserve more than it fills.
+fn series<T: Default>(scenario: &Scenario, rows_per_sample: usize, reserve: fn(&mut T, usize)) -> T {
+    const MAX_RESERVED_ROWS: u64 = 1 << 27;
+    let samples = (scenario.duration_ps / scenario.sample_interval_ps.max(1)).saturating_add(1);
+    let rows = samples.saturating_mul(rows_per_sample as u64).min(MAX_RESERVED_ROWS);
+    let mut table = T::default();
+    reserve(&mut table, rows as usize);
+    table
 }
 
 /// The idle endpoints' congestion control (never consulted).

@@ -2,16 +2,61 @@
 //!
 //! Thin on purpose: the Python package validates scenarios and shapes results; this module
 //! only builds a simulation from a normalized scenario (JSON), advances it with the GIL
-//! released, and returns its results.
+//! released, and hands back its results: the summary as one small JSON object, the time
+//! series and request tables as columns whose memory numpy views without a copy
+//! (`Column.__array_interface__`), so a run's largest data is never copied or turned into
+//! Python objects.
 
-use fatpipe_core::Simulation as CoreSimulation;
+use fatpipe_core::probe::Column as CoreColumn;
+use fatpipe_core::{Scenario, Simulation as CoreSimulation};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 
 /// A simulation built from a normalized scenario (see docs/core-interface.md).
 #[pyclass(module = "fatpipe._core")]
 struct Simulation {
     inner: CoreSimulation,
+}
+
+/// One column of results, owned here; `numpy.asarray(column)` views it read-only through
+/// the array interface, and keeps this object alive as long as the array lives.
+#[pyclass(module = "fatpipe._core", frozen)]
+struct Column {
+    data: CoreColumn,
+}
+
+#[pymethods]
+impl Column {
+    fn __len__(&self) -> usize {
+        self.data.len()
+    }
+
+    /// numpy's array interface (version 3): shape, element type, and the data's address.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let endian = if cfg!(target_endian = "little") { "<" } else { ">" };
+        let (address, len, kind) = match &self.data {
+            CoreColumn::U64(v) => (v.as_ptr() as usize, v.len(), "u8"),
+            CoreColumn::I64(v) => (v.as_ptr() as usize, v.len(), "i8"),
+            CoreColumn::U32(v) => (v.as_ptr() as usize, v.len(), "u4"),
+        };
+        let interface = PyDict::new(py);
+        interface.set_item("version", 3)?;
+        interface.set_item("shape", PyTuple::new(py, [len])?)?;
+        interface.set_item("typestr", format!("{endian}{kind}"))?;
+        interface.set_item("data", (address, true))?;
+        Ok(interface)
+    }
+}
+
+/// A table's columns as a dict of `Column`s, moved out of the simulation.
+fn columns<'py>(py: Python<'py>, table: Vec<(&'static str, CoreColumn)>) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (name, data) in table {
+        dict.set_item(name, Py::new(py, Column { data })?)?;
+    }
+    Ok(dict)
 }
 
 #[pymethods]
@@ -47,12 +92,34 @@ impl Simulation {
         py.detach(|| inner.run_until(t_ps));
     }
 
-    /// Runs to the end; returns {"summary", "flow_series", "queue_series"} as a dict.
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &mut self.inner;
-        let text = py.detach(|| inner.finish().to_string());
-        py.import("json")?.call_method1("loads", (text,))
+    /// Every flow's counters now, as columns (for reports while the run goes on).
+    fn flow_counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        columns(py, self.inner.flow_counters().into_columns())
     }
+
+    /// Runs to the end; returns {"summary": dict, "flow_series", "queue_series",
+    /// "requests": {column name: Column}}. The columns are moved out: call it once.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let inner = &mut self.inner;
+        let (summary, output) = py.detach(|| {
+            let output = inner.finish_output();
+            (serde_json::to_string(&output.summary).expect("the summary serializes"), output)
+        });
+        let result = PyDict::new(py);
+        result.set_item("summary", py.import("json")?.call_method1("loads", (summary,))?)?;
+        result.set_item("flow_series", columns(py, output.flow_series.into_columns())?)?;
+        result.set_item("queue_series", columns(py, output.queue_series.into_columns())?)?;
+        result.set_item("requests", columns(py, output.requests.into_columns())?)?;
+        Ok(result)
+    }
+}
+
+/// Checks a normalized scenario as `Simulation` would (references, routes, MTU along them),
+/// without building anything; raises ValueError("<path>: <message>").
+#[pyfunction]
+fn check(scenario_json: &str) -> PyResult<()> {
+    let scenario = Scenario::from_json(scenario_json).map_err(PyValueError::new_err)?;
+    scenario.validate().map(|_| ()).map_err(PyValueError::new_err)
 }
 
 /// Version of the Rust core.
@@ -64,6 +131,8 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add_class::<Column>()?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -34,6 +34,7 @@
 use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::rng::Rng;
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// STARTUP's gain: 2/ln 2 = 2.885, the smallest that doubles the delivery rate every round
@@ -82,7 +83,7 @@ const QUANTUM_INTERVAL_PS: Time = PS_PER_MS;
 const QUANTUM_MAX_BYTES: u64 = 64 * 1024;
 const QUANTA_IN_CWND: u64 = 3;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BbrConfig {
     /// Pacing and cwnd gain of STARTUP; DRAIN paces at its inverse. Dimensionless, > 1.
@@ -657,20 +658,17 @@ impl CongestionControl for Bbr {
     }
 
     fn cwnd_event(&mut self, s: &mut CcState, ev: CwndEvent) {
-        match ev {
-            // The core signals this only when nothing is in flight: a restart from idle.
-            CwndEvent::TxStart => {
-                self.idle_restart = true;
-                match self.mode {
-                    // No need to probe on a restart: pace at the estimate (Linux
-                    // `bbr_cwnd_event`).
-                    Mode::ProbeBw => self.set_pacing_rate(s, self.max_bw.get(), 1.0),
-                    // The idle period drained the queue as PROBE_RTT would.
-                    Mode::ProbeRtt => self.check_probe_rtt_done(s),
-                    Mode::Startup | Mode::Drain => {}
-                }
+        // The core signals this only when nothing is in flight: a restart from idle.
+        if ev == CwndEvent::TxStart {
+            self.idle_restart = true;
+            match self.mode {
+                // No need to probe on a restart: pace at the estimate (Linux
+                // `bbr_cwnd_event`).
+                Mode::ProbeBw => self.set_pacing_rate(s, self.max_bw.get(), 1.0),
+                // The idle period drained the queue as PROBE_RTT would.
+                Mode::ProbeRtt => self.check_probe_rtt_done(s),
+                Mode::Startup | Mode::Drain => {}
             }
-            _ => {}
         }
     }
 

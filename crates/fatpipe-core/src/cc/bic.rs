@@ -26,6 +26,7 @@
 //! segments each ACK covers, so growth counts them exactly instead.
 
 use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// B: the binary search moves 1/B of the way to W_max per RTT (Linux `BICTCP_B`).
@@ -38,7 +39,7 @@ const NO_LOSS_MAX_CNT: u32 = 20;
 /// Standard TCP's decrease at or below `low_window` (Linux halves there).
 const STANDARD_DECREASE_FACTOR: f64 = 0.5;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BicConfig {
     /// S_max: the largest increase per RTT, segments (Linux `max_increment`: 16).

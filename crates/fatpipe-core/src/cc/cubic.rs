@@ -36,13 +36,14 @@
 
 use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::time::{to_seconds, Time};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// The target is at most this multiple of cwnd: growth never beats slow start's rate
 /// (RFC 9438 section 4.2, after [SXEZ19]).
 const MAX_TARGET_PER_CWND: f64 = 1.5;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CubicConfig {
     /// C: aggressiveness of the cubic growth, segments per second cubed (RFC 9438 section 5:
@@ -192,9 +193,8 @@ impl CongestionControl for Cubic {
     }
 
     fn cwnd_event(&mut self, _s: &mut CcState, ev: CwndEvent) {
-        match ev {
-            CwndEvent::TxStart => self.epoch = None,
-            _ => {}
+        if ev == CwndEvent::TxStart {
+            self.epoch = None;
         }
     }
 }

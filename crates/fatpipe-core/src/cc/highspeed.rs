@@ -32,6 +32,7 @@
 //! acknowledged segments (RFC 3465, as Linux), so delayed ACKs do not slow it.
 
 use super::{cong_avoid_ai, slow_start_first, AckSample, CcState, CongestionControl};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Standard TCP's decrease, the fraction of the window given up on a loss (RFC 5681 eq. 4).
@@ -48,7 +49,7 @@ const STANDARD_RESPONSE_CONSTANT: f64 = 1.2;
 pub const MAX_TABLE_ENTRIES: usize = 100_000;
 
 /// RFC 3649's parameters; the defaults are the RFC's and document 001's.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HighSpeedConfig {
     /// Low_Window: the window, segments, up to which HighSpeed TCP is standard TCP

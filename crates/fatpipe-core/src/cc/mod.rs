@@ -21,6 +21,7 @@ pub mod vegas;
 pub mod westwood;
 
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Linux's `TCP_INFINITE_SSTHRESH`: no slow-start threshold set yet.
@@ -279,7 +280,7 @@ pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
 }
 
 /// Which algorithm a flow uses and its parameters, as the scenario gives them.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(tag = "algorithm", rename_all = "lowercase", deny_unknown_fields)]
 pub enum CcSpec {
     Reno(reno::RenoConfig),

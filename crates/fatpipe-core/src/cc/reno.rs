@@ -10,9 +10,10 @@
 //!   covers, as Linux does.
 
 use super::{cong_avoid_ai, slow_start_first, AckSample, CcState, CongestionControl};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenoConfig {
     /// Additive increase, segments per RTT (RFC 5681: 1).

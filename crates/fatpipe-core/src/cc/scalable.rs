@@ -14,12 +14,13 @@
 //! Kelly's a means whatever the ACK ratio. Document 001 tunes a and b (experiment E1.4).
 
 use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Standard TCP's decrease below the legacy window (RFC 5681 eq. 4).
 const STANDARD_DECREASE: f64 = 0.5;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScalableConfig {
     /// Increase per acknowledged segment, segments: the window grows by a x cwnd per RTT

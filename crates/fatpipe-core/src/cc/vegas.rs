@@ -46,6 +46,7 @@
 use super::round::RoundTracker;
 use super::{cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// The smallest window Vegas's linear decrease may reach, segments (Linux `tcp_vegas.c` and
@@ -62,7 +63,7 @@ pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
 /// grows as Reno (Linux `tcp_vegas_cong_avoid`: `if (vegas->cntRTT <= 2)`).
 pub const MIN_ROUND_RTT_SAMPLES: u64 = 3;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VegasConfig {
     /// Fewer of the flow's packets than this queued in the network: grow by one segment per

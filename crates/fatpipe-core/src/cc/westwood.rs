@@ -36,6 +36,7 @@
 use super::reno::{Reno, RenoConfig};
 use super::{AckSample, CaState, CcState, CongestionControl};
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Smallest ssthresh after a loss, segments (the papers' "if ssthresh < 2 then ssthresh = 2").
@@ -56,7 +57,7 @@ const RENO_INCREASE_SEGMENTS_PER_RTT: f64 = 1.0;
 /// Unused by Westwood, which sets ssthresh from its estimate; Reno's value for completeness.
 const RENO_DECREASE_FRACTION: f64 = 0.5;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodConfig {
     /// Time constant tau of the bandwidth filter (cut-off frequency 1/tau), picoseconds.
@@ -79,7 +80,7 @@ impl WestwoodConfig {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodPlusConfig {
     /// Shortest bandwidth-sampling interval, picoseconds: a sample spans at least

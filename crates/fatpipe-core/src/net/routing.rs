@@ -2,12 +2,13 @@
 //! hops; ties go to the lowest link index so routes are deterministic).
 
 use super::link::LinkSpec;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::VecDeque;
 
 /// An explicit route: the links, in order, that packets for the path's last node take from
 /// each node along it (overriding the shortest paths there).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSpec {
     pub links: Vec<u32>,

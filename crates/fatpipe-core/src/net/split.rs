@@ -7,12 +7,13 @@
 //! replaces that member by a random draw from the group.
 
 use crate::rng::Rng;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Probabilities must sum to 1 within this (Python checks the same).
 pub const PROBABILITY_SUM_TOLERANCE: f64 = 1e-9;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SplitSpec {
     /// The name of the link the user split (the seed of the group's generator).

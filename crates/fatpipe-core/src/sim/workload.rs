@@ -20,6 +20,9 @@ impl Simulation {
             return;
         }
         let Some(h) = &mut flow.handshake else {
+            if !self.captures.is_empty() && flow.udp.is_none() {
+                self.capture_synthetic_handshake(f);
+            }
             self.start_application(f);
             return;
         };
@@ -28,6 +31,32 @@ impl Simulation {
         self.send_all(&mut out);
         self.out = out;
         self.sync_timers(f);
+    }
+
+    /// A flow that starts established (no `tcp.handshake`) still shows its SYN, SYN-ACK and
+    /// ACK in packet captures, at its start and marked as synthetic in docs/metrics.md: they
+    /// are written where the captures would have seen them (every link of their route and
+    /// the host they reach) but take no time, no queue space and cannot be lost. Without
+    /// them tools cannot know the window scale (tshark shows -1, tcptrace a 64 KB window).
+    #[cold]
+    fn capture_synthetic_handshake(&mut self, f: u32) {
+        let spec = &self.scenario.flows[f as usize];
+        let exchange = Handshake::new(f, self.flows[f as usize].conn, spec.src, spec.dst, spec.tcp());
+        let mut out = Vec::with_capacity(3);
+        exchange.synthetic_exchange(self.now, &mut out);
+        for pkt in out {
+            let mut node = pkt.src;
+            while node != pkt.dst {
+                let Some(l) = self.routes[node as usize][pkt.dst as usize] else { break };
+                if !self.link_taps[l as usize].is_empty() {
+                    self.tap(l, true, &pkt);
+                }
+                node = self.links[l as usize].spec.to;
+            }
+            if node == pkt.dst && !self.node_taps[node as usize].is_empty() {
+                self.tap(node, false, &pkt);
+            }
+        }
     }
 
     /// Sends packets that may come from either end (a timer of both): each from its source.

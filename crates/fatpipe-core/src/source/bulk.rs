@@ -3,9 +3,10 @@
 //! `stop_ps`. What it wrote before stopping is still delivered.
 
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkConfig {
     pub start_ps: Time,

@@ -8,9 +8,10 @@
 use crate::packet::Packet;
 use crate::tcp::TcpSender;
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BurstConfig {
     pub start_ps: Time,

@@ -33,9 +33,10 @@ use crate::tcp::handshake::Established;
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::{TcpConfig, TcpSender};
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
     /// When the client starts its first request.
@@ -55,7 +56,7 @@ pub struct HttpConfig {
     pub server_pacing: Option<ServerPacing>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerPacing {
     pub burst_bytes: u64,
@@ -86,8 +87,10 @@ impl RequestRecord {
     }
 }
 
+crate::columns! {
 /// Every flow's completed requests as columns (docs/core-interface.md).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RequestTable {
     pub flow: Vec<u32>,
     pub request: Vec<u64>,
@@ -99,6 +102,7 @@ pub struct RequestTable {
     pub first_byte_ps: Vec<u64>,
     pub last_byte_ps: Vec<u64>,
     pub response_time_ps: Vec<u64>,
+}
 }
 
 impl RequestTable {

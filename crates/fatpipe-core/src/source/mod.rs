@@ -9,9 +9,10 @@ pub mod udp_burst;
 pub mod udp_cbr;
 pub mod udp_onoff;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum SourceSpec {
     Bulk(bulk::BulkConfig),

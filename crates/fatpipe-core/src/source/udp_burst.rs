@@ -15,9 +15,10 @@
 //! interface drains, so the burst leaves at line rate rather than all at once.
 
 use crate::time::{transmission_time, Time};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UdpBurstConfig {
     pub start_ps: Time,

@@ -4,9 +4,10 @@
 //! headers (and the link's framing).
 
 use crate::time::{transmission_time, Time};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UdpCbrConfig {
     pub start_ps: Time,

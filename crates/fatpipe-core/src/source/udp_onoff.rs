@@ -3,9 +3,10 @@
 //! on + off, the mean rate rate x on / (on + off).
 
 use crate::time::{transmission_time, Time};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UdpOnOffConfig {
     pub start_ps: Time,

@@ -2,10 +2,11 @@
 //! `docs/scenario.md`; the Python layer fills every field, so there are no defaults here.
 
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// How the sender detects and repairs losses (all in the TCP core, as in Linux).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Recovery {
     /// Fast retransmit, then slow start from one segment (Jacobson 1988; 4.3BSD Tahoe).
@@ -21,7 +22,7 @@ pub enum Recovery {
 
 /// Which loss detection and recovery runs: the RFC reference stack, or Linux's
 /// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/recovery/linux.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Stack {
     /// RFC 5681, 6582, 6675 and 6298 as written (and ns-2 in spirit), with the `recovery`
@@ -35,7 +36,7 @@ pub enum Stack {
 }
 
 /// The RTO estimator.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RtoEstimator {
     /// RFC 6298: RTO = SRTT + 4 RTTVAR, clamped to [min_rto, max_rto].
@@ -46,7 +47,7 @@ pub enum RtoEstimator {
     Linux,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TcpConfig {
     /// Maximum segment size: payload bytes per full segment.

@@ -186,6 +186,17 @@ impl Handshake {
         });
     }
 
+    /// The three segments of an exchange that is not simulated, all at `now`: what a
+    /// connection that starts established would have sent, for packet captures only (so that
+    /// tools learn the MSS, SACK-permitted, timestamps and window scale from its SYNs).
+    pub fn synthetic_exchange(&self, now: Time, out: &mut Vec<Packet>) {
+        for kind in [PacketKind::Syn, PacketKind::SynAck, PacketKind::HandshakeAck] {
+            self.send(now, kind, false, out);
+            // Each answers the segment before, sent at the same instant.
+            out.last_mut().expect("just pushed").ts_ecr = if kind == PacketKind::Syn { 0 } else { now };
+        }
+    }
+
     /// The opener sends its SYN (the application called connect()).
     pub fn open(&mut self, now: Time, out: &mut Vec<Packet>) {
         debug_assert_eq!(self.opener.state, State::Idle);

@@ -13,6 +13,7 @@
 //! - `high_rxt`: retransmissions walk the lost holes upward, so every hole below `high_rxt`
 //!   has been retransmitted once in this recovery, and `rxt_in_flight` (unSACKed bytes in
 //!   [SND.UNA, high_rxt)) is what of those retransmissions is still in the network.
+//!
 //! Then pipe = outstanding - SACKed - lost holes + retransmissions in flight (RFC 6675 SetPipe).
 
 use super::ranges::RangeSet;

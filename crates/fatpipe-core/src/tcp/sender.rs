@@ -13,6 +13,7 @@
 //! - SACK (RFC 2018, RFC 6675): a scoreboard (`scoreboard.rs`) says which holes are lost;
 //!   during recovery cwnd = ssthresh and segments go out while pipe < cwnd, lost holes first
 //!   (NextSeg), then new data; optional FACK loss detection.
+//!
 //! Delayed Congestion Response (document 004) raises the duplicate-ACK threshold to cwnd/div
 //! and sends a new segment per duplicate ACK meanwhile.
 //! A retransmission timeout (RFC 6298, Karn, exponential backoff) sets cwnd to one segment;
@@ -874,10 +875,11 @@ impl TcpSender {
                         .loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack)
                         .below
                         > self.snd_una;
-                if past_recover && (self.dupacks >= self.dupthresh() || sack_says_lost) {
-                    if open || self.recovery != Recovery::Sack {
-                        self.enter_recovery(now, out);
-                    }
+                if past_recover
+                    && (self.dupacks >= self.dupthresh() || sack_says_lost)
+                    && (open || self.recovery != Recovery::Sack)
+                {
+                    self.enter_recovery(now, out);
                 }
             }
         }
@@ -1139,8 +1141,6 @@ impl TcpSender {
         self.ecn_cwr_pending = self.ecn;
         self.set_ca_state(now, CaState::Cwr);
     }
-
-    /// The retransmission timer expired.
 
     /// The persist interval: the RTO (at least min_rto), doubled per unanswered probe, at most
     /// max_rto (Linux `tcp_probe0_when`).

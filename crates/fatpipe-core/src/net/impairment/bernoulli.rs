@@ -3,9 +3,10 @@
 //! TCP response functions (Mathis et al. 1997; RFC 3649).
 
 use crate::rng::Rng;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BernoulliConfig {
     /// Probability that a packet is lost, in [0, 1].

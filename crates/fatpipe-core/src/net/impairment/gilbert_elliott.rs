@@ -4,9 +4,10 @@
 //! long-run share of time in Bad is p_good_to_bad / (p_good_to_bad + p_bad_to_good).
 
 use crate::rng::Rng;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GilbertElliottConfig {
     /// Per-packet probability of moving from Good to Bad.

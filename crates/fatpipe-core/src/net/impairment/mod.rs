@@ -8,9 +8,10 @@ pub mod outage;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ImpairmentSpec {
     Bernoulli(bernoulli::BernoulliConfig),

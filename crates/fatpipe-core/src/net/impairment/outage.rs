@@ -2,9 +2,10 @@
 //! lost (document 004 dropped all traffic for 0.5 s and for 3 s to test recovery).
 
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutageConfig {
     /// Windows [start_ps, end_ps), in increasing order, not overlapping.

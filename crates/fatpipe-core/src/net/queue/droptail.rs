@@ -6,10 +6,11 @@
 use super::{Admission, QueueDiscipline};
 use crate::packet::Packet;
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::VecDeque;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DropTailConfig {
     /// Most packets waiting (None: no packet limit).

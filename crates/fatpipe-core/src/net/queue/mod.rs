@@ -9,6 +9,7 @@ pub mod red;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::Time;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Why a discipline refused a packet.
@@ -53,6 +54,10 @@ pub trait QueueDiscipline: Send + Sync {
     fn ecn_marks(&self) -> u64 {
         0
     }
+    /// RED's (min_th, max_th, w_q) in effect, the given or automatic ones; None for others.
+    fn red_parameters(&self) -> Option<(f64, f64, f64)> {
+        None
+    }
     /// Packets waiting.
     fn len_packets(&self) -> usize;
     /// IP bytes waiting.
@@ -60,7 +65,7 @@ pub trait QueueDiscipline: Send + Sync {
 }
 
 /// A queue as the scenario gives it.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(tag = "discipline", rename_all = "lowercase", deny_unknown_fields)]
 pub enum QueueSpec {
     Droptail(droptail::DropTailConfig),

@@ -14,6 +14,7 @@
 //!   drops by the count of packets since the last one, p_a = p_b / (1 - count p_b);
 //! - gentle, max_th <= avg < 2 max_th: p_b = max_p + (1 - max_p)(avg - max_th) / max_th;
 //! - above (max_th, or 2 max_th when gentle): drop.
+//!
 //! In byte mode the count is in mean-sized packets of the bytes since the last drop and p_a
 //! is scaled by the packet's size over the mean packet size (ns-2 `modify_p`). The hard limit
 //! (`limit_packets`) still drops arrivals to a full queue. Every drop, early or forced,
@@ -30,6 +31,7 @@ use super::{Admission, QueueDiscipline};
 use crate::packet::{Ecn, Packet};
 use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::VecDeque;
 
@@ -42,7 +44,7 @@ pub const NS2_MAX_P: f64 = 0.1;
 /// Floyd and Jacobson's recommended floor for min_th, packets (ns-2 automatic: 5).
 pub const MIN_TH_FLOOR_PACKETS: f64 = 5.0;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedConfig {
     /// Hard limit, packets (None: none).
@@ -259,6 +261,10 @@ impl QueueDiscipline for Red {
 
     fn ecn_marks(&self) -> u64 {
         self.marks
+    }
+
+    fn red_parameters(&self) -> Option<(f64, f64, f64)> {
+        Some(self.thresholds())
     }
 
     fn len_packets(&self) -> usize {

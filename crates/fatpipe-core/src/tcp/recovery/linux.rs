@@ -14,6 +14,7 @@
 //! - the window: in Recovery and CWR it comes down by PRR or rate halving (`prr.rs`);
 //!   otherwise the congestion control grows it by what was delivered (`cong_avoid`), or sets
 //!   it (`cong_control`).
+//!
 //! The send loop and the timers of this stack are in `linux_send.rs`.
 
 use super::prr::Prr;

@@ -56,7 +56,7 @@ impl TcpSender {
         }
         let q = &mut self.lx.q;
         self.lx.delivered += acked.saturating_sub(q.sacked_out).max(1) as u64;
-        q.sacked_out = if acked - 1 >= q.sacked_out { 0 } else { q.sacked_out - (acked - 1) };
+        q.sacked_out = q.sacked_out.saturating_sub(acked - 1);
     }
 
     /// Marks losses by the configured rule (Linux `tcp_identify_packet_loss`).

@@ -10,6 +10,7 @@
 //! - `linux.rs`: the ACK path and the state machine that ties them (`tcp_ack`,
 //!   `tcp_fastretrans_alert`), and the window after each ACK (`tcp_cong_control`);
 //! - `linux_send.rs`: the send loop and the timer slot (RTO, reordering timer, loss probe).
+//!
 //! The RFC stack's variants live in `tcp/sender.rs`.
 
 pub mod linux;

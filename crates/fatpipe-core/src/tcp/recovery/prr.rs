@@ -11,10 +11,11 @@
 //!   limit), and never above in_flight + 1; leaving the reduction sets cwnd to
 //!   min(cwnd, ssthresh) (`tcp_complete_cwr`).
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// The window reduction in force during recovery and CWR.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowReduction {
     /// RFC 6937, Linux 3.2 and later.

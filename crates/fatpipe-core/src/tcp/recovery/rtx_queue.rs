@@ -16,6 +16,7 @@
 //!   it must wait for;
 //! - segments marked lost queue for retransmission in a FIFO that skips, once, those
 //!   delivered or resent meanwhile.
+//!
 //! So the work per ACK is amortized O(1) in the window (and O(log n) per SACK block).
 
 use crate::time::Time;

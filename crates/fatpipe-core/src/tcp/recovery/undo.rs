@@ -9,6 +9,7 @@
 //!   timestamp older than the first retransmission, so it acknowledges an original;
 //! - F-RTO (RFC 5682, SACK-enhanced, section 3.1): after a timeout the first ACKs deliver
 //!   segments that were never retransmitted, so the timeout was spurious.
+//!
 //! An undo restores cwnd (the algorithm's `undo_cwnd`, by default max(cwnd, prior_cwnd)) and
 //! ssthresh (the larger of it and the one before the reduction).
 

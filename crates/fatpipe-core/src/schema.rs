@@ -1,0 +1,40 @@
+//! The contract between the core and Python, as JSON Schema generated from the serde types:
+//! the normalized scenario the core reads (`Scenario`, as serde deserializes it) and the
+//! results it returns (`sim::Output`, as serde serializes it). The generated files are
+//! committed in `python/fatpipe/schemas/` (shipped with the package); the test
+//! `tests/contract.rs` fails when they differ from these types, and Python's tests check the
+//! normalizer's documents, the core's real output and the test double against them.
+
+use crate::scenario::Scenario;
+use crate::sim::Output;
+use schemars::generate::SchemaSettings;
+use serde_json::Value;
+
+/// JSON Schema of the normalized scenario the core accepts.
+pub fn scenario_schema() -> Value {
+    let generator = SchemaSettings::draft2020_12().for_deserialize().into_generator();
+    let mut schema = generator.into_root_schema_for::<Scenario>().to_value();
+    annotate(
+        &mut schema,
+        "fatpipe normalized scenario",
+        "The document Python's scenario loader hands the core (docs/core-interface.md).",
+    );
+    schema
+}
+
+/// JSON Schema of `Simulation::finish`'s output (the columns as arrays of integers). Every
+/// key is required, null where a value is absent, and no other key is allowed, so a key the
+/// core adds, renames or drops shows as a difference.
+pub fn results_schema() -> Value {
+    let generator = SchemaSettings::draft2020_12().for_serialize().into_generator();
+    let mut schema = generator.into_root_schema_for::<Output>().to_value();
+    annotate(&mut schema, "fatpipe core results", "What Simulation::finish returns (docs/core-interface.md).");
+    schema
+}
+
+fn annotate(schema: &mut Value, title: &str, description: &str) {
+    if let Some(map) = schema.as_object_mut() {
+        map.insert("title".into(), title.into());
+        map.insert("description".into(), description.into());
+    }
+}

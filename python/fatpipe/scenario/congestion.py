@@ -1,0 +1,319 @@
+"""Congestion control: every algorithm's parameters and normalizer, and the presets that
+name the documents' TCP versions (algorithm + loss recovery)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Mapping, Tuple
+
+from .kinds import Boolean, Duration, Integer, Real, Size
+from .schema import UNSET, Field, Table, Tagged, _fail, _toml_literal
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A congestion control algorithm: its parameters and the normalizer to the core's JSON."""
+
+    table: Table
+    normalize: Callable[[Dict[str, Any], str], Dict[str, Any]]
+
+
+# ---- congestion control --------------------------------------------------------------
+
+_RENO = Table(
+    fields=(
+        Field(
+            "a",
+            Real(lower=0.0, example=1.0),
+            "additive increase: segments added to cwnd per RTT in congestion avoidance",
+            1.0,
+            "RFC 5681 section 3.1",
+        ),
+        Field(
+            "b",
+            Real(lower=0.0, upper=1.0, example=0.5),
+            "multiplicative decrease: the fraction of the window given up after a loss "
+            "(ssthresh = (1 - b) x cwnd; 0.5 halves it). Same meaning as b in Scalable and "
+            "HighSpeed TCP (documents 001, 003)",
+            0.5,
+            "RFC 5681 equation 4 (ssthresh = FlightSize / 2)",
+        ),
+        Field(
+            "byte_counting",
+            Boolean(),
+            "grow cwnd by the segments each ACK covers (RFC 3465 appropriate byte counting, as "
+            "Linux does) instead of by one per ACK, which delayed ACKs slow down",
+            False,
+            "RFC 5681 grows cwnd per ACK; RFC 3465 byte counting is experimental",
+        ),
+    ),
+    doc="Standard TCP congestion control: slow start, then AIMD(a, b) congestion avoidance "
+    "(RFC 5681, Jacobson 1988).",
+)
+
+
+def _normalize_reno(params: Dict[str, Any], path: str) -> Dict[str, Any]:
+    return {
+        "algorithm": "reno",
+        "a": float(params["a"]),
+        "b": float(params["b"]),
+        "byte_counting": bool(params["byte_counting"]),
+    }
+
+
+def _simple_algorithm(name: str, doc: str, *params: Tuple[Field, str]) -> Algorithm:
+    """An algorithm whose parameters map one to one onto the core's: each (Field, core key).
+    Durations arrive in picoseconds (their core keys end in _ps), numbers as given."""
+    table = Table(fields=tuple(f for f, _ in params), doc=doc)
+    core_keys = {f.key: core_key for f, core_key in params}
+
+    def normalize(values: Dict[str, Any], path: str) -> Dict[str, Any]:
+        return {"algorithm": name, **{core_keys[k]: v for k, v in values.items()}}
+
+    return Algorithm(table=table, normalize=normalize)
+
+
+def _packets(key: str, default: float, meaning: str, source: str) -> Field:
+    return Field(key, Real(lower=0.0, lower_open=False, example=default), meaning + ", packets", default, source)
+
+
+_BYTE_COUNTING = Field(
+    "byte_counting",
+    Boolean(),
+    "grow by the segments each ACK covers (RFC 3465) instead of per ACK",
+    False,
+    "RFC 5681 (per ACK), as Reno here and the documents' kernels and ns-2",
+)
+
+_VEGAS = _simple_algorithm(
+    "vegas",
+    "TCP Vegas (Brakmo and Peterson 1995): once per RTT compares the expected rate cwnd/baseRTT "
+    "with the actual cwnd/RTT; the difference is the flow's packets queued in the network. "
+    "Slow start grows every other RTT.",
+    (_packets("alpha", 1.0, "fewer queued than this: grow one segment per RTT", "Brakmo and Peterson 1995; ns-2 v_alpha_ (Linux: 2)"), "alpha"),
+    (_packets("beta", 3.0, "more queued than this: shrink one segment per RTT", "Brakmo and Peterson 1995; ns-2 v_beta_ (Linux: 4)"), "beta"),
+    (_packets("gamma", 1.0, "more queued than this at the end of a slow-start round: leave slow start", "Brakmo and Peterson 1995; ns-2 v_gamma_"), "gamma"),
+)
+
+_WESTWOOD = _simple_algorithm(
+    "westwood",
+    "TCP Westwood (Mascolo et al. 2001): a bandwidth estimate filtered from every ACK; after a "
+    "loss ssthresh = BWE x RTTmin / MSS instead of halving.",
+    (Field("filter_time_constant", Duration(example="1s"), "time constant tau of the bandwidth filter", "1s", "ns-2 UCLA TCP Westwood, tau_ 1.0"), "filter_time_constant_ps"),
+    (_BYTE_COUNTING, "byte_counting"),
+)
+
+_WESTWOOD_PLUS = _simple_algorithm(
+    "westwood_plus",
+    "TCP Westwood+ (Grieco and Mascolo 2004): one bandwidth sample per RTT, low-pass filtered "
+    "as Linux does; the same response to losses as Westwood.",
+    (Field("min_sample_interval", Duration(positive=False, example="50ms"), "shortest bandwidth-sampling interval (a sample spans max(RTT, this))", "50ms", "Linux TCP_WESTWOOD_RTT_MIN"), "min_sample_interval_ps"),
+    (_BYTE_COUNTING, "byte_counting"),
+)
+
+_FAST = _simple_algorithm(
+    "fast",
+    "FAST TCP (Jin, Wei and Low 2004): w <- min(2w, (1 - gamma) w + gamma (baseRTT / RTT x w + "
+    "alpha)); holds about alpha of its packets in queues; beta is the top of the band where "
+    "the window is left alone (document 004).",
+    (_packets("alpha", 200.0, "the flow's packets queued in the network at equilibrium", "document 004: the prototype's default 200/212"), "alpha"),
+    (_packets("beta", 212.0, "top of the band [alpha, beta) of queued packets where the window is not changed (at least alpha)", "document 004"), "beta"),
+    (Field("gamma", Real(lower=0.0, upper=1.0, upper_open=False, example=0.5), "weight of one update's step towards the target window", 0.5, "ns-2 FAST module gamma_"), "gamma"),
+    (Field("update_interval", Duration(positive=False, example="20ms"), "time between window updates; 0 updates once per RTT", "0s", "Jin, Wei and Low 2004 (per RTT)"), "update_interval_ps"),
+    (_packets("slow_start_exit", 1.0, "slow start ends when more of the flow's packets than this are queued", "Vegas's gamma (document 004 gives no value)"), "slow_start_exit_packets"),
+)
+
+_GRIDDT = _simple_algorithm(
+    "griddt",
+    "GridDT (document 004 section 4.3): additive increase mssval x rttval segments per RTT "
+    "(mssval = max(1, mss_ref / MSS), rttval = max(1, (minRTT / rtt_ref)^2)), spread over the "
+    "RTT; a loss takes cwnd / cwnd_decr off.",
+    (Field("mss_ref", Size(minimum=1, example=1500), "reference segment size, bytes", 1500, "document 004 (sysctl_tcp_mss_ref)"), "mss_ref_bytes"),
+    (Field("rtt_ref", Duration(example="10ms"), "reference RTT", "10ms", "document 004 (sysctl_tcp_rtt_ref); its tests used 50 ms"), "rtt_ref_ps"),
+    (Field("cwnd_decr", Integer(minimum=1, example=2), "a loss takes cwnd / cwnd_decr off the window", 2, "document 004 (sysctl_tcp_cwnd_decr); its tests used 8"), "cwnd_decr"),
+    (_BYTE_COUNTING, "byte_counting"),
+)
+
+_NOCC = _simple_algorithm(
+    "nocc",
+    "No congestion control (document 000): the receiver's window alone limits the sender; no "
+    "cut on loss, no slow start after a timeout.",
+    (Field("cwnd_segments", Integer(minimum=1, example=1000), "fix the window at this many segments (document 000's TCP_SET_CWND)", UNSET, "unset: no congestion window at all (TCP_NO_CONGESTION)"), "cwnd_segments"),
+)
+
+def _fraction(key: str, default: float, meaning: str, source: str) -> Field:
+    return Field(key, Real(lower=0.0, upper=1.0, example=default), meaning, default, source)
+
+
+_HIGHSPEED = _simple_algorithm(
+    "highspeed",
+    "HighSpeed TCP (RFC 3649): above low_window the increase a(w) grows and the decrease b(w) "
+    "shrinks with the window, so that the response function reaches high_window at loss rate "
+    "high_p; a(w), b(w) from the RFC's formulas, tabulated once.",
+    (Field("low_window", Integer(minimum=1, example=38), "up to this window (segments) it is standard TCP", 38, "RFC 3649 section 5"), "low_window"),
+    (Field("high_window", Integer(minimum=2, example=83000), "window (segments) reached at loss rate high_p", 83000, "RFC 3649 section 5 (10 Gb/s, 1500-byte packets, 100 ms)"), "high_window"),
+    (Field("high_p", Real(lower=0.0, upper=1.0, example=1e-7), "loss rate at which the window is high_window", 1e-7, "RFC 3649 section 5"), "high_p"),
+    (_fraction("high_decrease", 0.1, "b(w) at high_window: the fraction of the window given up on a loss", "RFC 3649 section 5"), "high_decrease"),
+)
+
+_SCALABLE = _simple_algorithm(
+    "scalable",
+    "Scalable TCP (Kelly 2003): multiplicative increase a per acknowledged segment (a x cwnd "
+    "per RTT) and decrease b on a loss, above a legacy window where it is standard TCP.",
+    (Field("a", Real(lower=0.0, example=0.01), "increase per acknowledged segment, segments", 0.01, "Kelly 2003 (document 001 uses 0.02 = 1/50)"), "a"),
+    (_fraction("b", 0.125, "fraction of the window given up on a loss", "Kelly 2003; Linux TCP_SCALABLE_MD_SCALE"), "b"),
+    (Field("low_window", Integer(minimum=1, example=16), "below this window (segments) it is standard TCP", 16, "Kelly 2003 (lwnd)"), "low_window"),
+)
+
+_HTCP = _simple_algorithm(
+    "htcp",
+    "H-TCP (Leith and Shorten 2004): after delta_L without loss the increase grows with the "
+    "time since the last loss, alpha = 1 + 10 (d - delta_L) + ((d - delta_L) / 2)^2; adaptive "
+    "backoff beta = RTTmin / RTTmax within [beta_min, beta_max].",
+    (Field("delta_l", Duration(example="1s"), "time after a loss during which it increases as standard TCP", "1s", "Leith and Shorten 2004; Linux"), "delta_l_ps"),
+    (_fraction("beta_min", 0.5, "smallest backoff factor (window kept after a loss)", "Leith and Shorten 2004; Linux BETA_MIN"), "beta_min"),
+    (_fraction("beta_max", 0.8, "largest backoff factor", "Leith and Shorten 2004; Linux BETA_MAX"), "beta_max"),
+    (Field("adaptive_backoff", Boolean(), "beta = RTTmin / RTTmax, reset to beta_min when throughput changes by more than 20%", True, "Leith and Shorten 2004; Linux use_bandwidth_switch"), "adaptive_backoff"),
+    (Field("rtt_scaling", Boolean(), "scale the increase by RTTmin / 100 ms", False, "draft-leith-tcp-htcp-06 (optional), FreeBSD; Linux turns it on"), "rtt_scaling"),
+)
+
+_BIC = _simple_algorithm(
+    "bic",
+    "BIC-TCP (Xu, Harfoush and Rhee 2004), as Linux tcp_bic.c: binary search toward the window "
+    "of the last loss, at most max_increment segments per RTT.",
+    (Field("max_increment", Integer(minimum=1, example=16), "largest increase per RTT, segments (S_max)", 16, "Linux max_increment"), "max_increment"),
+    (Field("low_window", Integer(minimum=1, example=14), "up to this window (segments) it is standard TCP", 14, "Linux low_window"), "low_window"),
+    (_fraction("beta", 0.7998046875, "window kept after a loss, as a fraction", "Linux beta 819/1024"), "beta"),
+    (Field("smooth_part", Integer(minimum=1, example=20), "RTTs to cross the last max_increment segments below W_max", 20, "Linux smooth_part"), "smooth_part"),
+    (Field("fast_convergence", Boolean(), "lower W_max further on a loss below the previous W_max", True, "Linux fast_convergence"), "fast_convergence"),
+)
+
+_CUBIC = _simple_algorithm(
+    "cubic",
+    "CUBIC (RFC 9438): W(t) = C (t - K)^3 + W_max with K = cbrt(W_max (1 - beta) / C), and a "
+    "Reno-friendly region; Linux's default congestion control.",
+    (Field("c", Real(lower=0.0, example=0.4), "aggressiveness C, segments per second cubed", 0.4, "RFC 9438 section 5"), "c"),
+    (_fraction("beta", 0.7, "window kept after a loss, as a fraction (beta_cubic)", "RFC 9438 section 4.6"), "beta"),
+    (Field("fast_convergence", Boolean(), "lower W_max when a loss comes below the previous one", True, "RFC 9438 section 4.7"), "fast_convergence"),
+    (Field("tcp_friendliness", Boolean(), "follow the Reno-friendly window when it is larger", True, "RFC 9438 section 4.3"), "tcp_friendliness"),
+)
+
+_BBR = _simple_algorithm(
+    "bbr",
+    "BBR v1 (Cardwell et al. 2016; draft-cardwell-iccrg-bbr-congestion-control-00): paces at "
+    "gain x the bottleneck bandwidth it measures and keeps cwnd_gain x its BDP in flight; "
+    "STARTUP, DRAIN, PROBE_BW (gain cycle 1.25, 0.75, 1 x 6) and PROBE_RTT. Pair it with SACK "
+    "(the preset does): without it, recovery starves the bandwidth estimate.",
+    (Field("high_gain", Real(lower=1.0, example=2.885), "STARTUP pacing and cwnd gain (DRAIN paces at 1 / high_gain)", 2.885, "2 / ln 2 (draft-00 BBRHighGain; Linux 739/256)"), "high_gain"),
+    (Field("cwnd_gain", Real(lower=0.0, example=2.0), "PROBE_BW cwnd = cwnd_gain x BtlBw x RTprop (+ 3 send quanta)", 2.0, "Linux bbr_cwnd_gain"), "cwnd_gain"),
+    (Field("bw_window_rounds", Integer(minimum=1, example=10), "window of the bottleneck-bandwidth max filter, round trips", 10, "draft-00 BtlBwFilterLen; Linux bbr_bw_rtts"), "bw_window_rounds"),
+    (Field("min_rtt_window", Duration(example="10s"), "window of the RTprop min filter; when it expires, PROBE_RTT", "10s", "draft-00 RTpropFilterLen; Linux bbr_min_rtt_win_sec"), "min_rtt_window_ps"),
+    (Field("probe_rtt_duration", Duration(positive=False, example="200ms"), "how long PROBE_RTT holds cwnd at 4 segments (0: never probe)", "200ms", "draft-00 ProbeRTTDuration; Linux bbr_probe_rtt_mode_ms"), "probe_rtt_duration_ps"),
+)
+
+#: Congestion control algorithms by name.
+CC_ALGORITHMS: Dict[str, Algorithm] = {
+    "reno": Algorithm(table=_RENO, normalize=_normalize_reno),
+    "vegas": _VEGAS,
+    "westwood": _WESTWOOD,
+    "westwood_plus": _WESTWOOD_PLUS,
+    "fast": _FAST,
+    "griddt": _GRIDDT,
+    "nocc": _NOCC,
+    "highspeed": _HIGHSPEED,
+    "scalable": _SCALABLE,
+    "htcp": _HTCP,
+    "bic": _BIC,
+    "cubic": _CUBIC,
+    "bbr": _BBR,
+}
+
+
+# ---- presets: the documents' "TCP versions" ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named TCP version: an algorithm with parameters and a loss recovery, as the
+    documents compare them (document 003's eight versions; documents 001 and 004's tunings)."""
+
+    algorithm: str
+    recovery: str
+    doc: str
+    source: str
+    #: Algorithm parameters, written as a user would write them in [flows.cc].
+    params: Mapping[str, Any] = field(default_factory=dict)
+    #: Defaults for [flows.tcp] keys the user leaves unset (already in base units).
+    tcp: Mapping[str, Any] = field(default_factory=dict)
+
+
+PRESETS: Dict[str, Preset] = {
+    "tahoe": Preset(
+        "reno", "tahoe", "fast retransmit, then slow start from one segment", "Jacobson 1988; 4.3BSD Tahoe"
+    ),
+    "reno": Preset("reno", "reno", "fast recovery, left on the first new ACK", "RFC 5681"),
+    "newreno": Preset(
+        "reno", "newreno", "fast recovery until all data outstanding at the loss is acknowledged", "RFC 6582"
+    ),
+    "sack": Preset("reno", "sack", "standard TCP with selective acknowledgments", "RFC 2018, RFC 6675"),
+    "vegas": Preset("vegas", "sack", "delay-based: keeps alpha..beta packets queued", "Brakmo and Peterson 1995"),
+    "westwood": Preset("westwood", "sack", "bandwidth estimate sets ssthresh after a loss", "Mascolo et al. 2001"),
+    "westwood_plus": Preset("westwood_plus", "sack", "Westwood with per-RTT samples", "Grieco and Mascolo 2004"),
+    "fast": Preset("fast", "sack", "delay-based, alpha 200 / beta 212", "Jin, Wei and Low 2004; document 004"),
+    "fast-500": Preset(
+        "fast", "sack", "FAST tuned as in document 004's tests", "document 004 section 5", params={"alpha": 500, "beta": 512}
+    ),
+    "griddt": Preset("griddt", "sack", "MSS- and RTT-scaled AIMD", "document 004 section 4.3"),
+    "griddt-doc004": Preset(
+        "griddt",
+        "sack",
+        "GridDT as document 004 tested it, with Limited Slow Start",
+        "document 004 section 5",
+        params={"cwnd_decr": 8, "rtt_ref": "50ms"},
+        tcp={"max_ssthresh": 8000},
+    ),
+    "nocc": Preset("nocc", "sack", "congestion control off: only the receiver window limits", "document 000"),
+    "highspeed": Preset("highspeed", "sack", "HighSpeed TCP", "RFC 3649"),
+    "scalable": Preset("scalable", "sack", "Scalable TCP, a = 0.01, b = 0.125", "Kelly 2003"),
+    "scalable-doc001": Preset(
+        "scalable", "sack", "Scalable TCP as document 001 ran it (a = 1/50)", "document 001", params={"a": 0.02}
+    ),
+    "htcp": Preset("htcp", "sack", "H-TCP", "Leith and Shorten 2004"),
+    "bic": Preset("bic", "sack", "BIC-TCP", "Xu, Harfoush and Rhee 2004; Linux"),
+    "cubic": Preset("cubic", "sack", "CUBIC, Linux's default", "RFC 9438"),
+    "bbr": Preset("bbr", "sack", "BBR v1: model-based, paced", "Cardwell et al. 2016"),
+}
+
+#: The preset of a flow that names none.
+DEFAULT_PRESET = "newreno"
+
+
+def preset_for_algorithm(algorithm: str) -> str:
+    """The preset a [flows.cc] table with ``algorithm = ...`` takes its recovery from."""
+    return DEFAULT_PRESET if algorithm == "reno" else algorithm
+
+
+class CongestionControlChoice(Tagged):
+    """``cc``: a preset name (``cc = "newreno"``, ``cc = "griddt-doc004"``) or a table with
+    ``algorithm = ...`` and parameters. The parsed value carries the preset's name."""
+
+    def parse(self, value: Any, path: str) -> Dict[str, Any]:
+        if isinstance(value, str):
+            if value not in PRESETS:
+                names = ", ".join(json.dumps(n) for n in PRESETS)
+                raise _fail(path, value, f"expected a preset, one of: {names}; or a [flows.cc] table")
+            preset = PRESETS[value]
+            parsed = super().parse({self.tag: preset.algorithm, **preset.params}, path)
+            return {**parsed, "preset": value}
+        parsed = super().parse(value, path)
+        return {**parsed, "preset": preset_for_algorithm(parsed[self.tag])}
+
+
+def format_presets() -> str:
+    """The presets as a Markdown table (for the reference and `fatpipe algorithms`)."""
+    rows = ["| preset | algorithm | recovery | settings | what it is | source |", "|---|---|---|---|---|---|"]
+    for name, p in PRESETS.items():
+        settings = ", ".join(f"{k} = {_toml_literal(v)}" for k, v in {**p.params, **p.tcp}.items())
+        rows.append(f"| `{name}` | {p.algorithm} | {p.recovery} | {settings or '-'} | {p.doc} | {p.source} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,206 @@
+"""The whole scenario: its top-level table, reading files, and :func:`load`, which turns a
+user's scenario into the normalized document for the core."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Union
+
+from ..units import U64_MAX, format_duration
+from .budget import check_budget
+from .flows import _FLOW, _check_unique_names, _expand_streams, _normalize_flow
+from .impairments import attach_impairments
+from .kinds import Duration, Integer, Name
+from .network import SHAPE_COMMON_KEYS
+from .output import _OUTPUT, _capture_points
+from .schema import Derived, Field, PathLike, ScenarioError, Table, TableArray, Tagged, _fail
+from .topologies import SHAPE_LABELS, SHAPES
+
+if sys.version_info >= (3, 11):
+    import tomllib as _toml
+else:  # pragma: no cover - exercised on Python 3.9/3.10 only
+    try:
+        import tomli as _toml
+    except ImportError:
+        _toml = None
+
+#: The whole scenario.
+SCENARIO = Table(
+    fields=(
+        Field(
+            "name",
+            Name(),
+            "name of the run, in results and plots",
+            Derived('file name without extension, or "scenario"'),
+            "fatpipe default",
+        ),
+        Field("duration", Duration(positive=True, example="60s"), "simulated time"),
+        Field(
+            "seed",
+            Integer(minimum=0, maximum=U64_MAX, example=1),
+            "seed of the random number generator; the same scenario and seed give the same results",
+            1,
+            "fatpipe default",
+        ),
+        Field(
+            "topology",
+            Tagged(
+                tag="shape",
+                variants={name: shape.table for name, shape in SHAPES.items()},
+                default_tag="dumbbell",
+                tag_doc="topology shape",
+            ),
+            "the network ([topology])",
+        ),
+        Field(
+            "flows",
+            TableArray(_FLOW, min_items=1, header="flows"),
+            "the flows, TCP or UDP, at least one ([[flows]])",
+        ),
+        Field("output", _OUTPUT, "recording and output ([output])", {}, "each key's own default"),
+    ),
+)
+
+
+@dataclass
+class Loaded:
+    """A validated scenario: ``core`` is the normalized document for the core (exactly the
+    keys of ``docs/core-interface.md``); ``plots`` is the Python-side output option."""
+
+    core: Dict[str, Any]
+    plots: bool = True
+    #: capture specs for the core's ``captures`` without ``path`` (the runner decides where)
+    captures: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def read_scenario_file(path: PathLike) -> Dict[str, Any]:
+    """Reads a TOML file (or ``.json`` with the same structure) into a dict.
+
+    Raises ``OSError`` if the file cannot be read and :class:`ScenarioError` if it is not
+    valid TOML/JSON (the message gives the line).
+    """
+    p = Path(path)
+    return read_scenario_bytes(p.read_bytes(), json_format=p.suffix.lower() == ".json")
+
+
+def read_scenario_bytes(data: bytes, json_format: bool = False) -> Dict[str, Any]:
+    """A scenario's text (TOML, or JSON with ``json_format``) as a dict: what
+    :func:`read_scenario_file` reads, and ``fatpipe run -`` from standard input. Raises
+    :class:`ScenarioError` if it is not valid UTF-8 TOML/JSON (the message gives the line)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"not UTF-8 text (byte {err.start})") from None
+    if json_format:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ScenarioError(
+                f"invalid JSON: {err.msg} (at line {err.lineno}, column {err.colno})"
+            ) from None
+    else:
+        if _toml is None:
+            raise ImportError(
+                "reading TOML on Python < 3.11 needs the tomli package (pip install tomli)"
+            )
+        try:
+            doc = _toml.loads(text)
+        except _toml.TOMLDecodeError as err:
+            raise ScenarioError(f"invalid TOML: {err}") from None
+    if not isinstance(doc, dict):
+        raise _fail("scenario", doc, "expected a table at the top level")
+    return doc
+
+
+def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
+    """Validates a scenario (a file path or a dict in the user format) and normalizes it."""
+    if isinstance(source, Mapping):
+        doc: Mapping[str, Any] = source
+        default_name = "scenario"
+    elif not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"a scenario is a file path or a dict, not {type(source).__name__}")
+    else:
+        doc = read_scenario_file(source)
+        default_name = Path(source).stem or "scenario"
+    top = SCENARIO.parse(doc, "")
+    duration_ps = top["duration"]
+    output = top["output"]
+    if output["sample_interval"] > duration_ps:
+        raise ScenarioError(
+            f"output.sample_interval: {format_duration(output['sample_interval'])} is not allowed: "
+            f"must be at most the duration ({format_duration(duration_ps)})",
+            "output.sample_interval",
+        )
+    name = top["name"] if top["name"] is not None else default_name
+    topo = top["topology"]
+    shape = SHAPES[topo["shape"]]
+    own = {k: v for k, v in topo.items() if k != "shape" and k not in SHAPE_COMMON_KEYS}
+    network = shape.build(own, "topology")
+    network.shape = topo["shape"]
+    attach_impairments(
+        network, topo["impairments"], "topology.impairments", duration_ps,
+        shape=SHAPE_LABELS.get(topo["shape"], topo["shape"]),
+    )
+    # Which field set each link's queue (for the budget's message), then the core's keys only.
+    queue_fields = {i: link["queue"].pop("_field") for i, link in enumerate(network.links) if "_field" in link["queue"]}
+    flows = [
+        _normalize_flow(flow, f"flows[{i}]", i, network, duration_ps)
+        for i, flow in enumerate(top["flows"])
+    ]
+    _check_unique_names(top["flows"], flows)
+    flows = _expand_streams(top["flows"], flows)
+    core = {
+        "name": name,
+        "seed": top["seed"],
+        "duration_ps": duration_ps,
+        "sample_interval_ps": output["sample_interval"],
+        "nodes": network.nodes,
+        "links": network.links,
+        "flows": flows,
+        "splits": network.splits,
+        "routes": network.routes,
+    }
+    if network.hosts is not None:
+        _check_routes(core, top["flows"])
+    captures = _capture_points(output, network, duration_ps)
+    check_budget(core, captures, output, queue_fields)
+    return Loaded(core=core, plots=output["plots"], captures=captures)
+
+
+#: The core's route errors: "flows[<normalized index>]: <what is wrong>".
+_ROUTE_ERROR = re.compile(r"^flows\[(\d+)\]: ((?:no route|the route) .*)$")
+
+
+def _check_routes(core: Dict[str, Any], parsed_flows: List[Dict[str, Any]]) -> None:
+    """Asks the core whether every flow of a custom network finds its way (both ways for
+    TCP's ACKs): routes are the core's to compute, shortest paths with the explicit routes
+    laid over them, so Python does not compute them a second time. The fixed shapes route
+    every pair by construction."""
+    from ..core import import_core
+
+    try:
+        import_core().check(json.dumps(core))
+    except ValueError as err:
+        match = _ROUTE_ERROR.match(str(err))
+        if match is None:  # the normalizer wrote something the core refuses: a bug here
+            raise ScenarioError(f"the core refused the normalized scenario: {err}") from None
+        # Streams are expanded after validation: map the core's flow back to the user's.
+        origin = [i for i, flow in enumerate(parsed_flows) for _ in range(flow["streams"])]
+        i = origin[int(match.group(1))]
+        problem = match.group(2) + (" over topology.links" if match.group(2).startswith("no route") else "")
+        raise _fail(f"flows[{i}].dst", parsed_flows[i]["dst"], problem) from None
+
+
+def load_scenario(source: Union[PathLike, Mapping[str, Any]]) -> Dict[str, Any]:
+    """Reads and validates a scenario; returns the normalized, JSON-ready document.
+
+    ``source`` is a path to a TOML file or a dict of the same structure. Raises
+    :class:`ScenarioError` (one line naming the field) for any mistake, ``OSError`` if the
+    file cannot be read.
+    """
+    return load(source).core

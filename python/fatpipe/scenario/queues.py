@@ -1,0 +1,409 @@
+"""Queue disciplines: drop-tail (packets, bytes, buffer cells) and RED, their tables and
+their normalizers to the core's queue JSON."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+from ..units import PS_PER_S, U64_MAX, format_size
+from .kinds import Boolean, Duration, Integer, Real, Size
+from .schema import (
+    U32_MAX, UNSET, Derived, Field, Kind, ScenarioError, Table, Tagged, _fail, _fail_number,
+    _join, _num, _toml_literal,
+)
+
+
+@dataclass(frozen=True)
+class QueueDiscipline:
+    """A queue discipline: a table of parameters given the default limit (which differs
+    between bottleneck and access queues), and the normalizer to the core's queue JSON."""
+
+    table: Callable[[str, Any, str], Table]
+    normalize: Callable[..., Dict[str, Any]]
+
+
+# ---- queue disciplines ---------------------------------------------------------------
+
+_LIMIT_KEYS = ("limit_packets", "limit_bytes", "limit_bdp")
+_LIMIT_KINDS: Dict[str, Kind] = {
+    "limit_packets": Integer(minimum=1, maximum=U64_MAX, example=100),
+    "limit_bytes": Size(example="500KB"),
+    "limit_bdp": Real(lower=0.0, example=1.0),
+}
+_LIMIT_MEANINGS = {
+    "limit_packets": "most packets waiting (not counting the one being transmitted); "
+    "an arriving packet that does not fit is dropped",
+    "limit_bytes": "most IP bytes waiting; at least the MTU, so a full-size packet fits",
+    "limit_bdp": "limit as a multiple of the bandwidth-delay product (this link's rate x the "
+    "path's rtt), converted to packets of MTU size, rounded up, at least 1",
+}
+
+
+def _limit_fields(
+    keys: Sequence[str],
+    default_key: str,
+    default_value: Any,
+    default_source: str,
+    when: str,
+) -> Tuple[Field, ...]:
+    """The limit keys of a discipline: ``default_key = default_value`` applies ``when``
+    (e.g. "when no limit is set"); the other keys are simply unset by default."""
+    if default_key not in keys:
+        raise ValueError(f"default limit {default_key} is not one of {keys}")  # a schema bug
+    return tuple(
+        Field(
+            key,
+            _LIMIT_KINDS[key],
+            _LIMIT_MEANINGS[key],
+            Derived(f"{_toml_literal(default_value)} {when}") if key == default_key else UNSET,
+            default_source if key == default_key else "",
+        )
+        for key in keys
+    )
+
+
+def _queue_limit(
+    params: Dict[str, Any],
+    path: str,
+    keys: Sequence[str],
+    *,
+    rate_bps: int,
+    rtt_ps: int,
+    mtu_bytes: int,
+    default_key: str,
+    default_value: Any,
+    apply_default: bool = True,
+) -> Tuple[Optional[int], Optional[int]]:
+    """(limit_packets, limit_bytes) from at most one of ``keys``; with none given, the
+    default limit if ``apply_default``, else no limit at all (None, None)."""
+    given = [k for k in keys if params.get(k) is not None]
+    if len(given) > 1:
+        raise ScenarioError(
+            f"{path}: {' and '.join(given)} are both set; set at most one of {', '.join(keys)}",
+            path,
+        )
+    if given:
+        key, value = given[0], params[given[0]]
+    elif apply_default:
+        # The default is written as a user would write it; parse it the same way.
+        key = default_key
+        value = _LIMIT_KINDS[key].parse(default_value, _join(path, key))
+    else:
+        return None, None
+    if key == "limit_packets":
+        return value, None
+    if key == "limit_bytes":
+        if value < mtu_bytes:
+            raise ScenarioError(
+                f"{_join(path, key)}: {format_size(value)} is not allowed: must be at least the MTU "
+                f"({mtu_bytes} bytes) so that one full-size packet fits",
+                _join(path, key),
+            )
+        return None, value
+    # BDP in bytes = rate x rtt / 8, in packets of MTU size; exact rational arithmetic so
+    # that e.g. 100 Mb/s x 40 ms = 500,000 bytes = 333.3 -> 334 packets on every machine.
+    bdp_packets = Fraction(repr(value)) * rate_bps * rtt_ps / (8 * PS_PER_S * mtu_bytes)
+    return max(1, math.ceil(bdp_packets)), None
+
+
+def _droptail_table(default_key: str, default_value: Any, default_source: str) -> Table:
+    """Drop-tail parameters; ``default_key = default_value`` applies when no limit (and no
+    cells) is set."""
+    return Table(
+        fields=(
+            *_limit_fields(
+                _LIMIT_KEYS, default_key, default_value, default_source,
+                "when no limit and no cells are set",
+            ),
+            Field(
+                "cell_size",
+                Size(minimum=1, maximum=U32_MAX, example=2048),
+                "size of one buffer cell, bytes: the router stores a packet in "
+                "ceil(IP bytes / cell_size) cells (document 002's ANSNET routers: 2 KB cells, "
+                "so a packet over 4 KB takes 3); set together with limit_cells",
+                UNSET,
+                "unset: no cell accounting",
+            ),
+            Field(
+                "limit_cells",
+                Integer(minimum=1, maximum=U64_MAX, example=60),
+                "number of buffer cells; an arriving packet that needs more cells than are "
+                "free is dropped. Applies together with a limit_* key if one is set; with "
+                "cells alone there is no other limit (document 002: 60 cells of 2048 bytes "
+                "hold 20 packets of 4096 + 52 bytes)",
+                UNSET,
+                "unset: no cell accounting",
+            ),
+        ),
+        doc="First in, first out; arrivals that do not fit are dropped. Set at most one of "
+        "limit_packets, limit_bytes, limit_bdp, and optionally buffer cells (cell_size and "
+        "limit_cells), which apply as well.",
+    )
+
+
+def _normalize_droptail(
+    params: Dict[str, Any],
+    path: str,
+    *,
+    rate_bps: int,
+    rtt_ps: int,
+    mtu_bytes: int,
+    default_key: str,
+    default_value: Any,
+) -> Dict[str, Any]:
+    cell_bytes, limit_cells = params["cell_size"], params["limit_cells"]
+    if (cell_bytes is None) != (limit_cells is None):
+        given, missing = (
+            ("cell_size", "limit_cells") if cell_bytes is not None else ("limit_cells", "cell_size")
+        )
+        raise ScenarioError(
+            f"{_join(path, missing)}: missing; required with {given} (the queue holds "
+            "limit_cells cells of cell_size bytes)",
+            _join(path, missing),
+        )
+    if cell_bytes is not None:
+        cells_per_mtu = -(-mtu_bytes // cell_bytes)  # ceiling division
+        if limit_cells < cells_per_mtu:
+            raise _fail(
+                _join(path, "limit_cells"),
+                limit_cells,
+                f"a full-size packet (MTU {mtu_bytes} bytes) takes {cells_per_mtu} cells of "
+                f"{cell_bytes} bytes, so at least {cells_per_mtu} are needed",
+            )
+    limit_packets, limit_bytes = _queue_limit(
+        params,
+        path,
+        _LIMIT_KEYS,
+        rate_bps=rate_bps,
+        rtt_ps=rtt_ps,
+        mtu_bytes=mtu_bytes,
+        default_key=default_key,
+        default_value=default_value,
+        # Cells alone are the whole limit: the default packet limit must not cut in.
+        apply_default=cell_bytes is None,
+    )
+    return {
+        "discipline": "droptail",
+        "limit_packets": limit_packets,
+        "limit_bytes": limit_bytes,
+        "cell_bytes": cell_bytes,
+        "limit_cells": limit_cells,
+    }
+
+
+#: RED's hard limit counts packets (the core's RED has no byte or cell limit).
+_RED_LIMIT_KEYS = ("limit_packets", "limit_bdp")
+_RED_AUTOMATIC = "C = link rate / (8 x mean_packet_size) packets/s"
+
+
+def _red_table(default_key: str, default_value: Any, default_source: str) -> Table:
+    """RED parameters; the hard limit defaults as the drop-tail limit of the same queue."""
+    return Table(
+        fields=(
+            *_limit_fields(
+                _RED_LIMIT_KEYS, default_key, default_value,
+                f"as for drop-tail: {default_source}", "when no limit is set",
+            ),
+            Field(
+                "min_th",
+                Real(lower=0.0, lower_open=False, example=5.0),
+                "lower threshold of the average queue, packets: below it nothing is dropped "
+                "early; must be below the hard limit",
+                Derived(f"automatic: max(5, target_delay x C / 2), {_RED_AUTOMATIC}"),
+                "ns-2 red.cc automatic thresholds (thresh_ 0; Floyd, Gummadi and Shenker, "
+                "Adaptive RED, 2001)",
+            ),
+            Field(
+                "max_th",
+                Real(lower=0.0, example=15.0),
+                "upper threshold of the average queue, packets (greater than min_th): the "
+                "early-drop probability reaches max_p there; setting it needs min_th too",
+                Derived("3 x min_th"),
+                "ns-2 red.cc (maxthresh_ 0); Floyd, Gummadi and Shenker 2001 recommend "
+                "max_th = 3 min_th",
+            ),
+            Field(
+                "max_p",
+                Real(lower=0.0, upper=1.0, upper_open=False, example=0.1),
+                "early-drop probability at max_th (before the spacing by the count of packets "
+                "since the last drop)",
+                0.1,
+                "ns-2 Queue/RED linterm_ 10 (max_p = 1 / linterm_)",
+            ),
+            Field(
+                "w_q",
+                Real(lower=0.0, upper=1.0, upper_open=False, example=0.002),
+                "weight of the latest queue length in the average queue (exponentially "
+                "weighted moving average, updated on every arrival)",
+                Derived(f"automatic: 1 - exp(-1 / C), {_RED_AUTOMATIC}: a time constant of "
+                        "one second of arrivals at the link rate"),
+                "ns-2 red.cc with q_weight_ 0 (Floyd, Gummadi and Shenker 2001); ns-2.35's "
+                "default q_weight_ -1 scales it by 10 RTTs instead",
+            ),
+            Field(
+                "gentle",
+                Boolean(),
+                "between max_th and 2 x max_th the early-drop probability climbs from max_p to "
+                "1 instead of jumping to 1 (Floyd 2000)",
+                True,
+                "ns-2 default since April 2001 (gentle_ true); document 003 ran RED in gentle mode",
+            ),
+            Field(
+                "byte_mode",
+                Boolean(),
+                "scale the early-drop probability by packet size / mean_packet_size, so large "
+                "packets are dropped more often",
+                False,
+                "packet mode, as Floyd and Jacobson 1993 and ns-2 before October 2004 "
+                "(bytes_ false)",
+            ),
+            Field(
+                "mean_packet_size",
+                Size(minimum=1, maximum=65535, example=500),
+                "typical packet size, bytes: the unit of C in the automatic parameters, of "
+                "the average's decay while the queue is idle, and of byte_mode",
+                500,
+                "ns-2 Queue/RED mean_pktsize_ 500",
+            ),
+            Field(
+                "wait",
+                Boolean(),
+                "space early drops further apart: no drop until count x p_b reaches 1, then "
+                "p_b / (2 - count x p_b); false is Floyd and Jacobson's p_b / (1 - count x p_b)",
+                True,
+                "ns-2 Queue/RED wait_ true",
+            ),
+            Field(
+                "target_delay",
+                Duration(positive=True, example="5ms"),
+                "queueing delay the automatic min_th aims at (target_delay x C packets, halved)",
+                "5ms",
+                "ns-2 Queue/RED targetdelay_ 0.005 (Floyd, Gummadi and Shenker 2001)",
+            ),
+            Field(
+                "ecn",
+                Boolean(),
+                "Explicit Congestion Notification (RFC 3168): where RED would drop a packet "
+                "early it marks it Congestion Experienced instead, if the packet is ECN-capable "
+                "(a flow with tcp.ecn); others are still dropped. As ns-2, the gentle region "
+                "marks too; above max_th (2 x max_th when gentle) and at the hard limit every "
+                "packet is dropped. Marks are counted per link (ecn_marks)",
+                False,
+                "ns-2 Queue/RED setbit_ false; Linux sch_red marks only with the ecn flag (and, "
+                "unlike ns-2, above max_th too unless harddrop is set)",
+            ),
+        ),
+        doc="Random Early Detection (Floyd and Jacobson 1993) as ns-2 runs it: an arrival is "
+        "dropped early with a probability that grows with the average queue from min_th to "
+        "max_th (and, gentle, on to 2 x max_th); the hard limit drops arrivals to a full "
+        "queue. Set at most one of limit_packets, limit_bdp. Queue, thresholds and limit "
+        "count packets whatever their size.",
+    )
+
+
+def _normalize_red(
+    params: Dict[str, Any],
+    path: str,
+    *,
+    rate_bps: int,
+    rtt_ps: int,
+    mtu_bytes: int,
+    default_key: str,
+    default_value: Any,
+) -> Dict[str, Any]:
+    limit_packets, _ = _queue_limit(
+        params,
+        path,
+        _RED_LIMIT_KEYS,
+        rate_bps=rate_bps,
+        rtt_ps=rtt_ps,
+        mtu_bytes=mtu_bytes,
+        default_key=default_key,
+        default_value=default_value,
+    )
+    min_th, max_th = params["min_th"], params["max_th"]
+    if max_th is not None and min_th is None:
+        raise _fail_number(
+            _join(path, "max_th"),
+            max_th,
+            "give min_th too, or neither (both automatic: min_th = max(5, target_delay x C / 2), "
+            "max_th = 3 x min_th)",
+        )
+    if min_th is not None:
+        if max_th is None:
+            # ns-2 derives the missing upper threshold the same way (red.cc).
+            if min_th == 0:
+                raise _fail_number(
+                    _join(path, "min_th"),
+                    min_th,
+                    "with max_th unset (3 x min_th) min_th must be positive; give max_th "
+                    "to start early drops at an empty queue",
+                )
+            # The core derives the missing upper threshold as ns-2's red.cc does (3 x min_th).
+        elif not min_th < max_th:
+            raise _fail_number(_join(path, "max_th"), max_th, f"must be greater than min_th ({_num(min_th)})")
+        if limit_packets is not None and min_th >= limit_packets:
+            raise _fail_number(
+                _join(path, "min_th"),
+                min_th,
+                f"must be below the hard limit ({limit_packets} packets): the average queue "
+                "never reaches it, so RED would never drop early",
+            )
+    return {
+        "discipline": "red",
+        "limit_packets": limit_packets,
+        "min_th_packets": None if min_th is None else float(min_th),
+        "max_th_packets": None if max_th is None else float(max_th),
+        "max_p": float(params["max_p"]),
+        "w_q": None if params["w_q"] is None else float(params["w_q"]),
+        "gentle": params["gentle"],
+        "byte_mode": params["byte_mode"],
+        "mean_packet_bytes": params["mean_packet_size"],
+        "wait": params["wait"],
+        "target_delay_ps": params["target_delay"],
+        "ecn": params["ecn"],
+    }
+
+
+#: Queue disciplines by name. Each gives (table factory, normalizer).
+QUEUE_DISCIPLINES: Dict[str, QueueDiscipline] = {
+    "droptail": QueueDiscipline(table=_droptail_table, normalize=_normalize_droptail),
+    "red": QueueDiscipline(table=_red_table, normalize=_normalize_red),
+}
+
+
+def _queue_kind(default_key: str, default_value: Any, default_source: str) -> Tagged:
+    return Tagged(
+        tag="discipline",
+        variants={
+            name: d.table(default_key, default_value, default_source)
+            for name, d in QUEUE_DISCIPLINES.items()
+        },
+        default_tag="droptail",
+        tag_doc="queue discipline",
+    )
+
+
+def _normalize_queue(parsed: Dict[str, Any], path: str, **context: Any) -> Dict[str, Any]:
+    params = {k: v for k, v in parsed.items() if k != "discipline"}
+    queue = QUEUE_DISCIPLINES[parsed["discipline"]].normalize(params, path, **context)
+    # Which field set the queue, for the budget check's message; load() removes it.
+    queue["_field"] = path
+    return queue
+
+
+# Defaults of the two queues of the dumbbell, with their sources.
+_BOTTLENECK_QUEUE_DEFAULT = (
+    "limit_bdp",
+    1.0,
+    "rule of thumb: a queue of one bandwidth-delay product lets one Reno flow keep the "
+    "link busy through its window halving (Villamizar & Song 1994, document 002)",
+)
+_ACCESS_QUEUE_DEFAULT = (
+    "limit_packets",
+    1000,
+    "Linux default txqueuelen of an Ethernet interface (1000 packets)",
+)

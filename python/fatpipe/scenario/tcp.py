@@ -1,0 +1,275 @@
+"""``[flows.tcp]``: the TCP options of a flow's two endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..units import UnitError
+from .kinds import Boolean, Choice, Duration, Integer, Rate, Real, Size
+from .schema import UNSET, Derived, Field, Table
+
+#: The largest receive buffer: 1 GiB, just above RFC 7323's largest window (65535 x 2^14).
+MAX_RCV_BUFFER_BYTES = 2**30
+#: The largest send buffer: Linux's sk_sndbuf is an int.
+MAX_SND_BUFFER_BYTES = 2**31 - 1
+#: The largest window any receiver can advertise (RFC 7323 section 2.3).
+MAX_WINDOW_BYTES = 65535 * 2**14
+#: IPv4 (20) + TCP (20) header bytes without options (RFC 791, RFC 9293).
+IPV4_TCP_HEADER_BYTES = 40
+#: The RFC 7323 timestamps option: 10 bytes, padded to 12 with two NOPs (as Linux sends it).
+TIMESTAMPS_OPTION_BYTES = 12
+
+
+class InitialWindow(Integer):
+    """Segments, or ``"rfc3390"`` for RFC 3390's min(4 MSS, max(2 MSS, 4380 bytes)), which
+    depends on the MSS and is computed at normalization."""
+
+    RFC3390 = "rfc3390"
+
+    def __init__(self) -> None:
+        super().__init__(minimum=1, example=10)
+        self.type_doc = 'integer >= 1, or "rfc3390"'
+
+    def convert(self, value: Any) -> Any:
+        if value == self.RFC3390:
+            return value
+        if isinstance(value, str):
+            raise UnitError(value, 'expected a number of segments such as 10, or "rfc3390"')
+        return super().convert(value)
+
+
+def rfc3390_initial_window(mss_bytes: int) -> int:
+    """RFC 3390: IW = min(4 * MSS, max(2 * MSS, 4380 bytes)), in whole segments."""
+    return max(1, min(4 * mss_bytes, max(2 * mss_bytes, 4380)) // mss_bytes)
+
+
+_TCP = Table(
+    fields=(
+        Field(
+            "mss",
+            Size(minimum=1, maximum=65535, example=1448),
+            "maximum segment size: payload bytes per full segment; at most mtu - 40 - 12 (with "
+            "timestamps)",
+            Derived("mtu - 40 - (12 if timestamps), 1448 for Ethernet"),
+            "RFC 6691 (MSS = MTU minus the IP and TCP headers); Linux also subtracts the "
+            "12-byte timestamps option",
+        ),
+        Field(
+            "initial_window",
+            InitialWindow(),
+            'initial congestion window, segments; "rfc3390" for min(4 MSS, max(2 MSS, 4380 '
+            'bytes)) (3 segments of 1448 bytes)',
+            10,
+            "RFC 6928; Linux default since 2.6.39",
+        ),
+        Field(
+            "rcv_buffer",
+            Size(minimum=1, maximum=MAX_RCV_BUFFER_BYTES, example="8MiB", why_maximum=(
+                "RFC 7323 section 2.3 caps a window at 65535 x 2^14 bytes, so a larger receive "
+                "buffer could never be advertised")),
+            "receive buffer: the largest window the receiver advertises, bytes (at least one "
+            "MSS, at most 1 GiB: RFC 7323 caps any window at 65535 x 2^14 bytes, 16 KiB less)",
+            "8MiB",
+            "fatpipe default, large enough not to limit paths up to ~670 Mb/s at 100 ms RTT "
+            "(Linux autotunes up to net.ipv4.tcp_rmem's maximum, 6 MiB by default)",
+        ),
+        Field(
+            "snd_buffer",
+            Size(minimum=1, maximum=MAX_SND_BUFFER_BYTES, example="8MiB", why_maximum=(
+                "Linux's socket buffer sizes are C ints (sk_sndbuf), and twice the largest "
+                "window (RFC 7323) is room for any path")),
+            "send buffer: most bytes written by the application and not yet acknowledged (at "
+            "least one MSS, at most 2 GiB - 1)",
+            "8MiB",
+            "fatpipe default, as rcv_buffer (Linux autotunes up to net.ipv4.tcp_wmem's maximum, "
+            "4 MiB by default)",
+        ),
+        Field(
+            "window_scaling",
+            Boolean(),
+            "RFC 7323 window scaling; false caps the advertised window at 65535 bytes",
+            True,
+            "RFC 7323; Linux net.ipv4.tcp_window_scaling = 1",
+        ),
+        Field(
+            "timestamps",
+            Boolean(),
+            "RFC 7323 timestamps option: 12 header bytes per segment, an RTT sample from every ACK",
+            True,
+            "Linux net.ipv4.tcp_timestamps = 1",
+        ),
+        Field(
+            "delayed_ack",
+            Boolean(),
+            "delay ACKs: acknowledge every ack_every full segments or after delayed_ack_timeout",
+            True,
+            "RFC 1122 section 4.2.3.2, RFC 5681 section 4.2",
+        ),
+        Field(
+            "delayed_ack_timeout",
+            Duration(positive=True),
+            "longest time an ACK may be delayed",
+            "40ms",
+            "Linux TCP_DELACK_MIN; RFC 1122 allows up to 500 ms",
+        ),
+        Field(
+            "ack_every",
+            Integer(minimum=1, example=2),
+            "with delayed ACKs, acknowledge at least every this many full-sized segments",
+            2,
+            "RFC 5681 section 4.2 (at least every second full-sized segment)",
+        ),
+        Field(
+            "dupack_threshold",
+            Integer(minimum=1, example=3),
+            "duplicate ACKs that trigger fast retransmit",
+            3,
+            "RFC 5681 section 3.2",
+        ),
+        Field(
+            "recovery",
+            Choice(("tahoe", "reno", "newreno", "sack")),
+            "loss recovery in the TCP core: tahoe (fast retransmit, then slow start from one "
+            "segment), reno (RFC 5681 fast recovery, left on the first new ACK), newreno "
+            "(RFC 6582: stays in recovery until all data outstanding at the loss is "
+            "acknowledged), sack (RFC 2018 selective acknowledgments with RFC 6675 recovery)",
+            Derived("the cc preset's: tahoe, reno, newreno for those presets, sack for the others"),
+            "the documents' TCP versions (document 003); SACK for the newer algorithms, as "
+            "Linux and document 001's hosts had it",
+        ),
+        Field(
+            "fack",
+            Boolean(),
+            "with recovery = sack: forward acknowledgment loss detection (Mathis and Mahdavi "
+            "1996): every hole more than dupack_threshold segments below the highest SACKed "
+            "byte is lost",
+            False,
+            "RFC 6675 detects loss by the SACKed bytes above a hole; Linux dropped FACK in 4.15",
+        ),
+        Field(
+            "dcr_div",
+            Integer(minimum=1, example=1),
+            "Delayed Congestion Response: on the first duplicate ACK raise the threshold to "
+            "max(dupack_threshold, cwnd / dcr_div) and send one new segment per duplicate ACK "
+            "meanwhile, so reordering within about an RTT does not cut the window",
+            UNSET,
+            "unset: off. Document 004 section 4.3 and draft-ietf-tcpm-tcp-dcr use 1 (respond "
+            "one RTT later)",
+        ),
+        Field(
+            "receiver_drain_rate",
+            Rate(),
+            "the receiving application reads at most this many payload bits per second; unread "
+            "data holds the receive buffer, the advertised window shrinks, and the sender is "
+            "throttled by flow control: the window's right edge moves in steps of at least "
+            "min(buffer / 2, MSS) (receiver silly-window avoidance, RFC 1122 4.2.3.3); a window "
+            "update goes out when reading at least doubles a window of at most half the "
+            "buffer (Linux __tcp_cleanup_rbuf); the sender probes a zero window (RFC 9293 "
+            "3.8.6.1, Linux tcp_probe_timer)",
+            UNSET,
+            "unset: the application reads every byte at once. Document 000's hosts managed "
+            "about 130 Mbps",
+        ),
+        Field(
+            "initial_ssthresh",
+            Integer(minimum=2, example=300),
+            "ssthresh before the first loss, segments: slow start ends when cwnd reaches it",
+            UNSET,
+            'unset: "arbitrarily high" (RFC 5681 3.1); Linux may take it from a route\'s '
+            "cached metrics (ip route ... ssthresh)",
+        ),
+        Field(
+            "max_ssthresh",
+            Integer(minimum=1, example=100),
+            "Limited Slow Start: above this many segments slow start adds at most "
+            "max_ssthresh / 2 segments per RTT",
+            UNSET,
+            "unset: off. RFC 3742 suggests 100; document 004's GridDT tests used 8000",
+        ),
+        Field(
+            "pacing_gain",
+            Real(lower=0.0, lower_open=True, example=1.0),
+            "pace transmissions at pacing_gain x cwnd / smoothed RTT instead of sending bursts "
+            "(BBR always paces at its own rate)",
+            UNSET,
+            "unset: no pacing, as a TCP without the fq queue discipline",
+        ),
+        Field(
+            "newreno_impatient",
+            Boolean(),
+            "RFC 6582's Impatient variant: during NewReno recovery restart the retransmission "
+            "timer only on the first partial ACK; false is the Slow-but-Steady variant, which "
+            "restarts it on every partial ACK",
+            False,
+            "Linux (rearms the timer on every ACK of new data) and ns-2's NewReno",
+        ),
+        Field(
+            "ecn",
+            Boolean(),
+            "Explicit Congestion Notification (RFC 3168), on at both ends: new data goes out "
+            "ECN-capable; the receiver echoes a Congestion Experienced mark (ECN-Echo) on its "
+            "ACKs until a segment with CWR arrives; on ECN-Echo the sender reduces its window "
+            "as after a loss but retransmits nothing (ssthresh from the algorithm, cwnd down to "
+            "it, at most once per window of data) and sets CWR on its next new segment. Only a "
+            "RED queue with ecn = true marks",
+            False,
+            "Linux net.ipv4.tcp_ecn = 2: ECN is accepted when the peer asks but connections "
+            "do not ask for it",
+        ),
+        Field(
+            "min_rto",
+            Duration(positive=True, example="200ms"),
+            "lower bound of the retransmission timeout",
+            "200ms",
+            "Linux TCP_RTO_MIN; RFC 6298 section 2.4 says 1 s",
+        ),
+        Field(
+            "max_rto",
+            Duration(positive=True, example="120s"),
+            "upper bound of the retransmission timeout (at least min_rto)",
+            "120s",
+            "Linux TCP_RTO_MAX; RFC 6298 section 2.5 allows any maximum of at least 60 s",
+        ),
+        Field(
+            "initial_rto",
+            Duration(positive=True, example="1s"),
+            "retransmission timeout before the first RTT sample",
+            "1s",
+            "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT",
+        ),
+        Field(
+            "handshake",
+            Boolean(),
+            "model the three-way handshake (SYN, SYN-ACK, ACK; SYN and SYN-ACK resent after "
+            "initial_rto, doubling) before the first data, which then starts one RTT after the "
+            "application; the exchange gives the sender its first RTT sample. HTTP/1.0 needs it; "
+            "a persistent HTTP/1.1 connection without it starts established",
+            Derived("true with [flows.http], false otherwise (the connection starts established)"),
+            "RFC 793 section 3.4; a bulk flow is usually measured once established (iperf)",
+        ),
+        Field(
+            "slow_start_after_idle",
+            Boolean(),
+            "when new data is sent with nothing in flight more than an RTO after the last "
+            "data, restart from min(cwnd, initial_window): cwnd halves per RTO idle down to it "
+            "(not for bbr, which sets cwnd itself)",
+            True,
+            "Linux net.ipv4.tcp_slow_start_after_idle = 1 (tcp_cwnd_restart); RFC 5681 section "
+            "4.1, RFC 2861; document 000 section 2 notes Linux 2.x does it",
+        ),
+        Field(
+            "random_send_delay",
+            Duration(positive=False, example="1ms"),
+            "longest random wait before the sender sends: whenever the window lets data go, "
+            "it first waits a uniform random time on [0, random_send_delay], then sends all "
+            "the window allows (retransmissions on duplicate and partial ACKs go at once). "
+            "Breaks the phase locking of flows that share a drop-tail queue (Floyd and "
+            "Jacobson 1992); replications with different seeds then differ. The draws come "
+            "from the scenario seed and the flow's name",
+            "0s",
+            "off, as ns-2's Agent/TCP overhead_ 0 (tcp.cc send_much), which this models; "
+            "real hosts get such dither from interrupts and scheduling",
+        ),
+    ),
+    doc="TCP options of the flow's two endpoints.",
+)
