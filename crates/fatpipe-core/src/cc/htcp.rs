@@ -276,7 +276,7 @@ impl CongestionControl for Htcp {
         self.ca_state = new;
     }
 
-    fn pkts_acked(&mut self, s: &CcState, ack: &AckSample) {
+    fn pkts_acked(&mut self, s: &mut CcState, ack: &AckSample) {
         if let Some(rtt) = ack.rtt {
             self.measure_rtt(rtt);
         }

@@ -50,11 +50,24 @@ pub struct CcState {
     pub max_ssthresh: u32,
     /// Bytes delivered to the receiver (cumulatively ACKed or SACKed) since the start.
     pub delivered_bytes: u64,
+    /// Oldest unacknowledged byte (Linux `snd_una`) and the next new byte to send (Linux
+    /// `snd_nxt`, the highest ever sent: a retransmission does not move it back), counted
+    /// from 0 at the connection's first data byte. Algorithms that count rounds as Linux does
+    /// (Vegas's `beg_snd_nxt`, HyStart's `end_seq`) read them.
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// When the last data segment was sent (Linux `lsndtime`), None before the first. At
+    /// `CwndEvent::TxStart` it is still the send before the idle period: CUBIC shifts its
+    /// epoch by `now - last_send_ps`.
+    pub last_send_ps: Option<Time>,
+    /// The sender paces its segments (Linux `sk_pacing_status != SK_PACING_NONE`): HyStart
+    /// and HyStart++ judge ACK spacing and burst limits differently then.
+    pub paces: bool,
 }
 
 impl CcState {
-    /// A window of `cwnd` segments of `mss_bytes`, all in flight and cwnd-limited, with no RTT
-    /// measured yet: the usual starting point of an algorithm's tests.
+    /// A window of `cwnd` segments of `mss_bytes`, all in flight (from sequence 0) and
+    /// cwnd-limited, with no RTT measured yet: the usual starting point of an algorithm's tests.
     pub fn new(cwnd: u32, ssthresh: u32, mss_bytes: u32) -> CcState {
         CcState {
             cwnd,
@@ -68,6 +81,10 @@ impl CcState {
             min_rtt: None,
             max_ssthresh: 0,
             delivered_bytes: 0,
+            snd_una: 0,
+            snd_nxt: cwnd as u64 * mss_bytes as u64,
+            last_send_ps: None,
+            paces: false,
         }
     }
 
@@ -138,6 +155,14 @@ pub struct AckSample {
     pub delivery_rate_bps: Option<u64>,
     /// The sample was taken while the application, not the network, limited sending.
     pub is_app_limited: bool,
+    /// The ACK may have been delayed by the receiver (Linux `rs->is_ack_delayed`, from
+    /// `FLAG_ACK_MAYBE_DELAYED` in `tcp_clean_rtx_queue`): it newly acknowledges exactly one
+    /// segment, never retransmitted, shorter than the MSS and sent when nothing else was
+    /// outstanding (its end less than an MSS above snd_una), and nothing else was delivered
+    /// between its sending and this ACK, which carries no SACK or ECN echo. Such a lone runt
+    /// waits out the receiver's delayed-ACK timer, so its RTT sample overstates the path;
+    /// BBR does not let it refresh an expired RTprop (Linux `bbr_update_min_rtt`).
+    pub is_ack_delayed: bool,
     /// Bytes in the network before this ACK (Linux `prior_in_flight`, from
     /// `tcp_packets_in_flight`): with SACK the RFC 6675 pipe (outstanding minus SACKed minus
     /// lost plus retransmitted), otherwise every byte outstanding.
@@ -194,8 +219,9 @@ pub trait CongestionControl: Send + Sync {
     /// An event outside the ACK stream (Linux `cwnd_event`).
     fn cwnd_event(&mut self, _s: &mut CcState, _ev: CwndEvent) {}
 
-    /// Every ACK that acknowledges data, with its RTT sample (Linux `pkts_acked`).
-    fn pkts_acked(&mut self, _s: &CcState, _ack: &AckSample) {}
+    /// Every ACK that acknowledges data, with its RTT sample (Linux `pkts_acked`). It may set
+    /// ssthresh, as CUBIC's HyStart does when it ends slow start.
+    fn pkts_acked(&mut self, _s: &mut CcState, _ack: &AckSample) {}
 
     /// A recovery turned out to be spurious (DSACK, Eifel or F-RTO undo): the window to go
     /// back to, given cwnd just before the reduction (`prior_cwnd`). Linux `undo_cwnd`; the

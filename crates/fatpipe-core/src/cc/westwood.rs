@@ -287,7 +287,7 @@ impl<E: BandwidthEstimator> CongestionControl for WestwoodFamily<E> {
         }
     }
 
-    fn pkts_acked(&mut self, s: &CcState, ack: &AckSample) {
+    fn pkts_acked(&mut self, s: &mut CcState, ack: &AckSample) {
         self.estimator.on_ack(s.now, ack.acked_bytes, ack.rtt);
     }
 }
@@ -352,15 +352,15 @@ mod tests {
         let before = w.bandwidth_estimate_bytes_per_s();
         // Two seconds of silence are four null samples of tau/2 (a = 3/5 each), then one ACK.
         s.now = last + 2 * PS_PER_S;
-        w.pkts_acked(&s, &ack(1, 100 * PS_PER_MS));
+        w.pkts_acked(&mut s, &ack(1, 100 * PS_PER_MS));
         let after = w.bandwidth_estimate_bytes_per_s();
         let three_fifths_cubed = 0.6f64.powi(3);
         assert!(after < before * three_fifths_cubed, "{before} -> {after}");
         // ACKs at the same instant do not divide by zero: their bytes join the next sample.
         let t = s.now + PS_PER_MS;
         s.now = t;
-        w.pkts_acked(&s, &ack(1, 100 * PS_PER_MS));
-        w.pkts_acked(&s, &ack(1, 100 * PS_PER_MS));
+        w.pkts_acked(&mut s, &ack(1, 100 * PS_PER_MS));
+        w.pkts_acked(&mut s, &ack(1, 100 * PS_PER_MS));
         assert!(w.bandwidth_estimate_bytes_per_s().is_finite());
     }
 
