@@ -339,7 +339,7 @@ impl CcSpec {
             CcSpec::Scalable(cfg) => Box::new(scalable::Scalable::new(cfg.clone())),
             CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
             CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
-            CcSpec::Cubic(cfg) => Box::new(cubic::Cubic::new(cfg.clone())),
+            CcSpec::Cubic(cfg) => cubic::build(cfg),
         }
     }
 }
