@@ -335,7 +335,7 @@ impl CcSpec {
             CcSpec::Fast(cfg) => Box::new(fast::Fast::new(cfg.clone())),
             CcSpec::Nocc(cfg) => Box::new(nocc::Nocc::new(cfg.clone())),
             CcSpec::Bbr(cfg) => Box::new(bbr::Bbr::new(cfg.clone())),
-            CcSpec::Highspeed(cfg) => Box::new(highspeed::HighSpeed::new(cfg.clone())),
+            CcSpec::Highspeed(cfg) => highspeed::build(cfg),
             CcSpec::Scalable(cfg) => Box::new(scalable::Scalable::new(cfg.clone())),
             CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
             CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
