@@ -328,7 +328,7 @@ impl CcSpec {
     pub fn build(&self) -> Box<dyn CongestionControl> {
         match self {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
-            CcSpec::Vegas(cfg) => Box::new(vegas::Vegas::new(cfg.clone())),
+            CcSpec::Vegas(cfg) => vegas::build(cfg),
             CcSpec::Westwood(cfg) => Box::new(westwood::Westwood::new(cfg.clone())),
             CcSpec::WestwoodPlus(cfg) => Box::new(westwood::WestwoodPlus::new(cfg.clone())),
             CcSpec::GridDt(cfg) => Box::new(griddt::GridDt::new(cfg.clone())),
