@@ -88,7 +88,7 @@ fn westwood() -> CcSpec {
 }
 
 fn westwood_plus() -> CcSpec {
-    CcSpec::WestwoodPlus(WestwoodPlusConfig { min_sample_interval_ps: 50 * PS_PER_MS, byte_counting: false })
+    CcSpec::WestwoodPlus(WestwoodPlusConfig { min_sample_interval_ps: 50 * PS_PER_MS, byte_counting: false, ..Default::default() })
 }
 
 fn griddt() -> CcSpec {
@@ -375,7 +375,7 @@ fn westwood_sets_ssthresh_to_the_bdp() {
 fn westwood_plus_sets_ssthresh_to_the_bdp() {
     check_westwood_ssthresh(
         "westwood_plus",
-        CcSpec::WestwoodPlus(WestwoodPlusConfig { min_sample_interval_ps: 50 * PS_PER_MS, byte_counting: true }),
+        CcSpec::WestwoodPlus(WestwoodPlusConfig { min_sample_interval_ps: 50 * PS_PER_MS, byte_counting: true, ..Default::default() }),
     );
 }
 

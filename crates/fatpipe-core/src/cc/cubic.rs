@@ -45,6 +45,7 @@ pub mod linux;
 
 use super::{cong_avoid_ai, AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::time::{to_seconds, Time, PS_PER_MS, PS_PER_US};
+use super::jiffies::{default_kernel_hz, DEFAULT_KERNEL_HZ};
 use hystart::{HyStartDetect, HyStartMode, SlowStartExit};
 use serde::Deserialize;
 
@@ -63,9 +64,6 @@ pub enum CubicVariant {
     Linux,
 }
 
-/// Linux's default timer frequency, jiffies per second: `kernel/Kconfig.hz` defaults to
-/// HZ_250 (distributions choose 100 to 1000).
-pub const DEFAULT_KERNEL_HZ: u32 = 250;
 /// HyStart runs from this window on, segments (Linux `hystart_low_window`).
 pub const DEFAULT_HYSTART_LOW_WINDOW: u32 = 16;
 /// ACKs closer than this form a train (Linux `hystart_ack_delta_us` = 2000).
@@ -115,10 +113,6 @@ fn default_hystart_low_window() -> u32 {
 
 fn default_hystart_ack_delta() -> Time {
     DEFAULT_HYSTART_ACK_DELTA
-}
-
-fn default_kernel_hz() -> u32 {
-    DEFAULT_KERNEL_HZ
 }
 
 impl Default for CubicConfig {

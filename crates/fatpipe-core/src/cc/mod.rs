@@ -13,6 +13,7 @@ pub mod fast;
 pub mod griddt;
 pub mod highspeed;
 pub mod htcp;
+pub mod jiffies;
 pub mod nocc;
 pub mod reno;
 pub mod round;
@@ -226,7 +227,9 @@ pub trait CongestionControl: Send + Sync {
     /// A recovery turned out to be spurious (DSACK, Eifel or F-RTO undo): the window to go
     /// back to, given cwnd just before the reduction (`prior_cwnd`). Linux `undo_cwnd`; the
     /// default is Linux's `tcp_reno_undo_cwnd`, max(cwnd, prior_cwnd). The core restores
-    /// ssthresh itself (to the larger of it and the one before the reduction).
+    /// ssthresh itself (to the larger of it and the one before the reduction), and calls this
+    /// before it returns the state to Open, as Linux's `tcp_undo_cwnd_reduction` comes before
+    /// `tcp_set_ca_state` (H-TCP's undo relies on it).
     fn undo_cwnd(&mut self, s: &CcState, prior_cwnd: u32) -> u32 {
         s.cwnd.max(prior_cwnd)
     }
@@ -330,7 +333,7 @@ impl CcSpec {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
             CcSpec::Vegas(cfg) => vegas::build(cfg),
             CcSpec::Westwood(cfg) => Box::new(westwood::Westwood::new(cfg.clone())),
-            CcSpec::WestwoodPlus(cfg) => Box::new(westwood::WestwoodPlus::new(cfg.clone())),
+            CcSpec::WestwoodPlus(cfg) => westwood::build_plus(cfg),
             CcSpec::GridDt(cfg) => Box::new(griddt::GridDt::new(cfg.clone())),
             CcSpec::Fast(cfg) => Box::new(fast::Fast::new(cfg.clone())),
             CcSpec::Nocc(cfg) => Box::new(nocc::Nocc::new(cfg.clone())),

@@ -34,7 +34,8 @@
 use super::hystart::SlowStartExit;
 use super::CubicConfig;
 use crate::cc::{cong_avoid_ai, AckSample, CaState, CcState, CongestionControl, CwndEvent};
-use crate::time::{Time, PS_PER_S, PS_PER_US};
+use crate::cc::jiffies::Jiffies;
+use crate::time::{Time, PS_PER_US};
 
 /// beta and C are fractions of this in Linux (`BICTCP_BETA_SCALE`).
 pub const BETA_SCALE: u32 = 1024;
@@ -62,7 +63,7 @@ struct Params {
     beta_scale: u32,
     fast_convergence: bool,
     tcp_friendliness: bool,
-    hz: u64,
+    clock: Jiffies,
 }
 
 /// Linux's per-connection state (`struct bictcp` without HyStart's fields): all zero at the
@@ -102,7 +103,7 @@ impl LinuxCubic {
             beta_scale: 8 * (BETA_SCALE + beta) / 3 / (BETA_SCALE - beta),
             fast_convergence: cfg.fast_convergence,
             tcp_friendliness: cfg.tcp_friendliness,
-            hz: cfg.kernel_hz as u64,
+            clock: Jiffies::new(cfg.kernel_hz),
         };
         LinuxCubic { p, ca: Bictcp::default(), exit: cfg.slow_start_exit() }
     }
@@ -137,19 +138,14 @@ impl LinuxCubic {
     }
 
     pub fn jiffies(&self, t: Time) -> u64 {
-        (t as u128 * self.p.hz as u128 / PS_PER_S as u128) as u64
-    }
-
-    /// Linux `usecs_to_jiffies`: rounds up.
-    fn usecs_to_jiffies(&self, us: u64) -> u64 {
-        (us as u128 * self.p.hz as u128).div_ceil(1_000_000) as u64
+        self.p.clock.at(t)
     }
 
     /// Linux `bictcp_update`: recomputes `cnt` for window `cwnd` after `acked` segments.
     fn update(&mut self, cwnd: u32, acked: u32, now: Time) {
         self.ca.ack_cnt = self.ca.ack_cnt.saturating_add(acked);
         let j = self.jiffies(now);
-        if self.ca.last_cwnd == cwnd && j.saturating_sub(self.ca.last_time) <= self.p.hz / UPDATES_PER_SECOND_WHEN_FLAT {
+        if self.ca.last_cwnd == cwnd && j.saturating_sub(self.ca.last_time) <= self.p.clock.hz() / UPDATES_PER_SECOND_WHEN_FLAT {
             return;
         }
         // At most once per jiffy; an epoch start always computes.
@@ -160,8 +156,8 @@ impl LinuxCubic {
                 Some(e) => e,
                 None => self.start_epoch(cwnd, acked, j),
             };
-            let mut t = j.saturating_sub(epoch_start) + self.usecs_to_jiffies(self.ca.delay_min_us);
-            t = (t << BICTCP_HZ) / self.p.hz;
+            let mut t = j.saturating_sub(epoch_start) + self.p.clock.from_us(self.ca.delay_min_us);
+            t = (t << BICTCP_HZ) / self.p.clock.hz();
             let offs = t.abs_diff(self.ca.k) as u128;
             let delta = ((self.p.cube_rtt_scale as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ)).min(u32::MAX as u128) as u32;
             let target = if t < self.ca.k { self.ca.origin_point.saturating_sub(delta) } else { self.ca.origin_point.saturating_add(delta) };
@@ -252,7 +248,7 @@ impl CongestionControl for LinuxCubic {
     fn pkts_acked(&mut self, s: &mut CcState, ack: &AckSample) {
         let Some(rtt) = ack.rtt else { return };
         if let Some(e) = self.ca.epoch_start {
-            if self.jiffies(s.now).saturating_sub(e) < DELAY_SAMPLE_HOLDOFF_S * self.p.hz {
+            if self.jiffies(s.now).saturating_sub(e) < DELAY_SAMPLE_HOLDOFF_S * self.p.clock.hz() {
                 return;
             }
         }
@@ -293,7 +289,7 @@ mod tests {
     use crate::cc::cubic::tests::{ack_rtt, cwnd_at, drive, loss};
     use crate::cc::cubic::{Cubic, CubicVariant};
     use crate::cc::INFINITE_SSTHRESH;
-    use crate::time::PS_PER_MS;
+    use crate::time::{PS_PER_MS, PS_PER_S};
 
     const RTT: Time = 100 * PS_PER_MS;
     /// Linux's C: bic_scale 41 x 10 / 1024.
@@ -319,7 +315,7 @@ mod tests {
         assert_eq!(c.p.cube_rtt_scale, 410);
         assert_eq!(c.p.cube_factor, (1u64 << 40) / 410);
         assert_eq!(c.p.beta_scale, 15, "8 x 1741 / 3 / 307");
-        assert_eq!(c.p.hz, 250);
+        assert_eq!(c.p.clock.hz(), 250);
     }
 
     #[test]
