@@ -1,8 +1,8 @@
 //! Westwood+ as Linux `net/ipv4/tcp_westwood.c` runs it (`tcp_westwood_event`,
 //! `tcp_westwood_ack`, `westwood_update_window`, `westwood_filter`):
 //!
-//! - the estimate counts bytes acknowledged (`bk`) over windows of at least max(RTT, 50 ms),
-//!   time in jiffies; a window's sample is bk / its length in jiffies (integer bytes per
+//! - the estimate counts bytes acknowledged (`bk`) over windows of at least max(RTT,
+//!   `min_sample_interval`: Linux's `TCP_WESTWOOD_RTT_MIN`, HZ/20 = 50 ms), time in jiffies; a window's sample is bk / its length in jiffies (integer bytes per
 //!   jiffy), the first filling both filters, later ones through two cascaded EWMAs of 7/8
 //!   in integers;
 //! - the RTT is the last sample, in jiffies (rounded up); RTTmin its minimum, taken afresh
@@ -25,8 +25,6 @@ use crate::cc::{AckSample, CcState, CongestionControl, CwndEvent};
 use crate::cc::jiffies::Jiffies;
 use crate::time::{Time, PS_PER_US};
 
-/// The shortest sampling window, 1/20 s (Linux `TCP_WESTWOOD_RTT_MIN` = HZ/20).
-const RTT_MIN_WINDOW_PER_SECOND: u64 = 20;
 /// RTT and RTTmin before any sample: 20 s (Linux `TCP_WESTWOOD_INIT_RTT` = 20 HZ).
 const INIT_RTT_S: u64 = 20;
 /// The filters keep 7/8 of the old value (Linux `westwood_do_filter`).
@@ -36,6 +34,8 @@ const MIN_WINDOW_SEGMENTS: u64 = 2;
 
 pub struct LinuxWestwood {
     clock: Jiffies,
+    /// The shortest sampling window, jiffies.
+    min_window: u64,
     reno: Reno,
     /// Bandwidth estimates, bytes per jiffy: first stage and smoothed (Linux `bw_ns_est`,
     /// `bw_est`).
@@ -58,6 +58,7 @@ impl LinuxWestwood {
         let hz = clock.hz();
         LinuxWestwood {
             clock,
+            min_window: clock.at(cfg.min_sample_interval_ps),
             reno: Reno::new(RenoConfig { a: 1.0, b: 0.5, byte_counting: true }),
             bw_ns_est: 0,
             bw_est: 0,
@@ -90,7 +91,7 @@ impl LinuxWestwood {
     /// `westwood_update_window`).
     fn update_window(&mut self, now: Time) {
         let delta = self.clock.at(now).saturating_sub(self.rtt_win_sx);
-        if self.rtt > 0 && delta > self.rtt.max(self.clock.hz() / RTT_MIN_WINDOW_PER_SECOND) {
+        if self.rtt > 0 && delta > self.rtt.max(self.min_window) {
             let sample = self.bk / delta;
             if self.bw_ns_est == 0 && self.bw_est == 0 {
                 self.bw_ns_est = sample;
