@@ -162,7 +162,9 @@ fn pacing_follows_btl_bw_times_the_gain_cycle() {
         }
         let sender = &sim.flows[0].sender;
         let gain = sender.pacing_rate_bps().unwrap() as f64 / (payload_rate_bps() * PACING_MARGIN);
-        let nearest = (0..3).min_by(|&a, &b| (PROBE_BW_GAINS[a] - gain).abs().total_cmp(&(PROBE_BW_GAINS[b] - gain).abs())).unwrap();
+        let nearest = (0..3)
+            .min_by(|&a, &b| (PROBE_BW_GAINS[a] - gain).abs().total_cmp(&(PROBE_BW_GAINS[b] - gain).abs()))
+            .unwrap();
         assert!((gain / PROBE_BW_GAINS[nearest] - 1.0).abs() < 0.005, "t = {t}: pacing at {gain} x BtlBw");
         time_at_gain[nearest] += 1;
         sent_bytes.push(sender.stats.bytes_sent);
@@ -323,7 +325,8 @@ fn core_reports_delivery_losses_and_pipe_once() {
 /// The ACKs of a transfer of `bytes`, with delayed ACKs (40 ms) on a 100 ms path.
 fn recorded_acks(bytes: u64) -> Vec<AckSample> {
     let log = Arc::new(Mutex::new(Recorded::default()));
-    let mut h = Harness::with_algorithm(tcp_config(), Box::new(Recorder(log.clone())), 100 * PS_PER_MS, Box::new(|_| false));
+    let mut h =
+        Harness::with_algorithm(tcp_config(), Box::new(Recorder(log.clone())), 100 * PS_PER_MS, Box::new(|_| false));
     h.start(Some(bytes));
     h.run_until(2 * PS_PER_S);
     assert!(h.sender.is_finished());

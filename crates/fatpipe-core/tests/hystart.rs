@@ -100,7 +100,12 @@ fn hystart_plus_plus_loses_fewer_than_standard_slow_start() {
     for variant in [CubicVariant::Rfc, CubicVariant::Linux] {
         let off = first_slow_start(variant, HyStartMode::Off);
         let on = first_slow_start(variant, HyStartMode::Rfc9406);
-        assert!(on.lost * 10 < off.lost * 9, "{variant:?}: HyStart++ {} lost, standard slow start {}", on.lost, off.lost);
+        assert!(
+            on.lost * 10 < off.lost * 9,
+            "{variant:?}: HyStart++ {} lost, standard slow start {}",
+            on.lost,
+            off.lost
+        );
     }
 }
 

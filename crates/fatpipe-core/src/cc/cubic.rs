@@ -43,9 +43,9 @@
 pub mod hystart;
 pub mod linux;
 
+use super::jiffies::{default_kernel_hz, DEFAULT_KERNEL_HZ};
 use super::{cong_avoid_ai, AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::time::{to_seconds, Time, PS_PER_MS, PS_PER_US};
-use super::jiffies::{default_kernel_hz, DEFAULT_KERNEL_HZ};
 use hystart::{HyStartDetect, HyStartMode, SlowStartExit};
 use serde::Deserialize;
 
@@ -155,7 +155,10 @@ impl CubicConfig {
                 return Err(format!("c: {} is not allowed with variant = \"linux\": Linux's bic_scale = C x 1024 / 10 would round to 0; must be at least 0.005", self.c));
             }
             if !(1..linux::BETA_SCALE).contains(&self.beta_fixed()) {
-                return Err(format!("beta: {} is not allowed with variant = \"linux\": must round to 1..1023 / 1024", self.beta));
+                return Err(format!(
+                    "beta: {} is not allowed with variant = \"linux\": must round to 1..1023 / 1024",
+                    self.beta
+                ));
             }
         }
         if self.kernel_hz == 0 {
@@ -165,7 +168,10 @@ impl CubicConfig {
             return Err("hystart_low_window: 0 is not allowed: must be at least 1 segment".into());
         }
         if self.hystart_ack_delta_ps < PS_PER_US {
-            return Err(format!("hystart_ack_delta_ps: {} is not allowed: must be at least 1 microsecond", self.hystart_ack_delta_ps));
+            return Err(format!(
+                "hystart_ack_delta_ps: {} is not allowed: must be at least 1 microsecond",
+                self.hystart_ack_delta_ps
+            ));
         }
         Ok(())
     }

@@ -232,7 +232,13 @@ mod tests {
     }
 
     fn ack(rtt: Time) -> AckSample {
-        AckSample { acked_segments: 1, delivered_segments: 1, acked_bytes: MSS as u64, rtt: Some(rtt), ..Default::default() }
+        AckSample {
+            acked_segments: 1,
+            delivered_segments: 1,
+            acked_bytes: MSS as u64,
+            rtt: Some(rtt),
+            ..Default::default()
+        }
     }
 
     /// One-segment ACKs with a full window in flight and the same RTT, one per `gap`, until

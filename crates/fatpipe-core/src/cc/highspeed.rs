@@ -89,7 +89,13 @@ pub struct HighSpeedConfig {
 
 impl Default for HighSpeedConfig {
     fn default() -> Self {
-        HighSpeedConfig { variant: HighSpeedVariant::Rfc, low_window: 38, high_window: 83_000, high_p: 1e-7, high_decrease: 0.1 }
+        HighSpeedConfig {
+            variant: HighSpeedVariant::Rfc,
+            low_window: 38,
+            high_window: 83_000,
+            high_p: 1e-7,
+            high_decrease: 0.1,
+        }
     }
 }
 
@@ -250,7 +256,8 @@ impl HighSpeed {
     /// window `cwnd`, segments.
     pub fn aimd_at(&mut self, cwnd: u32) -> (u32, f64) {
         let a = self.seek(cwnd).a;
-        let b = if cwnd <= self.cfg.low_window { self.cfg.b(self.cfg.low_window as f64) } else { self.cfg.b(cwnd as f64) };
+        let b =
+            if cwnd <= self.cfg.low_window { self.cfg.b(self.cfg.low_window as f64) } else { self.cfg.b(cwnd as f64) };
         (a, b)
     }
 }

@@ -451,7 +451,8 @@ mod tests {
         assert!(VegasConfig { variant: VegasVariant::Paper, alpha: 1.0, beta: 3.0, gamma: 1.0 }.validate().is_ok());
         let e = VegasConfig { variant: VegasVariant::Paper, alpha: 4.0, beta: 3.0, gamma: 1.0 }.validate().unwrap_err();
         assert!(e.starts_with("beta: 3 is not allowed"), "{e}");
-        let e = VegasConfig { variant: VegasVariant::Paper, alpha: 1.0, beta: 3.0, gamma: -1.0 }.validate().unwrap_err();
+        let e =
+            VegasConfig { variant: VegasVariant::Paper, alpha: 1.0, beta: 3.0, gamma: -1.0 }.validate().unwrap_err();
         assert!(e.starts_with("gamma: -1 is not allowed"), "{e}");
     }
 }

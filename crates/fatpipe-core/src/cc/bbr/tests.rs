@@ -364,7 +364,10 @@ fn probe_rtt_holds_four_segments_for_the_duration_and_a_round() {
     assert!(saved > 200);
     // Once the flight is down to 4 segments, PROBE_RTT lasts 200 ms and at least a round.
     let lasted = d.run_until(300 * PS_PER_MS, BW_BPS, RTT_PS, Flight::Segments(3), |b| b.mode() != Mode::ProbeRtt);
-    assert!(lasted > DEFAULT_PROBE_RTT_DURATION_PS && lasted <= DEFAULT_PROBE_RTT_DURATION_PS + 2 * STEP_PS, "{lasted}");
+    assert!(
+        lasted > DEFAULT_PROBE_RTT_DURATION_PS && lasted <= DEFAULT_PROBE_RTT_DURATION_PS + 2 * STEP_PS,
+        "{lasted}"
+    );
     assert_eq!(d.bbr.mode(), Mode::ProbeBw);
     assert_eq!(d.bbr.min_rtt_stamp_ps, d.now, "RTprop counts as fresh again");
     assert!(d.s.cwnd >= saved.min(d.target_cwnd()), "the saved window is restored");

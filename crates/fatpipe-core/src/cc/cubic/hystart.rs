@@ -176,7 +176,9 @@ impl HyStart {
             self.curr_rtt_us = self.curr_rtt_us.min(delay_us);
             if self.sample_cnt < HYSTART_MIN_SAMPLES {
                 self.sample_cnt += 1;
-            } else if self.curr_rtt_us > delay_min_us + (delay_min_us >> 3).clamp(HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US) {
+            } else if self.curr_rtt_us
+                > delay_min_us + (delay_min_us >> 3).clamp(HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US)
+            {
                 self.exit(s);
             }
         }

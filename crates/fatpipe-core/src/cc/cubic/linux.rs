@@ -33,8 +33,8 @@
 
 use super::hystart::SlowStartExit;
 use super::CubicConfig;
-use crate::cc::{cong_avoid_ai, AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::cc::jiffies::Jiffies;
+use crate::cc::{cong_avoid_ai, AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::time::{Time, PS_PER_US};
 
 /// beta and C are fractions of this in Linux (`BICTCP_BETA_SCALE`).
@@ -145,7 +145,9 @@ impl LinuxCubic {
     fn update(&mut self, cwnd: u32, acked: u32, now: Time) {
         self.ca.ack_cnt = self.ca.ack_cnt.saturating_add(acked);
         let j = self.jiffies(now);
-        if self.ca.last_cwnd == cwnd && j.saturating_sub(self.ca.last_time) <= self.p.clock.hz() / UPDATES_PER_SECOND_WHEN_FLAT {
+        if self.ca.last_cwnd == cwnd
+            && j.saturating_sub(self.ca.last_time) <= self.p.clock.hz() / UPDATES_PER_SECOND_WHEN_FLAT
+        {
             return;
         }
         // At most once per jiffy; an epoch start always computes.
@@ -159,8 +161,13 @@ impl LinuxCubic {
             let mut t = j.saturating_sub(epoch_start) + self.p.clock.from_us(self.ca.delay_min_us);
             t = (t << BICTCP_HZ) / self.p.clock.hz();
             let offs = t.abs_diff(self.ca.k) as u128;
-            let delta = ((self.p.cube_rtt_scale as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ)).min(u32::MAX as u128) as u32;
-            let target = if t < self.ca.k { self.ca.origin_point.saturating_sub(delta) } else { self.ca.origin_point.saturating_add(delta) };
+            let delta = ((self.p.cube_rtt_scale as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ))
+                .min(u32::MAX as u128) as u32;
+            let target = if t < self.ca.k {
+                self.ca.origin_point.saturating_sub(delta)
+            } else {
+                self.ca.origin_point.saturating_add(delta)
+            };
             self.ca.cnt = if target > cwnd { cwnd / (target - cwnd) } else { FLAT_CNT_PER_CWND.saturating_mul(cwnd) };
             if self.ca.last_max_cwnd == 0 {
                 self.ca.cnt = self.ca.cnt.min(NO_LOSS_MAX_CNT);

@@ -23,7 +23,9 @@
 //!   trait's default.
 
 use super::VegasConfig;
-use crate::cc::{cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl, CwndEvent};
+use crate::cc::{
+    cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl, CwndEvent,
+};
 use crate::time::PS_PER_US;
 
 /// Linux's "no sample yet" (0x7fffffff).

@@ -20,9 +20,9 @@
 //! ACKed or SACKed, `CcState::delivered_bytes`) are counted when it arrives.
 
 use super::WestwoodPlusConfig;
+use crate::cc::jiffies::Jiffies;
 use crate::cc::reno::{Reno, RenoConfig};
 use crate::cc::{AckSample, CcState, CongestionControl, CwndEvent};
-use crate::cc::jiffies::Jiffies;
 use crate::time::{Time, PS_PER_US};
 
 /// RTT and RTTmin before any sample: 20 s (Linux `TCP_WESTWOOD_INIT_RTT` = 20 HZ).
@@ -166,7 +166,11 @@ mod tests {
     const MSS: u32 = 1000;
 
     fn linux() -> LinuxWestwood {
-        LinuxWestwood::new(&WestwoodPlusConfig { variant: WestwoodPlusVariant::Linux, byte_counting: true, ..Default::default() })
+        LinuxWestwood::new(&WestwoodPlusConfig {
+            variant: WestwoodPlusVariant::Linux,
+            byte_counting: true,
+            ..Default::default()
+        })
     }
 
     fn state(cwnd: u32) -> CcState {
@@ -236,7 +240,9 @@ mod tests {
     fn without_an_estimate_the_window_is_two() {
         let w = linux();
         assert_eq!(w.bw_rttmin(&state(100)), 2);
-        let e = WestwoodPlusConfig { variant: WestwoodPlusVariant::Linux, byte_counting: false, ..Default::default() }.validate().unwrap_err();
+        let e = WestwoodPlusConfig { variant: WestwoodPlusVariant::Linux, byte_counting: false, ..Default::default() }
+            .validate()
+            .unwrap_err();
         assert!(e.starts_with("byte_counting: false is not allowed with variant = \"linux\""), "{e}");
     }
 }
