@@ -302,7 +302,7 @@ impl Scenario {
                 CcSpec::Reno(_) => Ok(()),
                 CcSpec::Vegas(c) => c.validate(),
                 CcSpec::Westwood(c) => c.validate(),
-                CcSpec::WestwoodPlus(_) => Ok(()), // no parameter can be out of range (durations, a flag)
+                CcSpec::WestwoodPlus(c) => c.validate(),
                 CcSpec::GridDt(c) => c.validate(),
                 CcSpec::Fast(c) => c.validate(),
                 CcSpec::Nocc(c) => c.validate(),

@@ -80,6 +80,12 @@ fn highspeed_fills_a_100mbps_40ms_path() {
 }
 
 #[test]
+fn linux_highspeed_fills_a_100mbps_40ms_path() {
+    let linux = HighSpeedConfig { variant: fatpipe_core::cc::highspeed::HighSpeedVariant::Linux, ..Default::default() };
+    assert_fills_the_pipe(CcSpec::Highspeed(linux), None);
+}
+
+#[test]
 fn scalable_fills_a_100mbps_40ms_path() {
     assert_fills_the_pipe(CcSpec::Scalable(ScalableConfig::default()), None);
 }

@@ -9,7 +9,7 @@ mod support;
 use fatpipe_core::cc::fast::FastConfig;
 use fatpipe_core::cc::griddt::GridDtConfig;
 use fatpipe_core::cc::nocc::{NoccConfig, UNLIMITED_WINDOW_SEGMENTS};
-use fatpipe_core::cc::vegas::VegasConfig;
+use fatpipe_core::cc::vegas::{VegasConfig, VegasVariant};
 use fatpipe_core::cc::westwood::{WestwoodConfig, WestwoodPlusConfig};
 use fatpipe_core::cc::{CaState, CcSpec};
 use fatpipe_core::packet::Packet;
@@ -78,7 +78,7 @@ fn goodput_fraction(sim: &Simulation, rate_bps: u64, from: Time, to: Time) -> f6
 }
 
 fn vegas() -> CcSpec {
-    CcSpec::Vegas(VegasConfig { alpha: 1.0, beta: 3.0, gamma: 1.0 })
+    CcSpec::Vegas(VegasConfig { variant: VegasVariant::Paper, alpha: 1.0, beta: 3.0, gamma: 1.0 })
 }
 
 fn fast() -> CcSpec {
@@ -96,7 +96,11 @@ fn westwood() -> CcSpec {
 }
 
 fn westwood_plus() -> CcSpec {
-    CcSpec::WestwoodPlus(WestwoodPlusConfig { min_sample_interval_ps: 50 * PS_PER_MS, byte_counting: false })
+    CcSpec::WestwoodPlus(WestwoodPlusConfig {
+        min_sample_interval_ps: 50 * PS_PER_MS,
+        byte_counting: false,
+        ..Default::default()
+    })
 }
 
 fn griddt() -> CcSpec {
@@ -110,13 +114,13 @@ fn nocc(cwnd_segments: Option<u32>) -> CcSpec {
 // ---------------------------------------------------------------------------------------
 // Acceptance 4: the delay-based algorithms hold a small queue at full utilization.
 
-#[test]
-fn vegas_holds_between_alpha_and_beta_packets_at_the_bottleneck() {
-    // 10 Mb/s x 40 ms: a pipe of 33 packets, a queue of 100, far above beta.
+/// Vegas on 10 Mb/s x 40 ms (a pipe of 33 packets, a queue of 100, far above beta) holds
+/// between alpha and beta of its packets at the bottleneck.
+fn assert_vegas_holds_between(cc: CcSpec, alpha: f64, beta: f64) {
     let rate = 10_000_000;
     let rtt = 40 * PS_PER_MS;
     let duration = 60 * PS_PER_S;
-    let sim = run(rate, rtt, 100, duration, vegas(), tcp_config());
+    let sim = run(rate, rtt, 100, duration, cc, tcp_config());
     // Vegas has left slow start and settled well before 20 s (it leaves slow start at
     // ~16 segments and adds one per RTT).
     let from = 20 * PS_PER_S;
@@ -127,11 +131,28 @@ fn vegas_holds_between_alpha_and_beta_packets_at_the_bottleneck() {
     // for the one being transmitted, which the sampled queue does not count: the bottleneck
     // holds the waiting packets plus one in transmission for the fraction u of the time.
     let held = waiting + u;
-    eprintln!("vegas: {waiting:.2} waiting + {u:.4} in transmission = {held:.2} packets held (alpha 1, beta 3)");
-    assert!((1.0..=3.0).contains(&held), "Vegas holds {held} packets at the bottleneck, outside [alpha, beta]");
+    eprintln!(
+        "vegas: {waiting:.2} waiting + {u:.4} in transmission = {held:.2} packets held (alpha {alpha}, beta {beta})"
+    );
+    assert!((alpha..=beta).contains(&held), "Vegas holds {held} packets at the bottleneck, outside [alpha, beta]");
     assert!(u > 0.9, "utilization {u}");
     assert_eq!(drops(&sim, 0, duration), 0, "Vegas never fills the queue");
     assert_eq!(sim.flows[0].sender.stats.segments_retransmitted, 0);
+}
+
+#[test]
+fn vegas_holds_between_alpha_and_beta_packets_at_the_bottleneck() {
+    assert_vegas_holds_between(vegas(), 1.0, 3.0);
+}
+
+/// Linux tcp_vegas.c with its module parameters: alpha 2, beta 4.
+fn linux_vegas() -> CcSpec {
+    CcSpec::Vegas(VegasConfig { variant: VegasVariant::Linux, alpha: 2.0, beta: 4.0, gamma: 1.0 })
+}
+
+#[test]
+fn linux_vegas_holds_between_2_and_4_packets_at_the_bottleneck() {
+    assert_vegas_holds_between(linux_vegas(), 2.0, 4.0);
 }
 
 #[test]
@@ -305,6 +326,22 @@ fn vegas_fills_the_lfn() {
     assert_eq!(drops(&sim, 0, LFN_DURATION), 0);
 }
 
+/// Linux's Vegas slow start doubles every RTT and decides on the round's minimum RTT, which
+/// the queue reaches only a round after the pipe is full: it overflows the one-BDP queue once
+/// (hundreds of drops), so it runs with SACK, as on Linux; then it holds a few packets queued.
+#[test]
+fn linux_vegas_fills_the_lfn_after_one_slow_start_overshoot() {
+    let bdp = bdp_packets(LFN_RATE_BPS, LFN_RTT, WIRE_BYTES);
+    let mut tcp = tcp_config();
+    tcp.recovery = fatpipe_core::tcp::config::Recovery::Sack;
+    let sim = run(LFN_RATE_BPS, LFN_RTT, bdp, LFN_DURATION, linux_vegas(), tcp);
+    assert!(report("vegas (linux)", &sim) > 0.9);
+    assert!(drops(&sim, 0, LFN_DURATION) > 0, "slow start overshoots");
+    assert_eq!(drops(&sim, STEADY_FROM, LFN_DURATION), 0);
+    let queue = mean_queue_packets(&sim, STEADY_FROM, LFN_DURATION);
+    assert!(queue < 4.0, "mean queue {queue}");
+}
+
 #[test]
 fn fast_fills_the_lfn() {
     let (sim, _) = lfn_run(fast());
@@ -361,7 +398,11 @@ fn westwood_sets_ssthresh_to_the_bdp() {
 fn westwood_plus_sets_ssthresh_to_the_bdp() {
     check_westwood_ssthresh(
         "westwood_plus",
-        CcSpec::WestwoodPlus(WestwoodPlusConfig { min_sample_interval_ps: 50 * PS_PER_MS, byte_counting: true }),
+        CcSpec::WestwoodPlus(WestwoodPlusConfig {
+            min_sample_interval_ps: 50 * PS_PER_MS,
+            byte_counting: true,
+            ..Default::default()
+        }),
     );
 }
 
@@ -386,7 +427,7 @@ fn nocc_overloads_the_lfn() {
 fn invalid_parameters_are_reported_with_their_flow_and_name() {
     let cases = [
         (
-            CcSpec::Vegas(VegasConfig { alpha: 3.0, beta: 1.0, gamma: 1.0 }),
+            CcSpec::Vegas(VegasConfig { variant: VegasVariant::Paper, alpha: 3.0, beta: 1.0, gamma: 1.0 }),
             "flows[0].cc.beta: 1 is not allowed: must be at least alpha (3)",
         ),
         (

@@ -321,3 +321,32 @@ fn core_reports_delivery_losses_and_pipe_once() {
     // The first window's samples started at zero delivered: one round trip.
     assert_eq!(log.acks[0].0.prior_delivered_bytes, 0);
 }
+
+/// The ACKs of a transfer of `bytes`, with delayed ACKs (40 ms) on a 100 ms path.
+fn recorded_acks(bytes: u64) -> Vec<AckSample> {
+    let log = Arc::new(Mutex::new(Recorded::default()));
+    let mut h =
+        Harness::with_algorithm(tcp_config(), Box::new(Recorder(log.clone())), 100 * PS_PER_MS, Box::new(|_| false));
+    h.start(Some(bytes));
+    h.run_until(2 * PS_PER_S);
+    assert!(h.sender.is_finished());
+    let acks = log.lock().unwrap().acks.iter().map(|(a, _, _)| *a).collect();
+    acks
+}
+
+/// Linux's FLAG_ACK_MAYBE_DELAYED (tcp_clean_rtx_queue): the ACK of a lone segment shorter
+/// than the MSS, sent with nothing else outstanding, waited for the receiver's delayed-ACK
+/// timer; its RTT is 140 ms on this 100 ms path.
+#[test]
+fn core_flags_the_ack_of_a_lone_runt_as_maybe_delayed() {
+    let acks = recorded_acks(500);
+    assert_eq!(acks.len(), 1);
+    assert!(acks[0].is_ack_delayed);
+    assert_eq!(acks[0].rtt, Some(140 * PS_PER_MS));
+    // A runt behind full segments was not alone when it left: no ACK is flagged.
+    let acks = recorded_acks(2 * MSS_BYTES + 500);
+    assert!(acks.len() >= 2);
+    assert!(acks.iter().all(|a| !a.is_ack_delayed), "{acks:?}");
+    // Nor is the ACK of full segments.
+    assert!(recorded_acks(4 * MSS_BYTES).iter().all(|a| !a.is_ack_delayed));
+}

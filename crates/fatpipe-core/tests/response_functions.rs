@@ -59,8 +59,15 @@ fn standard_tcp_follows_1_22_over_sqrt_p() {
 #[test]
 fn highspeed_follows_rfc3649() {
     use fatpipe_core::cc::highspeed::HighSpeedConfig;
-    let cc =
-        || CcSpec::Highspeed(HighSpeedConfig { low_window: 38, high_window: 83_000, high_p: 1e-7, high_decrease: 0.1 });
+    let cc = || {
+        CcSpec::Highspeed(HighSpeedConfig {
+            low_window: 38,
+            high_window: 83_000,
+            high_p: 1e-7,
+            high_decrease: 0.1,
+            ..Default::default()
+        })
+    };
     for p in [1e-3f64, 1e-4, 1e-5, 1e-6] {
         let expected = 0.12 / p.powf(0.835);
         let got = mean_cwnd(cc(), p, expected, if p >= 1e-5 { 200.0 } else { 40.0 });

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
-from .kinds import Boolean, Duration, Integer, Real, Size
-from .schema import UNSET, Field, Table, Tagged, _fail, _toml_literal
+from .kinds import Boolean, Choice, Duration, Integer, Real, Size
+from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num, _toml_literal
 
 
 @dataclass(frozen=True)
@@ -62,16 +62,72 @@ def _normalize_reno(params: Dict[str, Any], path: str) -> Dict[str, Any]:
     }
 
 
-def _simple_algorithm(name: str, doc: str, *params: Tuple[Field, str]) -> Algorithm:
+def _simple_algorithm(
+    name: str,
+    doc: str,
+    *params: Tuple[Field, str],
+    finish: Optional[Callable[[Dict[str, Any], str], None]] = None,
+) -> Algorithm:
     """An algorithm whose parameters map one to one onto the core's: each (Field, core key).
-    Durations arrive in picoseconds (their core keys end in _ps), numbers as given."""
+    Durations arrive in picoseconds (their core keys end in _ps), numbers as given.
+    ``finish`` may check the values together and fill defaults that depend on others
+    (:class:`Derived`), in place, before they are mapped."""
     table = Table(fields=tuple(f for f, _ in params), doc=doc)
     core_keys = {f.key: core_key for f, core_key in params}
 
     def normalize(values: Dict[str, Any], path: str) -> Dict[str, Any]:
+        if finish is not None:
+            values = dict(values)
+            finish(values, path)
         return {"algorithm": name, **{core_keys[k]: v for k, v in values.items()}}
 
     return Algorithm(table=table, normalize=normalize)
+
+
+def _variant_field(options: Sequence[str], meaning: str, source: str) -> Field:
+    """An algorithm's ``variant``: which published form runs; the first option, today's form,
+    is the default."""
+    return Field("variant", Choice(options), meaning, options[0], source)
+
+
+def _fill_by_choice(
+    values: Dict[str, Any], path: str, choice: str, defaults: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Fills each key left unset with its default for the value of ``choice`` (a variant, a
+    mode). A key that value does not use (no default for it) must stay unset; the core, which
+    takes every key, then gets the key's first default and ignores it."""
+    chosen = values[choice]
+    for key, by_choice in defaults.items():
+        if chosen in by_choice:
+            if values[key] is None:
+                values[key] = by_choice[chosen]
+            continue
+        if values[key] is not None:
+            used = " or ".join(json.dumps(v) for v in by_choice)
+            raise ScenarioError(
+                f"{_join(path, key)}: not used with {choice} = {json.dumps(chosen)}; only with {choice} = {used}",
+                _join(path, key),
+            )
+        values[key] = next(iter(by_choice.values()))
+
+
+def _fill_by_variant(values: Dict[str, Any], path: str, defaults: Mapping[str, Mapping[str, Any]]) -> None:
+    _fill_by_choice(values, path, "variant", defaults)
+
+
+#: Linux's timer frequency, for the Linux forms that count time in jiffies.
+_KERNEL_HZ_DEFAULT = 250
+_KERNEL_HZ_SOURCE = "Linux CONFIG_HZ: kernel/Kconfig.hz defaults to HZ_250"
+
+
+def _kernel_hz_field(used_with: str) -> Field:
+    return Field(
+        "kernel_hz",
+        Integer(minimum=1, maximum=100_000, example=_KERNEL_HZ_DEFAULT),
+        "jiffies per second of the Linux form's clock (tcp_jiffies32); only with " + used_with,
+        Derived(f"{_KERNEL_HZ_DEFAULT} with {used_with}"),
+        _KERNEL_HZ_SOURCE,
+    )
 
 
 def _packets(key: str, default: float, meaning: str, source: str) -> Field:
@@ -86,14 +142,47 @@ _BYTE_COUNTING = Field(
     "RFC 5681 (per ACK), as Reno here and the documents' kernels and ns-2",
 )
 
+#: Vegas's thresholds by variant: the paper's (ns-2 v_alpha_, v_beta_, v_gamma_) and Linux's
+#: tcp_vegas.c module parameters.
+_VEGAS_DEFAULTS = {
+    "alpha": {"paper": 1.0, "linux": 2.0},
+    "beta": {"paper": 3.0, "linux": 4.0},
+    "gamma": {"paper": 1.0, "linux": 1.0},
+}
+
+
+def _vegas_threshold(key: str, meaning: str) -> Field:
+    by_variant = _VEGAS_DEFAULTS[key]
+    return Field(
+        key,
+        Real(lower=0.0, lower_open=False, example=by_variant["paper"]),
+        meaning + ", packets",
+        Derived(f"{_num(by_variant['paper'])} (paper), {_num(by_variant['linux'])} (linux)"),
+        f"Brakmo and Peterson 1995, ns-2 v_{key}_; Linux tcp_vegas.c {key}",
+    )
+
+
 _VEGAS = _simple_algorithm(
     "vegas",
     "TCP Vegas (Brakmo and Peterson 1995): once per RTT compares the expected rate cwnd/baseRTT "
     "with the actual cwnd/RTT; the difference is the flow's packets queued in the network. "
-    "Slow start grows every other RTT.",
-    (_packets("alpha", 1.0, "fewer queued than this: grow one segment per RTT", "Brakmo and Peterson 1995; ns-2 v_alpha_ (Linux: 2)"), "alpha"),
-    (_packets("beta", 3.0, "more queued than this: shrink one segment per RTT", "Brakmo and Peterson 1995; ns-2 v_beta_ (Linux: 4)"), "beta"),
-    (_packets("gamma", 1.0, "more queued than this at the end of a slow-start round: leave slow start", "Brakmo and Peterson 1995; ns-2 v_gamma_"), "gamma"),
+    "The paper's form (ns-2's) decides on the round's average RTT in slow start and grows every "
+    "other RTT; Linux's decides every RTT on the round's minimum RTT.",
+    (
+        _variant_field(
+            ("paper", "linux"),
+            "which Vegas: paper (Brakmo and Peterson 1995 as ns-2 runs it: slow start doubles every "
+            "other RTT, leaves it giving back 1/8 of the window) or linux (tcp_vegas.c: the round's "
+            "minimum RTT, slow start every RTT that ends at the measured rate + 1, a fresh start "
+            "after idle)",
+            "the paper's form; Linux: net/ipv4/tcp_vegas.c",
+        ),
+        "variant",
+    ),
+    (_vegas_threshold("alpha", "fewer queued than this: grow one segment per RTT"), "alpha"),
+    (_vegas_threshold("beta", "more queued than this: shrink one segment per RTT"), "beta"),
+    (_vegas_threshold("gamma", "more queued than this at the end of a slow-start round: leave slow start"), "gamma"),
+    finish=lambda values, path: _fill_by_variant(values, path, _VEGAS_DEFAULTS),
 )
 
 _WESTWOOD = _simple_algorithm(
@@ -104,12 +193,43 @@ _WESTWOOD = _simple_algorithm(
     (_BYTE_COUNTING, "byte_counting"),
 )
 
+def _finish_westwood_plus(values: Dict[str, Any], path: str) -> None:
+    _fill_by_variant(values, path, {"byte_counting": {"paper": False, "linux": True}, "kernel_hz": {"linux": _KERNEL_HZ_DEFAULT}})
+    if values["variant"] == "linux" and not values["byte_counting"]:
+        raise ScenarioError(
+            f'{_join(path, "byte_counting")}: false is not allowed with variant = "linux": Linux grows '
+            "by tcp_reno_cong_avoid, which counts the segments each ACK covers",
+            _join(path, "byte_counting"),
+        )
+
+
 _WESTWOOD_PLUS = _simple_algorithm(
     "westwood_plus",
     "TCP Westwood+ (Grieco and Mascolo 2004): one bandwidth sample per RTT, low-pass filtered "
-    "as Linux does; the same response to losses as Westwood.",
-    (Field("min_sample_interval", Duration(positive=False, example="50ms"), "shortest bandwidth-sampling interval (a sample spans max(RTT, this))", "50ms", "Linux TCP_WESTWOOD_RTT_MIN"), "min_sample_interval_ps"),
-    (_BYTE_COUNTING, "byte_counting"),
+    "as Linux does; the same response to losses as Westwood, or Linux's.",
+    (
+        _variant_field(
+            ("paper", "linux"),
+            "which response to losses: paper (ssthresh = BWE x RTTmin at the loss, cwnd never "
+            "raised to it) or linux (tcp_westwood.c: Reno's halving, then cwnd = ssthresh = BWE x "
+            "RTTmin when the reduction completes; Linux's integer estimate in jiffies)",
+            "Grieco and Mascolo 2004; Linux: net/ipv4/tcp_westwood.c",
+        ),
+        "variant",
+    ),
+    (Field("min_sample_interval", Duration(positive=False, example="50ms"), "shortest bandwidth-sampling interval (a sample spans max(RTT, this)); the linux form rounds it down to jiffies", "50ms", "Linux TCP_WESTWOOD_RTT_MIN"), "min_sample_interval_ps"),
+    (
+        Field(
+            _BYTE_COUNTING.key,
+            _BYTE_COUNTING.kind,
+            _BYTE_COUNTING.doc + "; the linux form requires it (tcp_reno_cong_avoid counts segments)",
+            Derived("false (paper), true (linux)"),
+            _BYTE_COUNTING.source + "; Linux tcp_reno_cong_avoid",
+        ),
+        "byte_counting",
+    ),
+    (_kernel_hz_field('variant = "linux"'), "kernel_hz"),
+    finish=lambda values, path: _finish_westwood_plus(values, path),
 )
 
 _FAST = _simple_algorithm(
@@ -146,15 +266,43 @@ def _fraction(key: str, default: float, meaning: str, source: str) -> Field:
     return Field(key, Real(lower=0.0, upper=1.0, example=default), meaning, default, source)
 
 
+def _check_fixed_table(values: Dict[str, Any], path: str) -> None:
+    """Linux's HighSpeed reads RFC 3649 appendix B's fixed table: the RFC's parameters cannot
+    change it."""
+    if values["variant"] != "linux":
+        return
+    for f in _HIGHSPEED.table.fields:
+        if f.key != "variant" and values[f.key] != f.kind.parse(f.default, f.key):
+            raise ScenarioError(
+                f"{_join(path, f.key)}: {_num(values[f.key])} is not allowed with variant = \"linux\": "
+                f"Linux tcp_highspeed.c uses RFC 3649 appendix B's fixed table; leave it at "
+                f"{_toml_literal(f.default)} or use variant = \"rfc\"",
+                _join(path, f.key),
+            )
+
+
 _HIGHSPEED = _simple_algorithm(
     "highspeed",
     "HighSpeed TCP (RFC 3649): above low_window the increase a(w) grows and the decrease b(w) "
     "shrinks with the window, so that the response function reaches high_window at loss rate "
-    "high_p; a(w), b(w) from the RFC's formulas, tabulated once.",
+    "high_p; a(w), b(w) from the RFC's formulas, tabulated once. Linux's form reads RFC 3649 "
+    "appendix B's fixed table.",
+    (
+        _variant_field(
+            ("rfc", "linux"),
+            "which HighSpeed: rfc (RFC 3649's formulas from the parameters below, a(w) rounded to "
+            "the nearest row) or linux (tcp_highspeed.c: the RFC's appendix B table read one row "
+            "up, a(w) added per ACK whatever it acknowledged, the decrease of the row last used; "
+            "the parameters below must keep their defaults)",
+            "RFC 3649; Linux: net/ipv4/tcp_highspeed.c",
+        ),
+        "variant",
+    ),
     (Field("low_window", Integer(minimum=1, example=38), "up to this window (segments) it is standard TCP", 38, "RFC 3649 section 5"), "low_window"),
     (Field("high_window", Integer(minimum=2, example=83000), "window (segments) reached at loss rate high_p", 83000, "RFC 3649 section 5 (10 Gb/s, 1500-byte packets, 100 ms)"), "high_window"),
     (Field("high_p", Real(lower=0.0, upper=1.0, example=1e-7), "loss rate at which the window is high_window", 1e-7, "RFC 3649 section 5"), "high_p"),
     (_fraction("high_decrease", 0.1, "b(w) at high_window: the fraction of the window given up on a loss", "RFC 3649 section 5"), "high_decrease"),
+    finish=lambda values, path: _check_fixed_table(values, path),
 )
 
 _SCALABLE = _simple_algorithm(
@@ -189,14 +337,101 @@ _BIC = _simple_algorithm(
     (Field("fast_convergence", Boolean(), "lower W_max further on a loss below the previous W_max", True, "Linux fast_convergence"), "fast_convergence"),
 )
 
+#: Linux's HyStart module parameters (tcp_cubic.c), for hystart = "linux"; the ACK delta in
+#: picoseconds (hystart_ack_delta_us = 2000).
+_HYSTART_LINUX_DEFAULTS = {
+    "hystart_detect": {"linux": "both"},
+    "hystart_low_window": {"linux": 16},
+    "hystart_ack_delta": {"linux": 2 * 10**9},
+}
+
+
+def _finish_cubic(values: Dict[str, Any], path: str) -> None:
+    _fill_by_variant(values, path, {"kernel_hz": {"linux": _KERNEL_HZ_DEFAULT}})
+    _fill_by_choice(values, path, "hystart", _HYSTART_LINUX_DEFAULTS)
+    if values["variant"] == "linux":
+        # Linux's fixed point: C = bic_scale x 10 / 1024, beta = beta / 1024.
+        if round(values["c"] * 1024 / 10) < 1:
+            raise ScenarioError(
+                f'{_join(path, "c")}: {_num(values["c"])} is not allowed with variant = "linux": '
+                "Linux's bic_scale = C x 1024 / 10 would round to 0; must be at least 0.005",
+                _join(path, "c"),
+            )
+        if not 1 <= round(values["beta"] * 1024) <= 1023:
+            raise ScenarioError(
+                f'{_join(path, "beta")}: {_num(values["beta"])} is not allowed with variant = "linux": '
+                "must round to 1..1023 / 1024",
+                _join(path, "beta"),
+            )
+
+
 _CUBIC = _simple_algorithm(
     "cubic",
     "CUBIC (RFC 9438): W(t) = C (t - K)^3 + W_max with K = cbrt(W_max (1 - beta) / C), and a "
-    "Reno-friendly region; Linux's default congestion control.",
-    (Field("c", Real(lower=0.0, example=0.4), "aggressiveness C, segments per second cubed", 0.4, "RFC 9438 section 5"), "c"),
-    (_fraction("beta", 0.7, "window kept after a loss, as a fraction (beta_cubic)", "RFC 9438 section 4.6"), "beta"),
-    (Field("fast_convergence", Boolean(), "lower W_max when a loss comes below the previous one", True, "RFC 9438 section 4.7"), "fast_convergence"),
-    (Field("tcp_friendliness", Boolean(), "follow the Reno-friendly window when it is larger", True, "RFC 9438 section 4.3"), "tcp_friendliness"),
+    "Reno-friendly region; Linux's default congestion control. Either form can leave slow "
+    "start early with HyStart (as Linux) or HyStart++ (RFC 9406).",
+    (
+        _variant_field(
+            ("rfc", "linux"),
+            "which CUBIC: rfc (RFC 9438 in floating point: target from the smoothed RTT, "
+            "alpha_cubic switching to 1 past the old W_max, a new epoch after idle) or linux "
+            "(tcp_cubic.c in its fixed point: target from the minimum RTT, at least 5 % growth per "
+            "RTT before the first loss, Reno emulation at 8/15 segment per RTT, the epoch shifted "
+            "by idle time; c and beta rounded to Linux's bic_scale / 1024 x 10 and beta / 1024)",
+            "RFC 9438; Linux: net/ipv4/tcp_cubic.c",
+        ),
+        "variant",
+    ),
+    (Field("c", Real(lower=0.0, example=0.4), "aggressiveness C, segments per second cubed", 0.4, "RFC 9438 section 5; Linux bic_scale 41"), "c"),
+    (_fraction("beta", 0.7, "window kept after a loss, as a fraction (beta_cubic)", "RFC 9438 section 4.6; Linux beta 717/1024"), "beta"),
+    (Field("fast_convergence", Boolean(), "lower W_max when a loss comes below the previous one", True, "RFC 9438 section 4.7; Linux fast_convergence"), "fast_convergence"),
+    (Field("tcp_friendliness", Boolean(), "follow the Reno-friendly window when it is larger", True, "RFC 9438 section 4.3; Linux tcp_friendliness"), "tcp_friendliness"),
+    (
+        Field(
+            "hystart",
+            Choice(("off", "linux", "rfc9406")),
+            "leave the first slow start before a loss: off (standard slow start), linux (HyStart "
+            "as tcp_cubic.c runs it: a train of ACKs spanning half the minimum RTT, or a round's "
+            "minimum RTT 1/8 above it, clamped to 4..16 ms, sets ssthresh = cwnd) or rfc9406 "
+            "(HyStart++: a round's minimum RTT above the last's by clamp(1/8, 4..16 ms) starts "
+            "Conservative Slow Start, a quarter as fast, for 5 rounds)",
+            "off",
+            "RFC 9438 section 4.10 (standard slow start); Linux runs hystart = 1; RFC 9406",
+        ),
+        "hystart",
+    ),
+    (
+        Field(
+            "hystart_detect",
+            Choice(("both", "ack_train", "delay")),
+            "HyStart's tests; only with hystart = \"linux\"",
+            Derived('"both" with hystart = "linux"'),
+            "Linux hystart_detect = 3",
+        ),
+        "hystart_detect",
+    ),
+    (
+        Field(
+            "hystart_low_window",
+            Integer(minimum=1, example=16),
+            "HyStart runs from this window on, segments; only with hystart = \"linux\"",
+            Derived('16 with hystart = "linux"'),
+            "Linux hystart_low_window",
+        ),
+        "hystart_low_window",
+    ),
+    (
+        Field(
+            "hystart_ack_delta",
+            Duration(example="2ms"),
+            "ACKs closer than this form a train; only with hystart = \"linux\"",
+            Derived('2ms with hystart = "linux"'),
+            "Linux hystart_ack_delta_us = 2000",
+        ),
+        "hystart_ack_delta_ps",
+    ),
+    (_kernel_hz_field('variant = "linux"'), "kernel_hz"),
+    finish=lambda values, path: _finish_cubic(values, path),
 )
 
 _BBR = _simple_algorithm(
@@ -205,6 +440,16 @@ _BBR = _simple_algorithm(
     "gain x the bottleneck bandwidth it measures and keeps cwnd_gain x its BDP in flight; "
     "STARTUP, DRAIN, PROBE_BW (gain cycle 1.25, 0.75, 1 x 6) and PROBE_RTT. Pair it with SACK "
     "(the preset does): without it, recovery starves the bandwidth estimate.",
+    (
+        _variant_field(
+            ("draft", "linux"),
+            "which BBR: draft (draft-00's RTprop update with Linux's constants) or linux (tcp_bbr.c: "
+            "an ACK that may have been delayed, a lone runt acknowledged alone, does not refresh an "
+            "expired RTprop; a timeout ends a round)",
+            "draft-cardwell-iccrg-bbr-congestion-control-00; Linux: net/ipv4/tcp_bbr.c bbr_update_min_rtt, bbr_set_state",
+        ),
+        "variant",
+    ),
     (Field("high_gain", Real(lower=1.0, example=2.885), "STARTUP pacing and cwnd gain (DRAIN paces at 1 / high_gain)", 2.885, "2 / ln 2 (draft-00 BBRHighGain; Linux 739/256)"), "high_gain"),
     (Field("cwnd_gain", Real(lower=0.0, example=2.0), "PROBE_BW cwnd = cwnd_gain x BtlBw x RTprop (+ 3 send quanta)", 2.0, "Linux bbr_cwnd_gain"), "cwnd_gain"),
     (Field("bw_window_rounds", Integer(minimum=1, example=10), "window of the bottleneck-bandwidth max filter, round trips", 10, "draft-00 BtlBwFilterLen; Linux bbr_bw_rtts"), "bw_window_rounds"),

@@ -24,6 +24,10 @@
 //! increase, cwnd / (increase per RTT). Linux counts ACKs and divides cnt by a running
 //! estimate of segments per ACK (delayed ACKs); this core tells the algorithm how many
 //! segments each ACK covers, so growth counts them exactly instead.
+//!
+//! Undo of a spurious reduction is Linux's `tcp_reno_undo_cwnd` (the trait's default): since
+//! Linux 4.14 ("tcp: consolidate congestion control undo functions") BIC no longer returns to
+//! max(cwnd, last_max_cwnd) or its `loss_cwnd`.
 
 use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use schemars::JsonSchema;

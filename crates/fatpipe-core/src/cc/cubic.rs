@@ -1,6 +1,13 @@
 //! CUBIC (RFC 9438): the window is a cubic function of the time since the last congestion
 //! event, with its plateau at the window where that event happened.
 //!
+//! Two forms (`CubicConfig::variant`): `"rfc"`, this file, RFC 9438's formulas in floating
+//! point; `"linux"`, `cubic/linux.rs`, Linux 6.x `tcp_cubic.c`'s fixed-point arithmetic,
+//! target from the minimum RTT, Reno emulation and epoch handling. Either can leave its first
+//! slow start early with HyStart or HyStart++ (`CubicConfig::hystart`, `cubic/hystart.rs`).
+//!
+//! The `"rfc"` form:
+//!
 //! Section 4.2: in congestion avoidance, t seconds after the stage began,
 //!
 //!   W_cubic(t) = C (t - K)^3 + W_max,   K = cbrt((W_max - cwnd_epoch) / C),
@@ -24,9 +31,8 @@
 //! Section 4.8: after a timeout the next stage starts with K = 0 and W_max = cwnd_epoch.
 //! A stage (epoch) starts at the first ACK of congestion avoidance after a loss, and again
 //! after the connection was idle (`CwndEvent::TxStart`), so that t never counts idle time
-//! (section 5.8; Linux shifts the epoch by the idle time, which needs the last send time,
-//! not part of `CcState`). Slow start is standard (section 4.10 allows it; HyStart++ is not
-//! implemented).
+//! (section 5.8; the Linux form shifts the epoch by the idle time instead). Slow start is
+//! standard (section 4.10), or HyStart/HyStart++ if configured.
 //!
 //! Arithmetic: W_cubic is computed in f64 with +, -, x, / only, which IEEE 754 rounds
 //! exactly the same on every platform (Rust never fuses them into multiply-adds), and the
@@ -34,8 +40,13 @@
 //! a run is reproducible bit for bit anywhere. Linux uses fixed point (2^-10 s, cube root
 //! by table and one Newton step); float avoids its rounding of K and t.
 
-use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl, CwndEvent};
-use crate::time::{to_seconds, Time};
+pub mod hystart;
+pub mod linux;
+
+use super::jiffies::{default_kernel_hz, DEFAULT_KERNEL_HZ};
+use super::{cong_avoid_ai, AckSample, CaState, CcState, CongestionControl, CwndEvent};
+use crate::time::{to_seconds, Time, PS_PER_MS, PS_PER_US};
+use hystart::{HyStartDetect, HyStartMode, SlowStartExit};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -43,9 +54,30 @@ use serde::Deserialize;
 /// (RFC 9438 section 4.2, after [SXEZ19]).
 const MAX_TARGET_PER_CWND: f64 = 1.5;
 
+/// Which CUBIC (`CubicConfig::variant`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CubicVariant {
+    /// RFC 9438's formulas in floating point, target from the smoothed RTT (this file).
+    #[default]
+    Rfc,
+    /// Linux 6.x `tcp_cubic.c` (`cubic/linux.rs`).
+    Linux,
+}
+
+/// HyStart runs from this window on, segments (Linux `hystart_low_window`).
+pub const DEFAULT_HYSTART_LOW_WINDOW: u32 = 16;
+/// ACKs closer than this form a train (Linux `hystart_ack_delta_us` = 2000).
+pub const DEFAULT_HYSTART_ACK_DELTA: Time = 2 * PS_PER_MS;
+
+/// New fields default to today's form, so that a scenario written before they existed runs as
+/// it did (the Python layer always writes them).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CubicConfig {
+    /// Which CUBIC: `rfc` (RFC 9438, default) or `linux` (Linux 6.x `tcp_cubic.c`).
+    #[serde(default)]
+    pub variant: CubicVariant,
     /// C: aggressiveness of the cubic growth, segments per second cubed (RFC 9438 section 5:
     /// 0.4; Linux `bic_scale` 41 gives 41 x 10 / 1024 = 0.40).
     pub c: f64,
@@ -58,11 +90,54 @@ pub struct CubicConfig {
     /// Follow the Reno-friendly window W_est when it is larger (RFC 9438 section 4.3, on;
     /// Linux `tcp_friendliness` = 1).
     pub tcp_friendliness: bool,
+    /// Slow-start exit: off (standard slow start, default), `linux` (HyStart as Linux runs it,
+    /// its module parameter `hystart` = 1) or `rfc9406` (HyStart++).
+    #[serde(default)]
+    pub hystart: HyStartMode,
+    /// HyStart's tests: both (Linux `hystart_detect` = 3, default), ack_train or delay.
+    #[serde(default)]
+    pub hystart_detect: HyStartDetect,
+    /// HyStart runs from this window on, segments (Linux `hystart_low_window`: 16).
+    #[serde(default = "default_hystart_low_window")]
+    pub hystart_low_window: u32,
+    /// ACKs closer than this form a train, picoseconds (Linux `hystart_ack_delta_us`: 2 ms).
+    #[serde(default = "default_hystart_ack_delta")]
+    pub hystart_ack_delta_ps: Time,
+    /// The `linux` form's clock: jiffies per second (Linux `CONFIG_HZ`: 250 by default).
+    #[serde(default = "default_kernel_hz")]
+    pub kernel_hz: u32,
+}
+
+fn default_hystart_low_window() -> u32 {
+    DEFAULT_HYSTART_LOW_WINDOW
+}
+
+fn default_hystart_ack_delta() -> Time {
+    DEFAULT_HYSTART_ACK_DELTA
 }
 
 impl Default for CubicConfig {
     fn default() -> Self {
-        CubicConfig { c: 0.4, beta: 0.7, fast_convergence: true, tcp_friendliness: true }
+        CubicConfig {
+            variant: CubicVariant::Rfc,
+            c: 0.4,
+            beta: 0.7,
+            fast_convergence: true,
+            tcp_friendliness: true,
+            hystart: HyStartMode::Off,
+            hystart_detect: HyStartDetect::Both,
+            hystart_low_window: DEFAULT_HYSTART_LOW_WINDOW,
+            hystart_ack_delta_ps: DEFAULT_HYSTART_ACK_DELTA,
+            kernel_hz: DEFAULT_KERNEL_HZ,
+        }
+    }
+}
+
+/// Builds the configured form.
+pub fn build(cfg: &CubicConfig) -> Box<dyn CongestionControl> {
+    match cfg.variant {
+        CubicVariant::Rfc => Box::new(Cubic::new(cfg.clone())),
+        CubicVariant::Linux => Box::new(linux::LinuxCubic::new(cfg)),
     }
 }
 
@@ -75,7 +150,45 @@ impl CubicConfig {
         if !(self.beta > 0.0 && self.beta < 1.0) {
             return Err(format!("beta: {} is not allowed: must be in (0, 1)", self.beta));
         }
+        if self.variant == CubicVariant::Linux {
+            // Linux's fixed point: C = bic_scale x 10 / 1024, beta = beta / 1024.
+            if self.bic_scale() == 0 {
+                return Err(format!("c: {} is not allowed with variant = \"linux\": Linux's bic_scale = C x 1024 / 10 would round to 0; must be at least 0.005", self.c));
+            }
+            if !(1..linux::BETA_SCALE).contains(&self.beta_fixed()) {
+                return Err(format!(
+                    "beta: {} is not allowed with variant = \"linux\": must round to 1..1023 / 1024",
+                    self.beta
+                ));
+            }
+        }
+        if self.kernel_hz == 0 {
+            return Err("kernel_hz: 0 is not allowed: must be at least 1 jiffy per second".into());
+        }
+        if self.hystart_low_window == 0 {
+            return Err("hystart_low_window: 0 is not allowed: must be at least 1 segment".into());
+        }
+        if self.hystart_ack_delta_ps < PS_PER_US {
+            return Err(format!(
+                "hystart_ack_delta_ps: {} is not allowed: must be at least 1 microsecond",
+                self.hystart_ack_delta_ps
+            ));
+        }
         Ok(())
+    }
+
+    /// beta in Linux's fixed point, x / 1024 (0.7 gives Linux's 717).
+    pub fn beta_fixed(&self) -> u32 {
+        (self.beta * linux::BETA_SCALE as f64).round() as u32
+    }
+
+    /// C in Linux's fixed point, `bic_scale`: C = bic_scale x 10 / 1024 (0.4 gives Linux's 41).
+    pub fn bic_scale(&self) -> u32 {
+        (self.c * linux::BETA_SCALE as f64 / 10.0).round() as u32
+    }
+
+    fn slow_start_exit(&self) -> SlowStartExit {
+        SlowStartExit::new(self.hystart, self.hystart_detect, self.hystart_low_window, self.hystart_ack_delta_ps)
     }
 
     /// alpha_cubic = 3 (1 - beta) / (1 + beta): the Reno-friendly additive increase
@@ -106,11 +219,18 @@ pub struct Cubic {
     /// cwnd_prior: cwnd before the last cut, segments (0 before any).
     cwnd_prior: f64,
     epoch: Option<Epoch>,
+    exit: SlowStartExit,
 }
 
 impl Cubic {
     pub fn new(cfg: CubicConfig) -> Self {
-        Cubic { cfg, w_max: 0.0, cwnd_prior: 0.0, epoch: None }
+        let exit = cfg.slow_start_exit();
+        Cubic { cfg, w_max: 0.0, cwnd_prior: 0.0, epoch: None, exit }
+    }
+
+    /// The slow-start exit (HyStart) has fired, or HyStart++ has entered CSS.
+    pub fn slow_start_exited(&self) -> bool {
+        self.exit.found()
     }
 
     /// W_max, segments (0 when unknown).
@@ -142,7 +262,12 @@ impl CongestionControl for Cubic {
         "cubic"
     }
 
+    fn init(&mut self, s: &mut CcState) {
+        self.exit.init(s);
+    }
+
     fn ssthresh(&mut self, s: &CcState) -> u32 {
+        self.exit.on_congestion();
         let cwnd = s.cwnd as f64;
         self.w_max =
             if self.cfg.fast_convergence && cwnd < self.w_max { cwnd * (1.0 + self.cfg.beta) / 2.0 } else { cwnd };
@@ -152,7 +277,7 @@ impl CongestionControl for Cubic {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, ack.delivered_segments) else {
+        let Some(acked) = self.exit.slow_start_first(s, ack.delivered_segments) else {
             return;
         };
         let mut e = match self.epoch {
@@ -184,12 +309,23 @@ impl CongestionControl for Cubic {
         }
     }
 
-    fn set_state(&mut self, _s: &mut CcState, new: CaState) {
+    fn set_state(&mut self, s: &mut CcState, new: CaState) {
         if new == CaState::Loss {
             // RFC 9438 section 4.8: after a timeout, K = 0 and W_max = cwnd_epoch.
             self.w_max = 0.0;
             self.epoch = None;
+            self.exit.on_timeout(s);
         }
+    }
+
+    /// HyStart's delay samples, against the connection's minimum RTT.
+    fn pkts_acked(&mut self, s: &mut CcState, ack: &AckSample) {
+        if matches!(self.exit, SlowStartExit::Off) {
+            return;
+        }
+        let delay_us = ack.rtt.map(|r| (r / PS_PER_US).max(1));
+        let delay_min_us = s.min_rtt.map_or(0, |r| (r / PS_PER_US).max(1));
+        self.exit.on_ack(s, ack, delay_us, delay_min_us);
     }
 
     fn cwnd_event(&mut self, _s: &mut CcState, ev: CwndEvent) {
@@ -226,7 +362,7 @@ pub fn cube_root(x: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::cc::testing::ack;
     use crate::cc::INFINITE_SSTHRESH;
@@ -236,8 +372,15 @@ mod tests {
         CcState { srtt: Some(rtt), min_rtt: Some(rtt), ..CcState::new(cwnd, ssthresh, 1448) }
     }
 
-    /// A loss as the core handles it: ssthresh, cwnd cut to it, recovery, open again.
-    fn loss(c: &mut Cubic, s: &mut CcState) {
+    /// An ACK of `segments` with an RTT sample.
+    pub(super) fn ack_rtt(segments: u32, rtt: Time) -> AckSample {
+        AckSample { rtt: Some(rtt), ..ack(segments) }
+    }
+
+    /// A loss as the core handles it, after one RTT sample of the state's min_rtt: ssthresh,
+    /// cwnd cut to it, recovery, open again.
+    pub(super) fn loss(c: &mut dyn CongestionControl, s: &mut CcState) {
+        c.pkts_acked(s, &ack_rtt(1, s.min_rtt.unwrap()));
         let ssthresh = c.ssthresh(s);
         s.ssthresh = ssthresh;
         s.cwnd = ssthresh;
@@ -247,8 +390,9 @@ mod tests {
     }
 
     /// Drives congestion avoidance for `duration` with one ACK per segment spread evenly over
-    /// each RTT; returns (seconds since the start, cwnd) at the start of every RTT.
-    fn drive(c: &mut Cubic, s: &mut CcState, rtt: Time, duration: Time) -> Vec<(f64, u32)> {
+    /// each RTT, each with that RTT sample; returns (seconds since the start, cwnd) at the
+    /// start of every RTT.
+    pub(super) fn drive(c: &mut dyn CongestionControl, s: &mut CcState, rtt: Time, duration: Time) -> Vec<(f64, u32)> {
         let start = s.now;
         let mut trace = Vec::new();
         while s.now - start < duration {
@@ -257,14 +401,15 @@ mod tests {
             let n = s.cwnd as u64;
             for i in 0..n {
                 s.now = round + rtt * i / n;
-                c.cong_avoid(s, &ack(1));
+                c.pkts_acked(s, &ack_rtt(1, rtt));
+                c.cong_avoid(s, &ack_rtt(1, rtt));
             }
             s.now = round + rtt;
         }
         trace
     }
 
-    fn cwnd_at(trace: &[(f64, u32)], t: f64) -> f64 {
+    pub(super) fn cwnd_at(trace: &[(f64, u32)], t: f64) -> f64 {
         trace.iter().rev().find(|(ts, _)| *ts <= t).unwrap().1 as f64
     }
 

@@ -29,11 +29,29 @@
 //! b = b(Low_Window) = 0.5.
 //!
 //! Slow start, fast retransmit and recovery are standard (RFC 3649). Growth counts
-//! acknowledged segments (RFC 3465, as Linux), so delayed ACKs do not slow it.
+//! acknowledged segments (RFC 3465), so delayed ACKs do not slow it.
+//!
+//! That is the `"rfc"` form (`HighSpeedConfig::variant`). The `"linux"` form,
+//! `highspeed/linux.rs`, is Linux `tcp_highspeed.c`: RFC 3649 appendix B's fixed table read
+//! one row up, a(w) added per ACK whatever it acknowledged, and the decrease of the row last
+//! used by congestion avoidance.
+
+pub mod linux;
 
 use super::{cong_avoid_ai, slow_start_first, AckSample, CcState, CongestionControl};
 use schemars::JsonSchema;
 use serde::Deserialize;
+
+/// Which HighSpeed TCP (`HighSpeedConfig::variant`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum HighSpeedVariant {
+    /// RFC 3649's formulas, tabulated from the parameters (this file).
+    #[default]
+    Rfc,
+    /// Linux `tcp_highspeed.c` (`highspeed/linux.rs`).
+    Linux,
+}
 
 /// Standard TCP's decrease, the fraction of the window given up on a loss (RFC 5681 eq. 4).
 /// b(w) starts here at Low_Window (RFC 3649).
@@ -48,10 +66,15 @@ const STANDARD_RESPONSE_CONSTANT: f64 = 1.2;
 /// high_p from allocating without limit.
 pub const MAX_TABLE_ENTRIES: usize = 100_000;
 
-/// RFC 3649's parameters; the defaults are the RFC's and document 001's.
+/// RFC 3649's parameters; the defaults are the RFC's and document 001's. `variant` defaults to
+/// today's form, so that a scenario written before it existed runs as it did.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HighSpeedConfig {
+    /// Which HighSpeed: `rfc` (RFC 3649's formulas, default) or `linux` (Linux
+    /// `tcp_highspeed.c`, whose table is fixed: the other parameters must keep their defaults).
+    #[serde(default)]
+    pub variant: HighSpeedVariant,
     /// Low_Window: the window, segments, up to which HighSpeed TCP is standard TCP
     /// (RFC 3649: 38, where standard TCP's loss rate is 10^-3).
     pub low_window: u32,
@@ -67,7 +90,13 @@ pub struct HighSpeedConfig {
 
 impl Default for HighSpeedConfig {
     fn default() -> Self {
-        HighSpeedConfig { low_window: 38, high_window: 83_000, high_p: 1e-7, high_decrease: 0.1 }
+        HighSpeedConfig {
+            variant: HighSpeedVariant::Rfc,
+            low_window: 38,
+            high_window: 83_000,
+            high_p: 1e-7,
+            high_decrease: 0.1,
+        }
     }
 }
 
@@ -116,6 +145,9 @@ impl HighSpeedConfig {
 
     /// Checks the parameters; the error names the parameter, its value and the rule.
     pub fn validate(&self) -> Result<(), String> {
+        if self.variant == HighSpeedVariant::Linux {
+            return linux::check_fixed_table(self);
+        }
         if self.low_window == 0 {
             return Err("low_window: 0 is not allowed: must be at least 1 segment".into());
         }
@@ -187,6 +219,14 @@ pub fn aimd_table(cfg: &HighSpeedConfig) -> Vec<AimdEntry> {
         table.push(AimdEntry { w_segments: lo, a, b: cfg.b(lo as f64) });
     }
     table
+}
+
+/// Builds the configured form.
+pub fn build(cfg: &HighSpeedConfig) -> Box<dyn CongestionControl> {
+    match cfg.variant {
+        HighSpeedVariant::Rfc => Box::new(HighSpeed::new(cfg.clone())),
+        HighSpeedVariant::Linux => Box::new(linux::LinuxHighSpeed::default()),
+    }
 }
 
 pub struct HighSpeed {

@@ -31,6 +31,11 @@
 //! event restart the measurement because the window is still moving there.
 //! Linux rounds to jiffies and requires RTT_min > 10 ms before adapting beta; simulated time is
 //! exact, so neither applies here.
+//!
+//! Undo of a spurious reduction (Linux `htcp_cwnd_undo`): Delta runs again from the congestion
+//! event before it, and the window comes back as `tcp_reno_undo_cwnd` gives it. (Linux also
+//! restores RTT_max and the throughput baseline to the values they had when the reduction
+//! began, which here they still have.)
 
 use super::{slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use crate::time::{to_seconds, Time, PS_PER_MS, PS_PER_S};
@@ -132,6 +137,8 @@ pub struct Htcp {
     /// alpha / cwnd per acknowledged segment accumulates exactly here, where Linux's integer
     /// counter drops the remainder at each increment.
     increase_credit: f64,
+    /// `last_congestion` before the reduction under way, for undo (Linux `undo_last_cong`).
+    undo_last_congestion: Option<Time>,
 }
 
 impl Htcp {
@@ -149,6 +156,7 @@ impl Htcp {
             max_throughput: None,
             previous_max_throughput: None,
             increase_credit: 0.0,
+            undo_last_congestion: None,
         }
     }
 
@@ -269,15 +277,27 @@ impl CongestionControl for Htcp {
     fn set_state(&mut self, s: &mut CcState, new: CaState) {
         if new != CaState::Open {
             // Delta restarts, and throughput measured across a recovery would mix two windows.
+            self.undo_last_congestion = Some(self.last_congestion);
             self.last_congestion = s.now;
             self.interval_start = s.now;
             self.interval_segments = 0;
             self.increase_credit = 0.0;
         }
+        if new == CaState::Open {
+            self.undo_last_congestion = None;
+        }
         self.ca_state = new;
     }
 
-    fn pkts_acked(&mut self, s: &CcState, ack: &AckSample) {
+    /// Called before the state returns to Open, as Linux does (`tcp_undo_cwnd_reduction`).
+    fn undo_cwnd(&mut self, s: &CcState, prior_cwnd: u32) -> u32 {
+        if let Some(t) = self.undo_last_congestion.take() {
+            self.last_congestion = t;
+        }
+        s.cwnd.max(prior_cwnd)
+    }
+
+    fn pkts_acked(&mut self, s: &mut CcState, ack: &AckSample) {
         if let Some(rtt) = ack.rtt {
             self.measure_rtt(rtt);
         }
@@ -326,6 +346,23 @@ mod tests {
         s.cwnd = ssthresh;
         h.set_state(s, CaState::Recovery);
         h.set_state(s, CaState::Open);
+    }
+
+    #[test]
+    fn undo_restores_delta_from_the_previous_congestion_event() {
+        let mut h = Htcp::new(HtcpConfig::default());
+        let mut s = state(100, 10);
+        h.init(&mut s);
+        s.now = 5 * PS_PER_S;
+        h.ssthresh(&s);
+        h.set_state(&mut s, CaState::Recovery);
+        assert_eq!(h.alpha_delta(5 * PS_PER_S), 1.0, "Delta restarted at 5 s");
+        s.cwnd = 50;
+        assert_eq!(h.undo_cwnd(&s, 100), 100, "tcp_reno_undo_cwnd");
+        // Delta counts from the start again: 5 s - Delta_L = 4 s, 1 + 40 + 4.
+        assert!((h.alpha_delta(5 * PS_PER_S) - 45.0).abs() < 1e-9);
+        h.set_state(&mut s, CaState::Open);
+        assert!((h.alpha_delta(5 * PS_PER_S) - 45.0).abs() < 1e-9);
     }
 
     #[test]

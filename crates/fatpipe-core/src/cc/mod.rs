@@ -13,6 +13,7 @@ pub mod fast;
 pub mod griddt;
 pub mod highspeed;
 pub mod htcp;
+pub mod jiffies;
 pub mod nocc;
 pub mod reno;
 pub mod round;
@@ -51,11 +52,24 @@ pub struct CcState {
     pub max_ssthresh: u32,
     /// Bytes delivered to the receiver (cumulatively ACKed or SACKed) since the start.
     pub delivered_bytes: u64,
+    /// Oldest unacknowledged byte (Linux `snd_una`) and the next new byte to send (Linux
+    /// `snd_nxt`, the highest ever sent: a retransmission does not move it back), counted
+    /// from 0 at the connection's first data byte. Algorithms that count rounds as Linux does
+    /// (Vegas's `beg_snd_nxt`, HyStart's `end_seq`) read them.
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// When the last data segment was sent (Linux `lsndtime`), None before the first. At
+    /// `CwndEvent::TxStart` it is still the send before the idle period: CUBIC shifts its
+    /// epoch by `now - last_send_ps`.
+    pub last_send_ps: Option<Time>,
+    /// The sender paces its segments (Linux `sk_pacing_status != SK_PACING_NONE`): HyStart
+    /// and HyStart++ judge ACK spacing and burst limits differently then.
+    pub paces: bool,
 }
 
 impl CcState {
-    /// A window of `cwnd` segments of `mss_bytes`, all in flight and cwnd-limited, with no RTT
-    /// measured yet: the usual starting point of an algorithm's tests.
+    /// A window of `cwnd` segments of `mss_bytes`, all in flight (from sequence 0) and
+    /// cwnd-limited, with no RTT measured yet: the usual starting point of an algorithm's tests.
     pub fn new(cwnd: u32, ssthresh: u32, mss_bytes: u32) -> CcState {
         CcState {
             cwnd,
@@ -69,6 +83,10 @@ impl CcState {
             min_rtt: None,
             max_ssthresh: 0,
             delivered_bytes: 0,
+            snd_una: 0,
+            snd_nxt: cwnd as u64 * mss_bytes as u64,
+            last_send_ps: None,
+            paces: false,
         }
     }
 
@@ -139,6 +157,14 @@ pub struct AckSample {
     pub delivery_rate_bps: Option<u64>,
     /// The sample was taken while the application, not the network, limited sending.
     pub is_app_limited: bool,
+    /// The ACK may have been delayed by the receiver (Linux `rs->is_ack_delayed`, from
+    /// `FLAG_ACK_MAYBE_DELAYED` in `tcp_clean_rtx_queue`): it newly acknowledges exactly one
+    /// segment, never retransmitted, shorter than the MSS and sent when nothing else was
+    /// outstanding (its end less than an MSS above snd_una), and nothing else was delivered
+    /// between its sending and this ACK, which carries no SACK or ECN echo. Such a lone runt
+    /// waits out the receiver's delayed-ACK timer, so its RTT sample overstates the path;
+    /// BBR does not let it refresh an expired RTprop (Linux `bbr_update_min_rtt`).
+    pub is_ack_delayed: bool,
     /// Bytes in the network before this ACK (Linux `prior_in_flight`, from
     /// `tcp_packets_in_flight`): with SACK the RFC 6675 pipe (outstanding minus SACKed minus
     /// lost plus retransmitted), otherwise every byte outstanding.
@@ -195,13 +221,16 @@ pub trait CongestionControl: Send + Sync {
     /// An event outside the ACK stream (Linux `cwnd_event`).
     fn cwnd_event(&mut self, _s: &mut CcState, _ev: CwndEvent) {}
 
-    /// Every ACK that acknowledges data, with its RTT sample (Linux `pkts_acked`).
-    fn pkts_acked(&mut self, _s: &CcState, _ack: &AckSample) {}
+    /// Every ACK that acknowledges data, with its RTT sample (Linux `pkts_acked`). It may set
+    /// ssthresh, as CUBIC's HyStart does when it ends slow start.
+    fn pkts_acked(&mut self, _s: &mut CcState, _ack: &AckSample) {}
 
     /// A recovery turned out to be spurious (DSACK, Eifel or F-RTO undo): the window to go
     /// back to, given cwnd just before the reduction (`prior_cwnd`). Linux `undo_cwnd`; the
     /// default is Linux's `tcp_reno_undo_cwnd`, max(cwnd, prior_cwnd). The core restores
-    /// ssthresh itself (to the larger of it and the one before the reduction).
+    /// ssthresh itself (to the larger of it and the one before the reduction), and calls this
+    /// before it returns the state to Open, as Linux's `tcp_undo_cwnd_reduction` comes before
+    /// `tcp_set_ca_state` (H-TCP's undo relies on it).
     fn undo_cwnd(&mut self, s: &CcState, prior_cwnd: u32) -> u32 {
         s.cwnd.max(prior_cwnd)
     }
@@ -303,18 +332,18 @@ impl CcSpec {
     pub fn build(&self) -> Box<dyn CongestionControl> {
         match self {
             CcSpec::Reno(cfg) => Box::new(reno::Reno::new(cfg.clone())),
-            CcSpec::Vegas(cfg) => Box::new(vegas::Vegas::new(cfg.clone())),
+            CcSpec::Vegas(cfg) => vegas::build(cfg),
             CcSpec::Westwood(cfg) => Box::new(westwood::Westwood::new(cfg.clone())),
-            CcSpec::WestwoodPlus(cfg) => Box::new(westwood::WestwoodPlus::new(cfg.clone())),
+            CcSpec::WestwoodPlus(cfg) => westwood::build_plus(cfg),
             CcSpec::GridDt(cfg) => Box::new(griddt::GridDt::new(cfg.clone())),
             CcSpec::Fast(cfg) => Box::new(fast::Fast::new(cfg.clone())),
             CcSpec::Nocc(cfg) => Box::new(nocc::Nocc::new(cfg.clone())),
             CcSpec::Bbr(cfg) => Box::new(bbr::Bbr::new(cfg.clone())),
-            CcSpec::Highspeed(cfg) => Box::new(highspeed::HighSpeed::new(cfg.clone())),
+            CcSpec::Highspeed(cfg) => highspeed::build(cfg),
             CcSpec::Scalable(cfg) => Box::new(scalable::Scalable::new(cfg.clone())),
             CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
             CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
-            CcSpec::Cubic(cfg) => Box::new(cubic::Cubic::new(cfg.clone())),
+            CcSpec::Cubic(cfg) => cubic::build(cfg),
         }
     }
 }

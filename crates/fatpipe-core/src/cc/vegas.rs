@@ -42,6 +42,13 @@
 //! slow-start test is cwnd < ssthresh, so whenever Vegas lowers the window outside slow start
 //! it keeps ssthresh below it, as Linux's `tcp_vegas_ssthresh` does; otherwise a decrease
 //! would drop the connection back into slow start.
+//!
+//! That is the `"paper"` form (`VegasConfig::variant`), after the paper and ns-2 (document
+//! 003's simulator). The `"linux"` form, `vegas/linux.rs`, is Linux `tcp_vegas.c`: the
+//! round's minimum RTT throughout, a decision every RTT, slow start every RTT that ends at
+//! the rate measured, and a fresh start after idle.
+
+pub mod linux;
 
 use super::round::RoundTracker;
 use super::{cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl};
@@ -63,9 +70,26 @@ pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
 /// grows as Reno (Linux `tcp_vegas_cong_avoid`: `if (vegas->cntRTT <= 2)`).
 pub const MIN_ROUND_RTT_SAMPLES: u64 = 3;
 
+/// Which Vegas (`VegasConfig::variant`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum VegasVariant {
+    /// Brakmo and Peterson 1995 as ns-2 runs it (this file).
+    #[default]
+    Paper,
+    /// Linux `tcp_vegas.c` (`vegas/linux.rs`); its module parameters are alpha 2, beta 4,
+    /// gamma 1.
+    Linux,
+}
+
+/// `variant` defaults to today's form, so that a scenario written before it existed runs as
+/// it did.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VegasConfig {
+    /// Which Vegas: `paper` (default) or `linux`.
+    #[serde(default)]
+    pub variant: VegasVariant,
     /// Fewer of the flow's packets than this queued in the network: grow by one segment per
     /// RTT. Packets; default 1 (Brakmo and Peterson 1995; ns-2 `v_alpha_`). Linux uses 2.
     pub alpha: f64,
@@ -89,6 +113,14 @@ impl VegasConfig {
             return Err(format!("beta: {} is not allowed: must be at least alpha ({})", self.beta, self.alpha));
         }
         Ok(())
+    }
+}
+
+/// Builds the configured form.
+pub fn build(cfg: &VegasConfig) -> Box<dyn CongestionControl> {
+    match cfg.variant {
+        VegasVariant::Paper => Box::new(Vegas::new(cfg.clone())),
+        VegasVariant::Linux => Box::new(linux::LinuxVegas::new(cfg)),
     }
 }
 
@@ -226,7 +258,7 @@ mod tests {
     }
 
     fn defaults() -> Vegas {
-        Vegas::new(VegasConfig { alpha: 1.0, beta: 3.0, gamma: 1.0 })
+        Vegas::new(VegasConfig { variant: VegasVariant::Paper, alpha: 1.0, beta: 3.0, gamma: 1.0 })
     }
 
     fn ack(segments: u32, rtt: Time) -> AckSample {
@@ -347,7 +379,7 @@ mod tests {
         assert_eq!(s.cwnd, w - w / 8, "one eighth given back");
         assert!(!s.in_slow_start(), "ssthresh {} below cwnd {}", s.ssthresh, s.cwnd);
         // A larger gamma tolerates the same queue and keeps doubling.
-        let mut v = Vegas::new(VegasConfig { alpha: 1.0, beta: 3.0, gamma: 4.0 });
+        let mut v = Vegas::new(VegasConfig { variant: VegasVariant::Paper, alpha: 1.0, beta: 3.0, gamma: 4.0 });
         let mut s = state(10, INFINITE_SSTHRESH);
         v.cong_avoid(&mut s, &ack(1, BASE_RTT));
         round_trip(&mut v, &mut s, BASE_RTT);
@@ -397,7 +429,7 @@ mod tests {
         assert_eq!(v.ssthresh(&state(100, 50)), 50);
         assert_eq!(v.ssthresh(&state(3, 50)), 2);
         // Diff never exceeds cwnd, so only a beta below 2 packets can push a window of 2 down.
-        let mut v = Vegas::new(VegasConfig { alpha: 0.0, beta: 0.5, gamma: 1.0 });
+        let mut v = Vegas::new(VegasConfig { variant: VegasVariant::Paper, alpha: 0.0, beta: 0.5, gamma: 1.0 });
         let mut s = state(2, 1);
         round_trip(&mut v, &mut s, BASE_RTT);
         round_trip(&mut v, &mut s, 10 * BASE_RTT);
@@ -417,10 +449,11 @@ mod tests {
 
     #[test]
     fn validation_names_the_parameter() {
-        assert!(VegasConfig { alpha: 1.0, beta: 3.0, gamma: 1.0 }.validate().is_ok());
-        let e = VegasConfig { alpha: 4.0, beta: 3.0, gamma: 1.0 }.validate().unwrap_err();
+        assert!(VegasConfig { variant: VegasVariant::Paper, alpha: 1.0, beta: 3.0, gamma: 1.0 }.validate().is_ok());
+        let e = VegasConfig { variant: VegasVariant::Paper, alpha: 4.0, beta: 3.0, gamma: 1.0 }.validate().unwrap_err();
         assert!(e.starts_with("beta: 3 is not allowed"), "{e}");
-        let e = VegasConfig { alpha: 1.0, beta: 3.0, gamma: -1.0 }.validate().unwrap_err();
+        let e =
+            VegasConfig { variant: VegasVariant::Paper, alpha: 1.0, beta: 3.0, gamma: -1.0 }.validate().unwrap_err();
         assert!(e.starts_with("gamma: -1 is not allowed"), "{e}");
     }
 }

@@ -28,11 +28,19 @@
 //! as Reno's (slow start, then one segment per RTT; `reno.rs` with a = 1), per ACK or, with
 //! `byte_counting`, per acknowledged segment.
 //!
+//! That is the `"paper"` form of Westwood+ (`WestwoodPlusConfig::variant`). The `"linux"`
+//! form, `westwood/linux.rs`, is Linux `tcp_westwood.c`: a loss halves the window as Reno,
+//! and only when the reduction completes (`CwndEvent::CompleteCwr`) do cwnd and ssthresh
+//! become the bandwidth estimate times the minimum RTT, in Linux's integer units.
+//!
 //! The core hands algorithms ACKs of new data only. The papers also count each duplicate ACK
 //! as one segment delivered (Linux `westwood_acked_count`, ns-2 `unaccounted_`); without them
 //! the bytes arrive with the cumulative ACK that ends the recovery, so the estimate sees them
 //! late rather than never.
 
+pub mod linux;
+
+use super::jiffies::{default_kernel_hz, DEFAULT_KERNEL_HZ};
 use super::reno::{Reno, RenoConfig};
 use super::{AckSample, CaState, CcState, CongestionControl};
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
@@ -80,17 +88,67 @@ impl WestwoodConfig {
     }
 }
 
+/// Which Westwood+ (`WestwoodPlusConfig::variant`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WestwoodPlusVariant {
+    /// Grieco and Mascolo 2004's response to losses (this file).
+    #[default]
+    Paper,
+    /// Linux `tcp_westwood.c` (`westwood/linux.rs`).
+    Linux,
+}
+
+/// `variant` and `kernel_hz` default to today's form, so that a scenario written before they
+/// existed runs as it did.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodPlusConfig {
+    /// Which Westwood+: `paper` (default) or `linux`.
+    #[serde(default)]
+    pub variant: WestwoodPlusVariant,
     /// Shortest bandwidth-sampling interval, picoseconds: a sample spans at least
     /// max(RTT, this), so on short paths it covers several round-trips; 0 leaves one RTT.
     /// Default 50 ms (Linux `TCP_WESTWOOD_RTT_MIN`, which avoids estimating over short
     /// intervals).
     pub min_sample_interval_ps: Time,
     /// Grow by the segments each ACK covers (RFC 3465, as Linux) rather than per ACK.
-    /// Default false (RFC 5681, as Reno here).
+    /// Default false (RFC 5681, as Reno here); the Linux form requires true.
     pub byte_counting: bool,
+    /// The Linux form's clock, jiffies per second (Linux `CONFIG_HZ`: 250 by default).
+    #[serde(default = "default_kernel_hz")]
+    pub kernel_hz: u32,
+}
+
+impl Default for WestwoodPlusConfig {
+    fn default() -> Self {
+        WestwoodPlusConfig {
+            variant: WestwoodPlusVariant::Paper,
+            min_sample_interval_ps: LINUX_WESTWOOD_RTT_MIN_PS,
+            byte_counting: false,
+            kernel_hz: DEFAULT_KERNEL_HZ,
+        }
+    }
+}
+
+impl WestwoodPlusConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.kernel_hz == 0 {
+            return Err("kernel_hz: 0 is not allowed: must be at least 1 jiffy per second".into());
+        }
+        if self.variant == WestwoodPlusVariant::Linux && !self.byte_counting {
+            return Err("byte_counting: false is not allowed with variant = \"linux\": Linux grows by tcp_reno_cong_avoid, which counts the segments each ACK covers".into());
+        }
+        Ok(())
+    }
+}
+
+/// Builds the configured form of Westwood+.
+pub fn build_plus(cfg: &WestwoodPlusConfig) -> Box<dyn CongestionControl> {
+    match cfg.variant {
+        WestwoodPlusVariant::Paper => Box::new(WestwoodPlus::new(cfg.clone())),
+        WestwoodPlusVariant::Linux => Box::new(linux::LinuxWestwood::new(cfg)),
+    }
 }
 
 /// A bandwidth estimator fed with the ACK stream.
@@ -300,7 +358,7 @@ impl<E: BandwidthEstimator> CongestionControl for WestwoodFamily<E> {
         }
     }
 
-    fn pkts_acked(&mut self, s: &CcState, ack: &AckSample) {
+    fn pkts_acked(&mut self, s: &mut CcState, ack: &AckSample) {
         self.estimator.on_ack(s.now, ack.acked_bytes, ack.rtt);
     }
 }
@@ -331,10 +389,7 @@ mod tests {
     }
 
     fn westwood_plus() -> WestwoodPlus {
-        WestwoodPlus::new(WestwoodPlusConfig {
-            min_sample_interval_ps: LINUX_WESTWOOD_RTT_MIN_PS,
-            byte_counting: false,
-        })
+        WestwoodPlus::new(WestwoodPlusConfig::default())
     }
 
     /// Feeds one MSS-sized ACK every `gap` from `from` to `to`; returns the last ACK time.
@@ -380,15 +435,15 @@ mod tests {
         let before = w.bandwidth_estimate_bytes_per_s();
         // Two seconds of silence are four null samples of tau/2 (a = 3/5 each), then one ACK.
         s.now = last + 2 * PS_PER_S;
-        w.pkts_acked(&s, &ack(1, 100 * PS_PER_MS));
+        w.pkts_acked(&mut s, &ack(1, 100 * PS_PER_MS));
         let after = w.bandwidth_estimate_bytes_per_s();
         let three_fifths_cubed = 0.6f64.powi(3);
         assert!(after < before * three_fifths_cubed, "{before} -> {after}");
         // ACKs at the same instant do not divide by zero: their bytes join the next sample.
         let t = s.now + PS_PER_MS;
         s.now = t;
-        w.pkts_acked(&s, &ack(1, 100 * PS_PER_MS));
-        w.pkts_acked(&s, &ack(1, 100 * PS_PER_MS));
+        w.pkts_acked(&mut s, &ack(1, 100 * PS_PER_MS));
+        w.pkts_acked(&mut s, &ack(1, 100 * PS_PER_MS));
         assert!(w.bandwidth_estimate_bytes_per_s().is_finite());
     }
 

@@ -171,6 +171,10 @@ pub struct TcpSender {
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
     /// algorithm discards the measurement if that segment is retransmitted.
     pub(crate) timed_segment: Option<(u64, Time)>,
+    /// A segment shorter than the MSS sent with nothing else outstanding, not retransmitted
+    /// since: (seq, end, delivered bytes when sent). Its lone ACK may have been delayed
+    /// (`AckSample::is_ack_delayed`, Linux `FLAG_ACK_MAYBE_DELAYED`).
+    pub(crate) lone_runt: Option<(u64, u64, u64)>,
     /// Initial window, segments: where slow start after idle restarts from.
     pub(crate) initial_window: u32,
     pub(crate) slow_start_after_idle: bool,
@@ -250,6 +254,10 @@ impl TcpSender {
                 min_rtt: None,
                 max_ssthresh: cfg.max_ssthresh_segments,
                 delivered_bytes: 0,
+                snd_una: 0,
+                snd_nxt: 0,
+                last_send_ps: None,
+                paces: false,
             },
             cc,
             ca_state: CaState::Open,
@@ -271,6 +279,7 @@ impl TcpSender {
             pacing_deadline: None,
             send_delay: None,
             timed_segment: None,
+            lone_runt: None,
             initial_window: cfg.initial_window_segments.max(1),
             slow_start_after_idle: cfg.slow_start_after_idle,
             last_data_sent_ps: None,
@@ -300,6 +309,7 @@ impl TcpSender {
         sender.cc.init(&mut sender.cc_state);
         sender.controls = sender.cc.has_cong_control();
         sender.paces = sender.pacing_gain.is_some() || sender.controls;
+        sender.cc_state.paces = sender.paces;
         if sender.controls {
             sender.rate = Some(RateSampler::default());
         }
@@ -441,6 +451,8 @@ impl TcpSender {
         self.cc_state.srtt = self.rtt.srtt;
         self.cc_state.min_rtt = self.rtt.min_rtt;
         self.cc_state.in_flight_segments = self.segments(self.snd_max - self.snd_una);
+        (self.cc_state.snd_una, self.cc_state.snd_nxt) = (self.snd_una, self.snd_max);
+        self.cc_state.last_send_ps = self.last_data_sent_ps;
     }
 
     pub(crate) fn set_ca_state(&mut self, now: Time, state: CaState) {
@@ -706,9 +718,11 @@ impl TcpSender {
         self.last_refused = false;
         if self.snd_max == self.snd_una {
             // Nothing in flight: time-based algorithms restart their clocks (Linux CA_EVENT_TX_START).
+            self.sync_cc_view(now);
             self.cc.cwnd_event(&mut self.cc_state, CwndEvent::TxStart);
         }
         let retransmission = seq < self.snd_max;
+        self.note_lone_runt(seq, seq + len as u64, retransmission);
         if self.stats.first_send_ps.is_none() {
             self.stats.first_send_ps = Some(now);
         }
@@ -921,6 +935,12 @@ impl TcpSender {
             rtt: rtt_sample,
             delivered_bytes,
             prior_in_flight_bytes: prior_in_flight,
+            is_ack_delayed: self.ack_maybe_delayed(
+                ack,
+                acked_bytes,
+                sacked_before + newly_sacked,
+                ack_pkt.ecn.has(Ecn::ECE),
+            ),
             ..Default::default()
         };
         self.snd_una = ack;
@@ -932,7 +952,7 @@ impl TcpSender {
         let mut sample = sample;
         self.fill_rate_sample(now, &mut sample);
         self.sync_cc_view(now);
-        self.cc.pkts_acked(&self.cc_state, &sample);
+        self.cc.pkts_acked(&mut self.cc_state, &sample);
         let controls = self.controls;
 
         let mut restart_timer = true;
@@ -1011,6 +1031,32 @@ impl TcpSender {
         } else if restart_timer {
             self.rto_deadline = Some(now + self.rtt.rto()); // RFC 6298 5.3
         }
+    }
+
+    /// Remembers a segment shorter than the MSS sent with nothing else outstanding (Linux keeps
+    /// `end_seq - snd_una` per segment, `tx.in_flight`); a retransmission forgets it.
+    pub(crate) fn note_lone_runt(&mut self, seq: u64, end: u64, retransmission: bool) {
+        if retransmission {
+            self.lone_runt = self.lone_runt.filter(|&(s, e, _)| seq >= e || end <= s);
+        } else if end - self.snd_una < self.mss as u64 {
+            self.lone_runt = Some((seq, end, self.cc_state.delivered_bytes));
+        }
+    }
+
+    /// Linux's `FLAG_ACK_MAYBE_DELAYED` (`tcp_clean_rtx_queue`): this ACK acknowledges exactly
+    /// the lone runt, nothing was delivered since it left, and the ACK has no SACK or ECE.
+    pub(crate) fn ack_maybe_delayed(&mut self, ack: u64, acked_bytes: u64, sacked_bytes: u64, ece: bool) -> bool {
+        let Some((seq, end, delivered)) = self.lone_runt else { return false };
+        if ack < end {
+            return false;
+        }
+        self.lone_runt = None;
+        seq == self.snd_una
+            && ack == end
+            && sacked_bytes == 0
+            && !ece
+            && self.cc_state.delivered_bytes == delivered
+            && acked_bytes == end - seq
     }
 
     pub(crate) fn fill_rate_sample(&mut self, now: Time, sample: &mut AckSample) {

@@ -122,6 +122,8 @@ struct Tally {
     reord: Option<u64>,
     delivered_bytes: u64,
     acked_bytes: u64,
+    /// The ACK may have been delayed by the receiver (Linux `FLAG_ACK_MAYBE_DELAYED`).
+    maybe_delayed: bool,
 }
 
 impl TcpSender {
@@ -165,6 +167,7 @@ impl TcpSender {
             r.on_cumulative_ack(ack);
         }
         if f.una_advanced {
+            t.maybe_delayed = self.ack_maybe_delayed(ack, ack - prior_snd_una, t.delivered_bytes, f.ece);
             self.lx_clean_rtx_queue(now, ack, prior_fack, &mut f, &mut t);
         }
         let rtt = self.lx_update_rtt(now, pkt, &f, &t);
@@ -563,6 +566,7 @@ impl TcpSender {
             rtt,
             delivered_bytes: t.delivered_bytes,
             prior_in_flight_bytes: prior_in_flight as u64 * mss,
+            is_ack_delayed: t.maybe_delayed,
             ..Default::default()
         };
         self.cc_state.delivered_bytes += t.delivered_bytes;
@@ -573,7 +577,7 @@ impl TcpSender {
         self.sync_cc_view(now);
         self.cc_state.in_flight_segments = self.lx.q.in_flight();
         if t.acked_bytes > 0 || t.delivered_bytes > 0 {
-            self.cc.pkts_acked(&self.cc_state, &sample);
+            self.cc.pkts_acked(&mut self.cc_state, &sample);
         }
         if self.controls {
             self.cong_control(&sample);
