@@ -294,3 +294,32 @@ fn the_linux_stack_runs_end_to_end_with_loss() {
         assert!(f.sender.stats.fast_retransmits > 10);
     }
 }
+
+#[test]
+fn after_a_timeout_the_lowest_lost_segment_goes_first() {
+    // Without SACK: segment 30 is lost three times (the original, the fast retransmission and
+    // the first timeout's), so a second timeout finds the segments above it still marked lost
+    // from the first, and the head marked lost again. Retransmission must restart from the
+    // head (Linux walks its queue from SND.UNA), not from the segments marked longest ago, or
+    // the head waits for a third timeout, backed off to seconds.
+    let mut tcp = linux();
+    tcp.recovery = Recovery::Newreno;
+    tcp.timestamps = false;
+    let mut h = Harness::new(tcp, reno(), RTT, drop_times(30, 3));
+    h.extra_delay = bottleneck(PS_PER_MS);
+    h.start(Some(400 * MSS));
+    let mut firsts = vec![];
+    while h.sender.stats.timeouts < 2 {
+        let before = h.now;
+        let timeouts = h.sender.stats.timeouts;
+        h.run_until(h.now + PS_PER_MS);
+        if h.sender.stats.timeouts > timeouts {
+            firsts.push(h.sent.iter().find(|(t, _)| *t > before).map(|(_, p)| p.seq / MSS));
+        }
+        assert!(h.now < 200 * RTT, "fewer than two timeouts");
+    }
+    assert_eq!(firsts, vec![Some(30), Some(30)], "the head goes first after each timeout");
+    h.run_until(h.now + 100 * RTT);
+    assert_eq!(h.receiver.rcv_nxt, 400 * MSS);
+    assert_eq!(h.sender.stats.timeouts, 2, "the second timeout repairs it");
+}

@@ -144,6 +144,7 @@ impl TcpSender {
             return; // acknowledges data never sent (RFC 793): ignore
         }
         let mut f = AckFlags { ece: self.ecn && pkt.ecn.has(Ecn::ECE), ..Default::default() };
+        self.stats.ecn_echoes += u64::from(f.ece);
         if ack >= self.snd_una {
             f.win_update = pkt.window_bytes as u64 != self.rwnd;
             self.rwnd = pkt.window_bytes as u64;
@@ -457,6 +458,7 @@ impl TcpSender {
     ) {
         let ts_ecr = (self.timestamps && pkt.ts_ecr > 0).then_some(pkt.ts_ecr);
         let mut do_lost = num_dupack > 0 || (f.data_sacked && self.lx.q.sacked_out + 1 > self.lx.reordering);
+        let mut fast_rexmit = false;
         if self.lx.q.packets_out == 0 && self.lx.q.sacked_out > 0 {
             self.lx.q.sacked_out = 0;
         }
@@ -513,18 +515,28 @@ impl TcpSender {
                 if !(self.ca_state == CaState::Open || f.lost_retrans) {
                     return;
                 }
-                self.lx_default_state(now, num_dupack, f);
+                if !self.lx_default_state(now, num_dupack, f) {
+                    return;
+                }
+                fast_rexmit = true;
             }
-            _ => self.lx_default_state(now, num_dupack, f),
+            _ => {
+                if !self.lx_default_state(now, num_dupack, f) {
+                    return;
+                }
+                fast_rexmit = true;
+            }
         }
         if !self.rack_enabled && do_lost && self.lx_sack() {
-            self.lx_update_scoreboard(false);
+            self.lx_update_scoreboard(fast_rexmit);
         }
     }
 
     /// The Open, Disorder and CWR states of `tcp_fastretrans_alert` (and Loss falling through
     /// when retransmissions are lost or the state reopened).
-    pub(crate) fn lx_default_state(&mut self, now: Time, num_dupack: u32, f: &mut AckFlags) {
+    /// Returns whether recovery began (Linux goes on to mark losses then; otherwise it is done
+    /// with the ACK).
+    pub(crate) fn lx_default_state(&mut self, now: Time, num_dupack: u32, f: &mut AckFlags) -> bool {
         if !self.lx_sack() {
             if f.una_advanced {
                 self.lx.q.sacked_out = 0;
@@ -537,12 +549,10 @@ impl TcpSender {
         self.lx_identify_packet_loss(now, f);
         if !self.lx_time_to_recover() {
             self.lx_try_to_open(now, f);
-            return;
+            return false;
         }
         self.lx_enter_recovery(now, f.ece);
-        if !self.rack_enabled && self.lx_sack() {
-            self.lx_update_scoreboard(true);
-        }
+        true
     }
 
     /// The window after an ACK (Linux `tcp_cong_control`).

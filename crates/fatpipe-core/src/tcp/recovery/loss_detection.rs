@@ -13,7 +13,9 @@ use crate::time::Time;
 
 impl TcpSender {
     /// Linux `tcp_check_sack_reordering`: a hole at `low_seq` was filled by a segment
-    /// sent before the highest SACKed one, so the path reorders by that many segments.
+    /// sent before the highest SACKed one, so the path reorders by that many segments. A
+    /// reordering larger than the degree known turns FACK off, whose forward count would take
+    /// every such hole for lost (Linux 2.4/2.6 `tcp_update_reordering`: "Disable FACK yet").
     pub(crate) fn lx_note_reordering(&mut self, low_seq: u64) {
         let fack = self.lx.q.highest_sack_end;
         if low_seq >= fack {
@@ -23,6 +25,7 @@ impl TcpSender {
         let metric = fack - low_seq;
         if self.adaptive_reordering && metric > self.lx.reordering as u64 * mss {
             self.lx.reordering = (metric.div_ceil(mss) as u32).min(self.max_reordering);
+            self.fack = false;
         }
         self.lx.reord_seen += 1;
         self.stats.reordering_events += 1;
@@ -83,6 +86,17 @@ impl TcpSender {
         self.lx_count_lost(before);
     }
 
+    /// The reordering a hole must be SACKed (or duplicate-ACKed) past before it is lost,
+    /// without RACK: Linux's `tp->reordering`, and with Delayed Congestion Response
+    /// (document 004's patch to Linux 2.4) at least cwnd / dcr_div, so that the response
+    /// waits about an RTT.
+    pub(crate) fn lx_dupthresh(&self) -> u32 {
+        match self.dcr_div {
+            Some(div) => self.lx.reordering.max(self.cc_state.cwnd / div),
+            None => self.lx.reordering,
+        }
+    }
+
     /// RACK's reordering window now.
     pub(crate) fn lx_reo_wnd(&self) -> Time {
         let lx = &self.lx;
@@ -103,7 +117,7 @@ impl TcpSender {
     pub(crate) fn lx_newreno_mark_lost(&mut self, una_advanced: bool) {
         let recovery = self.ca_state == CaState::Recovery;
         let open_or_disorder = matches!(self.ca_state, CaState::Open | CaState::Cwr);
-        if (open_or_disorder && self.lx.q.sacked_out >= self.lx.reordering) || (recovery && una_advanced) {
+        if (open_or_disorder && self.lx.q.sacked_out >= self.lx_dupthresh()) || (recovery && una_advanced) {
             let head = self.lx.q.ids().start;
             if self.lx.q.get(head).is_some_and(|s| !s.has(super::rtx_queue::LOST)) {
                 self.lx.q.mark_lost(head);
@@ -117,7 +131,7 @@ impl TcpSender {
     /// segments; on entering recovery at least the head.
     pub(crate) fn lx_update_scoreboard(&mut self, fast_rexmit: bool) {
         let before = self.lx.q.lost_out;
-        let reordering = self.lx.reordering;
+        let reordering = self.lx_dupthresh();
         let q = &self.lx.q;
         let (limit, count_all) = if self.fack {
             // FACK: segments from SND.UNA to the highest SACKed one.
@@ -161,6 +175,16 @@ impl TcpSender {
     /// Linux `tcp_time_to_recover`: a loss is proven (marked), or without RACK more segments
     /// are SACKed (or duplicate-ACKed) than the reordering degree allows.
     pub(crate) fn lx_time_to_recover(&self) -> bool {
-        self.lx.q.lost_out > 0 || (!self.rack_enabled && self.lx.q.sacked_out + 1 > self.lx.reordering)
+        if self.lx.q.lost_out > 0 {
+            return true;
+        }
+        // Linux `tcp_dupack_heuristics`: with FACK (2.4/2.6) the segments up to the highest
+        // SACKed one, otherwise the SACKed (or duplicate-ACKed) ones plus the hole.
+        let heuristic = if self.fack {
+            self.lx.q.highest_sack_end.saturating_sub(self.snd_una).div_ceil(self.mss as u64) as u32
+        } else {
+            self.lx.q.sacked_out + 1
+        };
+        !self.rack_enabled && heuristic > self.lx_dupthresh()
     }
 }

@@ -14,8 +14,8 @@
 //! - RACK walks the time-ordered list from its head and stops at the first segment sent
 //!   after the latest delivered one; what it passes is marked lost and unlinked, or is a hole
 //!   it must wait for;
-//! - segments marked lost queue for retransmission in a FIFO that skips, once, those
-//!   delivered or resent meanwhile.
+//! - segments marked lost are retransmitted lowest sequence first, found from a cursor that
+//!   only moves back when a segment below it is marked lost (Linux `retransmit_skb_hint`).
 //!
 //! So the work per ACK is amortized O(1) in the window (and O(log n) per SACK block).
 
@@ -82,8 +82,9 @@ pub struct RtxQueue {
     pub retrans_out: u32,
     /// One past the highest SACKed byte (Linux `tcp_highest_sack_seq`); 0: nothing SACKed.
     pub highest_sack_end: u64,
-    /// Ids marked lost, waiting for their retransmission, in the order they were marked.
-    lost_fifo: VecDeque<u64>,
+    /// No segment below this id is marked lost and waiting for its retransmission (Linux
+    /// `retransmit_skb_hint`).
+    retransmit_hint: u64,
     /// Transmissions so far (`Segment::xmit_order`).
     transmissions: u64,
 }
@@ -224,7 +225,7 @@ impl RtxQueue {
         if self.is_linked(id) {
             self.unlink(id);
         }
-        self.lost_fifo.push_back(id);
+        self.retransmit_hint = self.retransmit_hint.min(id);
         true
     }
 
@@ -248,21 +249,24 @@ impl RtxQueue {
             self.link_tail(id);
         }
         self.lost_out = 0;
-        self.lost_fifo.clear();
     }
 
-    /// The next segment marked lost and not yet retransmitted, in the order they were marked
-    /// (Linux retransmits from the head of its queue; losses are marked in that order but
-    /// for retransmissions lost again).
+    /// The lowest segment marked lost and not yet retransmitted (Linux
+    /// `tcp_xmit_retransmit_queue`, which stops once as many retransmissions are in flight as
+    /// segments are lost).
     pub fn next_lost(&mut self) -> Option<u64> {
-        while let Some(&id) = self.lost_fifo.front() {
-            match self.get(id) {
-                Some(s) if s.has(LOST) && !s.has(RETRANS) && !s.has(SACKED) => return Some(id),
-                _ => {
-                    self.lost_fifo.pop_front();
-                }
-            }
+        if self.retrans_out >= self.lost_out {
+            return None;
         }
+        let mut id = self.retransmit_hint.max(self.base);
+        while let Some(s) = self.get(id) {
+            if s.has(LOST) && !s.has(RETRANS) && !s.has(SACKED) {
+                self.retransmit_hint = id;
+                return Some(id);
+            }
+            id += 1;
+        }
+        self.retransmit_hint = id;
         None
     }
 
