@@ -35,13 +35,13 @@ def test_reference_run_fills_the_pipe(tmp_path):
     payload_rate_bps = 100e6 * flow["mss_bytes"] / wire
     last40 = delivered_between(result, flow["name"], 20.0, 60.0) * 8 / 40.0
     assert last40 >= 0.95 * payload_rate_bps, (last40, payload_rate_bps)
-    # The whole-run figure includes NewReno's slow start overshoot: lower, but reported.
+    # The whole-run figure includes the slow start overshoot: lower, but reported.
     whole = result.summary["flows"][0]["goodput_bps"]
     assert 0.5 * payload_rate_bps < whole < last40
     assert result.summary["flows"][0]["timeouts"] == 0
     # Past start-up the bottleneck is busy all the time (the buffer is one BDP, so the
-    # queue never drains after a halving); over the whole run NewReno's one-hole-per-RTT
-    # repair of the slow-start losses leaves it idle for a while.
+    # queue never drains after a halving); over the whole run the repair of the slow-start
+    # losses leaves it idle for a while.
     qs = result.queue_series
     departed = qs[qs["link"] == "bottleneck"].set_index("time_s")["departed_bytes"]
     steady_utilization = (departed.loc[60.0] - departed.loc[20.0]) * 8 / (40.0 * 100e6)

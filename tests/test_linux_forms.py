@@ -8,8 +8,11 @@ from fatpipe.scenario import ScenarioError, load_scenario
 BASE = {"duration": "1s", "topology": {"bottleneck_rate": "10Mbps", "rtt": "10ms"}}
 
 
-def cc(**params):
-    return load_scenario(dict(BASE, flows=[{"cc": params}]))["flows"][0]["cc"]
+def cc(profile="rfc", **params):
+    """The normalized [flows.cc] of a flow; the rfc profile by default, whose forms are the
+    algorithms' own defaults (the linux profile picks the Linux forms)."""
+    flow = {"cc": params, "tcp": {"profile": profile}}
+    return load_scenario(dict(BASE, flows=[flow]))["flows"][0]["cc"]
 
 
 def refused(**params):
@@ -18,13 +21,22 @@ def refused(**params):
     return str(err.value)
 
 
-def test_todays_forms_stay_the_defaults():
+def test_todays_forms_stay_the_algorithms_defaults():
     assert cc(algorithm="cubic")["variant"] == "rfc"
     assert cc(algorithm="cubic")["hystart"] == "off"
     assert cc(algorithm="highspeed")["variant"] == "rfc"
     assert cc(algorithm="bbr")["variant"] == "draft"
     assert cc(algorithm="vegas")["variant"] == "paper"
     assert cc(algorithm="westwood_plus")["variant"] == "paper"
+
+
+def test_the_linux_profile_picks_the_linux_forms_unless_the_flow_says_otherwise():
+    assert (cc("linux", algorithm="cubic")["variant"], cc("linux", algorithm="cubic")["hystart"]) == ("linux", "linux")
+    for algorithm in ("highspeed", "bbr", "vegas", "westwood_plus"):
+        assert cc("linux", algorithm=algorithm)["variant"] == "linux", algorithm
+    assert cc("linux", algorithm="cubic", hystart="off")["hystart"] == "off"
+    assert cc("linux", algorithm="vegas", variant="paper")["variant"] == "paper"
+    assert cc("linux-2.4", algorithm="cubic")["variant"] == "rfc"
 
 
 def test_vegas_thresholds_follow_the_variant():

@@ -21,11 +21,15 @@ def test_reno_family_presets_pick_their_recovery(name, recovery):
     assert f["cc"]["algorithm"] == PRESETS[name].algorithm
 
 
-def test_default_is_newreno_and_tcp_recovery_overrides_the_preset():
-    assert flow()["tcp"]["recovery"] == "newreno"
+def test_defaults_follow_the_profile_and_tcp_recovery_overrides_the_preset():
+    # Linux (the default profile): CUBIC with SACK; the rfc profile: NewReno as before.
+    assert (flow()["cc"]["algorithm"], flow()["tcp"]["recovery"]) == ("cubic", "sack")
+    assert flow(tcp={"profile": "rfc"})["tcp"]["recovery"] == "newreno"
     assert flow(cc="sack", tcp={"recovery": "newreno"})["tcp"]["recovery"] == "newreno"
-    # A table names an algorithm; reno takes the default preset's recovery.
-    assert flow(cc={"algorithm": "reno", "b": 0.3})["tcp"]["recovery"] == "newreno"
+    # A table names an algorithm: on Linux reno recovers with SACK (the kernel's reno); on
+    # the RFC stack it takes the default preset's recovery, NewReno.
+    assert flow(cc={"algorithm": "reno", "b": 0.3})["tcp"]["recovery"] == "sack"
+    assert flow(cc={"algorithm": "reno", "b": 0.3}, tcp={"profile": "rfc"})["tcp"]["recovery"] == "newreno"
 
 
 def test_unknown_preset_names_the_choices():

@@ -74,10 +74,14 @@ def test_gilbert_elliott_loss_rate_is_the_chains_stationary_mix():
 
 
 def test_outage_drops_exactly_the_packets_entering_during_the_window():
-    r = fatpipe.run(window_limited(
+    scenario = window_limited(
         "5s", [{"link": "bottleneck", "kind": "outage", "windows": [["2s", "2.5s"]]}],
         rtt="40ms", sample_interval="10ms",
-    ))
+    )
+    # The RFC stack sends only full segments here; Linux's tail loss probe during the outage
+    # resends the window's last, partial segment, and the byte count below would not divide.
+    scenario["flows"][0]["tcp"]["profile"] = "rfc"
+    r = fatpipe.run(scenario)
     b = bottleneck(r)
     # The access links have no delay (access_delay defaults to 0), so a packet that leaves
     # access_fwd_sender enters the bottleneck at that instant: the packets entering it in
@@ -161,8 +165,8 @@ def test_outage_example_griddt_recovers_as_in_document_004():
     def mbps(t0, t1):
         return (fs.loc[t1] - fs.loc[t0]) * 8 / (t1 - t0) / 1e6
 
-    # Document 004, per 5 s: 768, 948, 295, 952, 951, 941 Mb/s. Measured here: 591, 941,
-    # 365, 928, 937, 941.
+    # Document 004, per 5 s: 768, 948, 295, 952, 951, 941 Mb/s. Measured here on the
+    # linux-2.4 profile (the document's hosts): 526, 941, 254, 927, 935, 941.
     assert mbps(5.0, 10.0) > 900
     assert mbps(10.0, 15.0) < 500
     assert mbps(15.0, 20.0) > 900

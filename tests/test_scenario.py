@@ -82,7 +82,7 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "dupack_threshold": 3,
         "newreno_impatient": False,
         "ecn": False,  # Linux tcp_ecn = 2: connections do not ask for ECN
-        "recovery": "newreno",  # RFC 6582
+        "recovery": "sack",  # the default profile, linux: net.ipv4.tcp_sack = 1
         "fack": False,
         "dcr_div": None,
         "max_ssthresh_segments": 0,  # Limited Slow Start off
@@ -95,9 +95,57 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "handshake": False,  # a bulk flow starts established
         "slow_start_after_idle": True,  # Linux
         "random_send_delay_ps": 0,  # off, as ns-2's Agent/TCP overhead_ 0
+        # The default profile, linux: Linux 6.x as shipped (docs/scenario.md's profiles).
+        "stack": "linux",
+        "limited_transmit": False,  # by construction in the Linux stack
+        "rto_estimator": "linux",
+        "dsack": True,
+        "rack": True,
+        "tlp": True,
+        "frto": True,
+        "undo": True,
+        "window_reduction": "prr",
+        "adaptive_reordering": True,
+        "max_reordering_segments": 300,
     }
+    # Linux's default congestion control in Linux's form, with HyStart.
+    assert flow["cc"]["algorithm"] == "cubic"
+    assert (flow["cc"]["variant"], flow["cc"]["hystart"]) == ("linux", "linux")
+
+
+def test_the_rfc_profile_normalizes_as_before_profiles():
+    # NewReno on the RFC stack, every Linux member at the core's off values: the runs of
+    # scenarios written before profiles existed, with profile = "rfc", are byte-identical.
+    flow = load_scenario(scenario(tcp={"profile": "rfc"}))["flows"][0]
     assert flow["cc"] == {"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": False}
     assert isinstance(flow["cc"]["a"], float) and isinstance(flow["cc"]["b"], float)
+    tcp = flow["tcp"]
+    assert (tcp["stack"], tcp["recovery"], tcp["rto_estimator"], tcp["dsack"]) == ("rfc", "newreno", "rfc6298", False)
+    assert not any(tcp[k] for k in ("rack", "tlp", "frto", "undo", "adaptive_reordering", "limited_transmit"))
+
+
+def test_presets_of_classic_recoveries_run_on_the_rfc_stack():
+    assert load_scenario(scenario(flow={"cc": "tahoe"}))["flows"][0]["tcp"]["stack"] == "rfc"
+    assert load_scenario(scenario(flow={"cc": "reno"}))["flows"][0]["tcp"]["stack"] == "rfc"
+    message = error(scenario(flow={"cc": "reno"}, tcp={"profile": "linux"}))
+    assert message.startswith('flows[0].tcp.recovery: "reno" is not allowed with profile = "linux"'), message
+
+
+@pytest.mark.parametrize("key, value, profile", [
+    ("rack", True, "rfc"), ("window_reduction", "prr", "rfc"), ("limited_transmit", True, "linux"),
+])
+def test_members_of_the_other_stack_are_refused(key, value, profile):
+    message = error(scenario(tcp={"profile": profile, key: value}))
+    assert message.startswith(f'flows[0].tcp.{key}: not allowed with profile = "{profile}"'), message
+
+
+def test_linux_24_profile_members():
+    tcp = load_scenario(scenario(tcp={"profile": "linux-2.4"}))["flows"][0]["tcp"]
+    assert (tcp["stack"], tcp["rack"], tcp["fack"], tcp["window_reduction"], tcp["frto"]) == (
+        "linux", False, True, "rate_halving", False)
+    assert tcp["initial_window_segments"] == 3  # RFC 3390 with a 1448-byte MSS
+    message = error(scenario(tcp={"profile": "linux", "fack": True}))
+    assert message.startswith("flows[0].tcp.fack: true is not allowed with rack = true"), message
 
 
 def test_normalized_scenario_is_json_with_exactly_the_core_keys():
@@ -198,6 +246,7 @@ def test_tcp_options():
         "min_rto": "1s", "max_rto": "60s", "initial_rto": "3s", "newreno_impatient": True,
         "recovery": "sack", "fack": True, "dcr_div": 2, "max_ssthresh": 100, "pacing_gain": 1.25,
         "handshake": True, "slow_start_after_idle": False, "ecn": True, "random_send_delay": "250us",
+        "profile": "rfc", "limited_transmit": True, "rto_estimator": "linux", "dsack": True,
     }
     got = load_scenario(scenario(tcp=tcp))["flows"][0]["tcp"]
     assert got == {
@@ -208,6 +257,9 @@ def test_tcp_options():
         "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
         "max_ssthresh_segments": 100, "initial_ssthresh_segments": None, "receiver_drain_rate_bps": None, "pacing_gain": 1.25, "handshake": True,
         "slow_start_after_idle": False, "ecn": True, "random_send_delay_ps": 250 * 10**6,
+        "stack": "rfc", "limited_transmit": True, "rto_estimator": "linux", "dsack": True,
+        "rack": False, "tlp": False, "frto": False, "undo": False, "window_reduction": "prr",
+        "adaptive_reordering": False, "max_reordering_segments": 300,
     }
 
 

@@ -541,7 +541,8 @@ def preset_for_algorithm(algorithm: str) -> str:
 
 class CongestionControlChoice(Tagged):
     """``cc``: a preset name (``cc = "newreno"``, ``cc = "griddt-doc004"``) or a table with
-    ``algorithm = ...`` and parameters. The parsed value carries the preset's name."""
+    ``algorithm = ...`` and parameters. The parsed value carries the preset's name and the
+    keys the flow wrote (``given``: a stack profile sets the others' forms)."""
 
     def parse(self, value: Any, path: str) -> Dict[str, Any]:
         if isinstance(value, str):
@@ -550,9 +551,10 @@ class CongestionControlChoice(Tagged):
                 raise _fail(path, value, f"expected a preset, one of: {names}; or a [flows.cc] table")
             preset = PRESETS[value]
             parsed = super().parse({self.tag: preset.algorithm, **preset.params}, path)
-            return {**parsed, "preset": value}
+            return {**parsed, "preset": value, "given": frozenset(preset.params)}
         parsed = super().parse(value, path)
-        return {**parsed, "preset": preset_for_algorithm(parsed[self.tag])}
+        given = frozenset(value) if isinstance(value, Mapping) else frozenset()
+        return {**parsed, "preset": preset_for_algorithm(parsed[self.tag]), "given": given}
 
 
 def format_presets() -> str:

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
 from ..units import U64_MAX, format_duration, format_size
-from .congestion import CC_ALGORITHMS, DEFAULT_PRESET, PRESETS, CongestionControlChoice
+from .congestion import CC_ALGORITHMS, PRESETS, CongestionControlChoice
 from .kinds import Boolean, Choice, Duration, Integer, Name, Size
 from .network import Network
+from .profiles import DEFAULT_PROFILE, PROFILES, flow_profile, resolve_cc, resolve_tcp_members
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num
 from .sources import (
     _HTTP, _UDP_SOURCE_KINDS, IPV4_UDP_HEADER_BYTES, UDP_MODES, _normalize_http,
@@ -71,11 +72,12 @@ _FLOW = FlowTable(
                 tag_doc="congestion control algorithm",
                 type_doc="string or table",
             ),
-            'congestion control: a preset name (cc = "newreno"; see the presets below and '
+            'congestion control: a preset name (cc = "cubic"; see the presets below and '
             "`fatpipe algorithms`) or a [flows.cc] table with algorithm = ... and the "
             "algorithm's parameters",
-            DEFAULT_PRESET,
-            "RFC 6582 NewReno: standard TCP congestion control and recovery without SACK",
+            Derived('by profile: "cubic" (linux), "sack" (linux-2.4), "newreno" (rfc)'),
+            "Linux's default congestion control; Linux 2.4's Reno with SACK; RFC 6582 NewReno for "
+            "the RFC stack",
         ),
         Field(
             "direction",
@@ -208,6 +210,9 @@ _FLOW = FlowTable(
     '= "udp": datagrams as [flows.udp] says (NetSpec UDP cross traffic, iperf -u).',
 )
 
+#: The flow's ``cc`` field, to parse a profile's default congestion control.
+_FLOW_CC = next(f for f in _FLOW.fields if f.key == "cc")
+
 
 def _check_start_stop(flow: Dict[str, Any], path: str, duration_ps: int) -> None:
     start_ps, stop_ps, jitter_ps = flow["start"], flow["stop"], flow["start_jitter"]
@@ -320,6 +325,19 @@ def _normalize_flow(
     start_ps, stop_ps = flow["start"], flow["stop"]
     src, dst = _flow_endpoints(flow, path, network)
     cc = flow["cc"]
+    if cc is None:
+        # No congestion control named: the profile's (the default profile's if none is named).
+        default_profile = PROFILES[tcp["profile"] or DEFAULT_PROFILE]
+        cc = _FLOW_CC.kind.parse(default_profile.default_cc.value, _join(path, "cc"))
+    preset = PRESETS.get(cc["preset"])
+    recovery = tcp["recovery"] or (preset.recovery if preset else "sack")
+    profile = flow_profile(tcp, recovery, tcp_path)
+    if tcp["recovery"] is None and "algorithm" in cc["given"] and profile.stack == "linux":
+        # [flows.cc] algorithm = "reno" on Linux is the kernel's reno: SACK recovery, as every
+        # other algorithm there (the newreno preset is Linux without SACK).
+        recovery = "sack"
+    tcp = resolve_tcp_members(profile, tcp, tcp_path)
+    cc = resolve_cc(profile, cc)
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
     if cc["algorithm"] == "fast" and cc["beta"] < cc["alpha"]:
         raise ScenarioError(
@@ -331,8 +349,6 @@ def _normalize_flow(
             f"{path}.cc.beta_min: {_num(cc['beta_min'])} is not allowed: must be at most beta_max ({_num(cc['beta_max'])})",
             f"{path}.cc.beta_min",
         )
-    preset = PRESETS.get(cc["preset"])
-    recovery = tcp["recovery"] or (preset.recovery if preset else "sack")
     max_ssthresh = tcp["max_ssthresh"] if tcp["max_ssthresh"] is not None else (preset.tcp.get("max_ssthresh") if preset else None)
     initial_window = tcp["initial_window"]
     if initial_window == InitialWindow.RFC3390:
@@ -386,9 +402,21 @@ def _normalize_flow(
             "handshake": handshake,
             "slow_start_after_idle": tcp["slow_start_after_idle"],
             "random_send_delay_ps": tcp["random_send_delay"],
+            "stack": profile.stack,
+            "limited_transmit": bool(tcp["limited_transmit"]),
+            "rto_estimator": tcp["rto_estimator"],
+            "dsack": tcp["dsack"],
+            # The Linux stack's members; the RFC stack's values keep the core's defaults.
+            "rack": bool(tcp["rack"]),
+            "tlp": bool(tcp["tlp"]),
+            "frto": bool(tcp["frto"]),
+            "undo": bool(tcp["undo"]),
+            "window_reduction": tcp["window_reduction"] or "prr",
+            "adaptive_reordering": bool(tcp["adaptive_reordering"]),
+            "max_reordering_segments": tcp["max_reordering"] or 300,
         },
         "cc": algorithm.normalize(
-            {k: v for k, v in cc.items() if k not in ("algorithm", "preset")}, _join(path, "cc")
+            {k: v for k, v in cc.items() if k not in ("algorithm", "preset", "given")}, _join(path, "cc")
         ),
     }
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import List, Mapping, Optional, Tuple
 
 from .congestion import CC_ALGORITHMS, format_presets
+from .profiles import format_profiles
 from .document import SCENARIO
 from .schema import (
     REQUIRED, UNSET, Derived, Field, PathLike, Table, TableArray, Tagged, _toml_literal,
@@ -98,13 +99,20 @@ def _walk_variants(header_text: str, child: str, doc: str, kind: Tagged) -> List
 
 
 #: The [flows.tcp] keys that modify how any algorithm runs (listed by `fatpipe algorithms`).
-MODIFIER_KEYS = ("recovery", "fack", "dcr_div", "max_ssthresh", "pacing_gain", "initial_window")
+MODIFIER_KEYS = (
+    "profile", "recovery", "rack", "tlp", "frto", "undo", "dsack", "window_reduction", "adaptive_reordering",
+    "max_reordering", "rto_estimator", "limited_transmit", "fack", "dcr_div", "max_ssthresh", "pacing_gain",
+    "initial_window",
+)
 
 
 def format_algorithms() -> str:
     """Every preset, algorithm (with parameters) and modifier, with defaults and sources
     (Markdown), for `fatpipe algorithms`."""
     lines = [
+        "## Stack profiles (`[flows.tcp] profile`)",
+        "",
+        format_profiles(),
         "## Presets (`cc = \"name\"`)",
         "",
         format_presets(),
@@ -131,6 +139,8 @@ def format_reference() -> str:
         + "A preset names a TCP version: an algorithm, its parameters and a loss recovery. "
         + "Keys set in [flows.tcp] override the preset's.\n\n"
         + format_presets()
+        + "\n### Stack profiles (`[flows.tcp] profile`)\n\n"
+        + format_profiles()
     )
 
 

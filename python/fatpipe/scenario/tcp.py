@@ -59,8 +59,8 @@ _TCP = Table(
             InitialWindow(),
             'initial congestion window, segments; "rfc3390" for min(4 MSS, max(2 MSS, 4380 '
             'bytes)) (3 segments of 1448 bytes)',
-            10,
-            "RFC 6928; Linux default since 2.6.39",
+            Derived('by profile: 10 (linux, rfc), "rfc3390" (linux-2.4)'),
+            "RFC 6928; Linux default since 2.6.39; Linux 2.4 tcp_init_cwnd (RFC 3390)",
         ),
         Field(
             "rcv_buffer",
@@ -127,12 +127,108 @@ _TCP = Table(
             "RFC 5681 section 3.2",
         ),
         Field(
+            "profile",
+            Choice(("linux", "linux-2.4", "rfc")),
+            "stack profile: a coherent set of TCP behaviours as a kernel ships them (linux: Linux 6.x; "
+            "linux-2.4: the documents' Linux 2.4/2.6 hosts; rfc: the RFC reference stack, fatpipe's "
+            "behaviour before profiles). Each member below can still be set on its own; the "
+            "profiles and what they set: `fatpipe algorithms`",
+            Derived('"linux"; "rfc" for the tahoe and reno presets (classic recoveries only the RFC stack has)'),
+            "Linux 6.x as shipped: the kernel users run",
+        ),
+        Field(
+            "rack",
+            Boolean(),
+            "RACK loss detection (RFC 8985): a segment is lost when one sent after it was delivered "
+            "more than RACK.rtt + a reordering window ago, retransmissions too; off: the duplicate-ACK "
+            "threshold (or FACK). Linux stack only",
+            Derived("by profile: true (linux), false (linux-2.4)"),
+            "Linux net.ipv4.tcp_recovery = 1 (4.18 and later)",
+        ),
+        Field(
+            "tlp",
+            Boolean(),
+            "tail loss probe (RFC 8985 section 7): with SACK, two smoothed RTTs after the ACK clock "
+            "stops, send one segment (new, or the last again) so that a tail loss is repaired by fast "
+            "recovery, not a timeout. Linux stack only",
+            Derived("by profile: true (linux), false (linux-2.4)"),
+            "Linux net.ipv4.tcp_early_retrans = 3",
+        ),
+        Field(
+            "frto",
+            Boolean(),
+            "F-RTO (RFC 5682, SACK-enhanced): after a timeout, new data probes whether it was "
+            "spurious; if never-retransmitted data is then acknowledged, the window is restored. "
+            "Linux stack only",
+            Derived("by profile: true (linux), false (linux-2.4)"),
+            "Linux net.ipv4.tcp_frto = 2",
+        ),
+        Field(
+            "undo",
+            Boolean(),
+            "undo a window reduction that proves spurious (all retransmissions reported duplicate "
+            "by D-SACK, an Eifel timestamp echo older than the retransmission, or F-RTO). Linux "
+            "stack only",
+            Derived("by profile: true (linux, linux-2.4)"),
+            "Linux tcp_input.c tcp_try_undo_* (no sysctl)",
+        ),
+        Field(
+            "dsack",
+            Boolean(),
+            "the receiver reports duplicate segments with D-SACK (RFC 2883); the Linux stack uses "
+            "them to undo and to widen RACK's reordering window",
+            Derived("by profile: true (linux, linux-2.4), false (rfc)"),
+            "Linux net.ipv4.tcp_dsack = 1",
+        ),
+        Field(
+            "window_reduction",
+            Choice(("prr", "rate_halving")),
+            "how cwnd comes down in recovery and CWR: prr (Proportional Rate Reduction, RFC 6937) "
+            "or rate_halving (Linux 2.4/2.6 tcp_cwnd_down: one segment every second ACK). Linux "
+            "stack only (the RFC stack sets cwnd to ssthresh at once)",
+            Derived("by profile: prr (linux), rate_halving (linux-2.4)"),
+            "Linux tcp_cwnd_reduction (3.2 and later); Linux 2.4 tcp_cwnd_down",
+        ),
+        Field(
+            "adaptive_reordering",
+            Boolean(),
+            "the reordering degree (duplicate-ACK threshold, RACK's window) grows with the "
+            "reordering SACKs, DSACKs and timestamps show, up to max_reordering. Linux stack only",
+            Derived("by profile: true (linux, linux-2.4)"),
+            "Linux tcp_input.c tcp_check_sack_reordering (tp->reordering)",
+        ),
+        Field(
+            "max_reordering",
+            Integer(minimum=1, maximum=100_000, example=300),
+            "the largest reordering degree adaptive_reordering learns, segments. Linux stack only",
+            Derived("by profile: 300 (linux), 127 (linux-2.4)"),
+            "Linux net.ipv4.tcp_max_reordering = 300; Linux 2.4 TCP_MAX_REORDERING 127",
+        ),
+        Field(
+            "rto_estimator",
+            Choice(("linux", "rfc6298")),
+            "the retransmission timeout: linux (tcp_rtt_estimator: RTO = SRTT + max(4 mdev, "
+            "min_rto), falling samples damped, about SRTT + 200 ms) or rfc6298 (SRTT + 4 RTTVAR, "
+            "clamped at min_rto)",
+            Derived("by profile: linux (linux, linux-2.4), rfc6298 (rfc)"),
+            "Linux tcp_input.c tcp_rtt_estimator, tcp_set_rto; RFC 6298 section 2",
+        ),
+        Field(
+            "limited_transmit",
+            Boolean(),
+            "RFC 3042: the first two duplicate ACKs each send a new segment. RFC stack only (the "
+            "Linux stack does it by counting SACKed segments out of the flight)",
+            Derived("by profile: false (rfc)"),
+            "RFC 3042",
+        ),
+        Field(
             "recovery",
             Choice(("tahoe", "reno", "newreno", "sack")),
             "loss recovery in the TCP core: tahoe (fast retransmit, then slow start from one "
             "segment), reno (RFC 5681 fast recovery, left on the first new ACK), newreno "
             "(RFC 6582: stays in recovery until all data outstanding at the loss is "
-            "acknowledged), sack (RFC 2018 selective acknowledgments with RFC 6675 recovery)",
+            "acknowledged), sack (RFC 2018 selective acknowledgments with RFC 6675 recovery, or "
+            "Linux's); the Linux stack has sack and newreno (Linux without SACK), the RFC stack all four",
             Derived("the cc preset's: tahoe, reno, newreno for those presets, sack for the others"),
             "the documents' TCP versions (document 003); SACK for the newer algorithms, as "
             "Linux and document 001's hosts had it",
@@ -142,9 +238,10 @@ _TCP = Table(
             Boolean(),
             "with recovery = sack: forward acknowledgment loss detection (Mathis and Mahdavi "
             "1996): every hole more than dupack_threshold segments below the highest SACKed "
-            "byte is lost",
-            False,
-            "RFC 6675 detects loss by the SACKed bytes above a hole; Linux dropped FACK in 4.15",
+            "byte is lost (the Linux stack: only with rack = false)",
+            Derived("by profile: false (linux, rfc), true (linux-2.4)"),
+            "RFC 6675 detects loss by the SACKed bytes above a hole; Linux 2.4 net.ipv4.tcp_fack = 1; "
+            "Linux dropped FACK in 4.15",
         ),
         Field(
             "dcr_div",

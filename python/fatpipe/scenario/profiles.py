@@ -1,0 +1,219 @@
+"""Stack profiles: ``[flows.tcp] profile``, a coherent set of TCP behaviours as a kernel
+release ships them, each member still settable on its own.
+
+This module is the one definition of what each profile sets: the loss detection and
+recovery stack and its members (``[flows.tcp]`` keys), the congestion control a flow runs
+when it names none, and the form of each algorithm (``[flows.cc]`` keys). Sources are stated
+per value; `fatpipe algorithms` and docs/scenario.md print them from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+from .schema import ScenarioError, _join, _toml_literal
+
+#: [flows.tcp] keys that only the Linux stack has (the RFC stack refuses them).
+LINUX_ONLY_KEYS = (
+    "rack", "tlp", "frto", "undo", "window_reduction", "adaptive_reordering", "max_reordering",
+)
+#: [flows.tcp] keys that only the RFC stack has.
+RFC_ONLY_KEYS = ("limited_transmit",)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One behaviour a profile sets: its value and where the value comes from."""
+
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A stack profile."""
+
+    name: str
+    doc: str
+    #: "rfc" or "linux": which loss detection and recovery runs (the core's `stack`).
+    stack: str
+    #: The preset of a flow that names no congestion control.
+    default_cc: Member
+    #: [flows.tcp] keys the profile sets, unless the flow sets them.
+    tcp: Mapping[str, Member]
+    #: Per algorithm, [flows.cc] keys the profile sets, unless the flow sets them.
+    cc: Mapping[str, Mapping[str, Member]] = field(default_factory=dict)
+
+
+_LINUX_6 = "Linux 6.x as shipped"
+
+PROFILES: Dict[str, Profile] = {
+    "linux": Profile(
+        "linux",
+        "Linux 6.x as shipped (this machine's kernel is 6.18): SACK and D-SACK, RACK-TLP, "
+        "PRR, undo by DSACK, Eifel and F-RTO, adaptive reordering, limited transmit, Linux's "
+        "RTO estimator and per-ACK RTT samples, CUBIC with HyStart",
+        "linux",
+        Member("cubic", "Linux net.ipv4.tcp_congestion_control default (CONFIG_DEFAULT_TCP_CONG)"),
+        {
+            "rack": Member(True, "net.ipv4.tcp_recovery = 1 (RACK loss detection, Linux 4.18+)"),
+            "tlp": Member(True, "net.ipv4.tcp_early_retrans = 3 (tail loss probe)"),
+            "frto": Member(True, "net.ipv4.tcp_frto = 2 (SACK-enhanced F-RTO, RFC 5682)"),
+            "dsack": Member(True, "net.ipv4.tcp_dsack = 1"),
+            "undo": Member(True, "tcp_input.c tcp_try_undo_* (no sysctl: always on)"),
+            "window_reduction": Member("prr", "tcp_input.c tcp_cwnd_reduction (RFC 6937, Linux 3.2+)"),
+            "adaptive_reordering": Member(True, "tcp_input.c tcp_check_sack_reordering"),
+            "max_reordering": Member(300, "net.ipv4.tcp_max_reordering = 300"),
+            "rto_estimator": Member("linux", "tcp_input.c tcp_rtt_estimator, tcp_set_rto"),
+            "fack": Member(False, "FACK removed in Linux 4.15 (RACK replaces it)"),
+            "initial_window": Member(10, "RFC 6928; Linux default since 2.6.39"),
+        },
+        {
+            "cubic": {
+                "variant": Member("linux", "net/ipv4/tcp_cubic.c"),
+                "hystart": Member("linux", "tcp_cubic.c hystart = 1, hystart_detect = 3"),
+            },
+            "highspeed": {"variant": Member("linux", "net/ipv4/tcp_highspeed.c")},
+            "bbr": {"variant": Member("linux", "net/ipv4/tcp_bbr.c")},
+            "vegas": {"variant": Member("linux", "net/ipv4/tcp_vegas.c")},
+            "westwood_plus": {"variant": Member("linux", "net/ipv4/tcp_westwood.c")},
+        },
+    ),
+    "linux-2.4": Profile(
+        "linux-2.4",
+        "the Linux 2.4/2.6 hosts of documents 000, 001 and 004: SACK with FACK, D-SACK undo, "
+        "adaptive reordering, rate halving; no PRR, RACK, TLP, F-RTO or HyStart; Reno "
+        "congestion control (2.4 had no other); initial window by RFC 3390",
+        "linux",
+        Member("sack", "Linux 2.4 tcp_input.c: Reno congestion control with SACK (net.ipv4.tcp_sack = 1)"),
+        {
+            "rack": Member(False, "RACK arrived in Linux 4.4"),
+            "tlp": Member(False, "tail loss probes arrived in Linux 3.10"),
+            "frto": Member(False, "F-RTO arrived in Linux 2.6.22 (off by default until 2.6.24)"),
+            "dsack": Member(True, "Linux 2.4 net.ipv4.tcp_dsack = 1"),
+            "undo": Member(True, "Linux 2.4 tcp_input.c tcp_try_undo_* (Eifel, D-SACK)"),
+            "window_reduction": Member("rate_halving", "Linux 2.4 tcp_input.c tcp_cwnd_down"),
+            "adaptive_reordering": Member(True, "Linux 2.4 tcp_input.c tcp_update_reordering"),
+            "max_reordering": Member(127, "Linux 2.4 TCP_MAX_REORDERING 127"),
+            "rto_estimator": Member("linux", "Linux 2.4 tcp_input.c tcp_rtt_estimator (the same estimator)"),
+            "fack": Member(True, "Linux 2.4 net.ipv4.tcp_fack = 1"),
+            "initial_window": Member("rfc3390", "Linux 2.4 tcp_init_cwnd: min(4 MSS, max(2 MSS, 4380))"),
+        },
+    ),
+    "rfc": Profile(
+        "rfc",
+        "the RFC reference stack fatpipe ran before profiles existed, kept byte for byte: "
+        "RFC 5681, 6582, 6675 and 6298 as written, the recovery variant per flow (tahoe, reno, "
+        "newreno, sack), ns-2 in spirit",
+        "rfc",
+        Member("newreno", "RFC 6582: standard TCP without SACK"),
+        {
+            "rto_estimator": Member("rfc6298", "RFC 6298 section 2"),
+            "limited_transmit": Member(False, "off, as before profiles; RFC 3042 when set"),
+            "dsack": Member(False, "off, as before profiles; RFC 2883 when set"),
+            "fack": Member(False, "RFC 6675 loss rule; FACK (Mathis and Mahdavi 1996) when set"),
+            "initial_window": Member(10, "RFC 6928, as before profiles"),
+        },
+    ),
+}
+
+#: The profile of a flow that names none (unless its preset needs the RFC stack).
+DEFAULT_PROFILE = "linux"
+#: Presets whose loss recovery only the RFC stack has: a flow naming one without a profile
+#: runs on "rfc".
+RFC_STACK_RECOVERIES = ("tahoe", "reno")
+
+
+def flow_profile(tcp: Mapping[str, Any], recovery: Optional[str], tcp_path: str) -> Profile:
+    """The flow's profile: as given, else "rfc" for a recovery only the RFC stack has (the
+    tahoe and reno presets), else the default. A recovery the chosen stack lacks is refused."""
+    name = tcp["profile"]
+    if name is None:
+        name = "rfc" if recovery in RFC_STACK_RECOVERIES else DEFAULT_PROFILE
+    profile = PROFILES[name]
+    if profile.stack == "linux" and recovery in RFC_STACK_RECOVERIES:
+        key = _join(tcp_path, "recovery")
+        raise ScenarioError(
+            f'{key}: "{recovery}" is not allowed with profile = "{name}": Linux recovers with SACK, '
+            'or NewReno without it ("sack" or "newreno"); Tahoe and classic Reno run on profile = "rfc"',
+            key,
+        )
+    return profile
+
+
+def resolve_tcp_members(profile: Profile, tcp: Dict[str, Any], tcp_path: str) -> Dict[str, Any]:
+    """The [flows.tcp] members with the profile's values where the flow left them unset; a
+    member the profile's stack does not have is refused in one line."""
+    wrong = LINUX_ONLY_KEYS if profile.stack == "rfc" else RFC_ONLY_KEYS
+    for key in wrong:
+        if tcp[key] is not None:
+            sub = _join(tcp_path, key)
+            stacks = '"linux" or "linux-2.4"' if key in LINUX_ONLY_KEYS else '"rfc"'
+            why = (
+                "the Linux stack always clocks out new data on duplicate ACKs (SACKed segments leave the flight)"
+                if key == "limited_transmit"
+                else "it belongs to the Linux stack"
+            )
+            raise ScenarioError(
+                f'{sub}: not allowed with profile = "{profile.name}": {why}; set profile = {stacks}', sub
+            )
+    resolved = dict(tcp)
+    for key, member in profile.tcp.items():
+        if resolved.get(key) is None:
+            resolved[key] = member.value
+    if profile.stack == "linux" and resolved["rack"]:
+        for key, why in (("fack", "RACK replaced FACK (Linux 4.15)"),
+                         ("dcr_div", "DCR raises the duplicate-ACK threshold, which RACK does not use")):
+            if resolved[key]:
+                sub = _join(tcp_path, key)
+                raise ScenarioError(
+                    f"{sub}: {_toml_literal(resolved[key])} is not allowed with rack = true: {why}; "
+                    'set rack = false (profile = "linux-2.4" has it off)', sub)
+    return resolved
+
+
+def resolve_cc(profile: Profile, cc: Dict[str, Any]) -> Dict[str, Any]:
+    """The [flows.cc] values with the profile's forms where the flow left the key unset
+    (``cc["given"]``: the keys the flow wrote)."""
+    forms = profile.cc.get(cc["algorithm"], {})
+    resolved = dict(cc)
+    for key, member in forms.items():
+        if key not in cc["given"]:
+            resolved[key] = member.value
+    return resolved
+
+
+def format_profiles() -> str:
+    """Every profile and member with its value and source, as Markdown (the reference and
+    `fatpipe algorithms`)."""
+    keys: List[str] = []
+    for p in PROFILES.values():
+        for k in p.tcp:
+            if k not in keys:
+                keys.append(k)
+    names = list(PROFILES)
+    lines = ["| member | " + " | ".join(f"`{n}`" for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines.append("| stack | " + " | ".join(PROFILES[n].stack for n in names) + " |")
+    lines.append("| cc when unset | " + " | ".join(f'`{PROFILES[n].default_cc.value}`' for n in names) + " |")
+    for k in keys:
+        cells = [_toml_literal(PROFILES[n].tcp[k].value) if k in PROFILES[n].tcp else "-" for n in names]
+        lines.append(f"| tcp.{k} | " + " | ".join(cells) + " |")
+    algorithms: List[str] = []
+    for p in PROFILES.values():
+        for a in p.cc:
+            if a not in algorithms:
+                algorithms.append(a)
+    for a in algorithms:
+        for k in sorted({k for p in PROFILES.values() for k in p.cc.get(a, {})}):
+            cells = [_toml_literal(PROFILES[n].cc[a][k].value) if k in PROFILES[n].cc.get(a, {}) else "default" for n in names]
+            lines.append(f"| {a}: cc.{k} | " + " | ".join(cells) + " |")
+    out = ["Profiles (`[flows.tcp] profile`), and what each sets unless the flow sets it:", ""]
+    out += [f"- `{p.name}`: {p.doc}." for p in PROFILES.values()]
+    out += ["", *lines, "", "Sources:", ""]
+    for p in PROFILES.values():
+        srcs = [f"cc {p.default_cc.value}: {p.default_cc.source}"]
+        srcs += [f"{k} {_toml_literal(m.value)}: {m.source}" for k, m in p.tcp.items()]
+        srcs += [f"{a} {k} {_toml_literal(m.value)}: {m.source}" for a, ms in p.cc.items() for k, m in ms.items()]
+        out.append(f"- `{p.name}`: " + "; ".join(srcs) + ".")
+    return "\n".join(out) + "\n"
