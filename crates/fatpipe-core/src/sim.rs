@@ -20,7 +20,7 @@ use crate::capture::{Capture, FlowWire};
 use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::rng::Rng;
 use crate::event::{Event, EventQueue, TimerKind};
-use crate::net::link::Link;
+use crate::net::link::{Departed, Link, Offered};
 use crate::net::routing::routing_table;
 use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
@@ -312,8 +312,8 @@ impl Simulation {
             Event::LinkTxDone(l) => self.on_tx_done(l),
             Event::LinkArrival(l) => {
                 let link = &mut self.links[l as usize];
-                let (_, pkt) = link.propagating.pop_front().expect("arrival event without packet");
-                if let Some(&(next, _)) = link.propagating.front() {
+                let (pkt, next) = link.pop_arrival();
+                if let Some(next) = next {
                     self.events.schedule(next, Event::LinkArrival(l));
                 }
                 let to = link.spec.to;
@@ -421,25 +421,21 @@ impl Simulation {
     }
 
     fn on_tx_done(&mut self, l: u32) {
-        let now = self.now;
         let link = &mut self.links[l as usize];
-        let pkt = link.transmitting.take().expect("tx done without packet");
-        if let Some(next) = link.queue.dequeue(now) {
-            let done = link.start_tx(now, next);
-            self.events.schedule(done, Event::LinkTxDone(l));
-            if !self.link_taps[l as usize].is_empty() {
-                self.tap(l, true, &next);
-            }
+        let done = link.tx_done(self.now);
+        if let Some(next_done_at) = done.next_done_at {
+            self.events.schedule(next_done_at, Event::LinkTxDone(l));
+            self.tap_transmitting(l);
         }
-        let link = &mut self.links[l as usize];
-        let to = link.spec.to;
-        if link.spec.delay_ps == 0 {
-            self.arrive(to, pkt);
-        } else {
-            let arrival = now + link.spec.delay_ps;
-            link.propagating.push_back((arrival, pkt));
-            if link.propagating.len() == 1 {
-                self.events.schedule(arrival, Event::LinkArrival(l));
+        match done.departed {
+            Departed::Arrived(pkt) => {
+                let to = self.links[l as usize].spec.to;
+                self.arrive(to, pkt);
+            }
+            Departed::Propagating { arrival, head } => {
+                if head {
+                    self.events.schedule(arrival, Event::LinkArrival(l));
+                }
             }
         }
         if !self.iface_waiters[l as usize].is_empty() {
@@ -539,34 +535,22 @@ impl Simulation {
             // Routes lead to one member of a group of parallel links; the packet draws its own.
             l = self.splits[s as usize].choose();
         }
-        let now = self.now;
-        let link = &mut self.links[l as usize];
-        if link.impaired(now, &pkt) {
-            self.count_drop(&pkt);
-            return;
+        match self.links[l as usize].offer(self.now, pkt) {
+            Offered::Started { done_at } => {
+                self.events.schedule(done_at, Event::LinkTxDone(l));
+                self.tap_transmitting(l);
+            }
+            Offered::Queued => {}
+            Offered::Dropped(dropped) => self.count_drop(&dropped),
         }
-        if link.transmitting.is_none() {
-            match link.queue.on_idle_arrival(now, pkt) {
-                Ok(next) => {
-                    let done = link.start_tx(now, next);
-                    self.events.schedule(done, Event::LinkTxDone(l));
-                    if !self.link_taps[l as usize].is_empty() {
-                        self.tap(l, true, &next);
-                    }
-                }
-                Err((dropped, why)) => {
-                    link.record_drop(&dropped, why);
-                    self.count_drop(&dropped);
-                }
-            }
-        } else {
-            match link.queue.enqueue(now, pkt) {
-                Ok(()) => link.note_queue_length(),
-                Err((dropped, why)) => {
-                    link.record_drop(&dropped, why);
-                    self.count_drop(&dropped);
-                }
-            }
+    }
+
+    /// Hands the packet link `l` starts to serialize to the link's captures, if any.
+    #[inline]
+    fn tap_transmitting(&mut self, l: u32) {
+        if !self.link_taps[l as usize].is_empty() {
+            let pkt = *self.links[l as usize].transmitting().expect("just started");
+            self.tap(l, true, &pkt);
         }
     }
 
@@ -711,8 +695,8 @@ impl Simulation {
         for (i, link) in self.links.iter().enumerate() {
             qs.time_ps.push(now);
             qs.link.push(i as u32);
-            qs.queue_packets.push(link.queue.len_packets() as u64);
-            qs.queue_bytes.push(link.queue.len_bytes());
+            qs.queue_packets.push(link.queue().len_packets() as u64);
+            qs.queue_bytes.push(link.queue().len_bytes());
             qs.drops_packets.push(link.stats.drops_packets);
             qs.departed_bytes.push(link.stats.bytes_sent);
         }
@@ -809,7 +793,7 @@ impl Simulation {
                     "early_drops_packets": st.early_drops_packets,
                     "impairment_drops_packets": st.impairment_drops_packets,
                     "outage_drops_packets": st.outage_drops_packets,
-                    "ecn_marks": l.queue.ecn_marks(),
+                    "ecn_marks": l.queue().ecn_marks(),
                     "max_queue_packets": st.max_queue_packets,
                     "max_queue_bytes": st.max_queue_bytes,
                 })
