@@ -248,7 +248,6 @@ impl Link {
 mod tests {
     use super::*;
     use crate::net::queue::droptail::DropTailConfig;
-    use crate::packet::PacketKind;
 
     fn link(delay_ps: Time, limit_packets: u64) -> Link {
         let queue = QueueSpec::Droptail(DropTailConfig { limit_packets: Some(limit_packets), limit_bytes: None, cell_bytes: None, limit_cells: None });
@@ -257,23 +256,7 @@ mod tests {
     }
 
     fn pkt(seq: u64) -> Packet {
-        Packet {
-            flow: 0,
-            conn: 0,
-            src: 0,
-            dst: 1,
-            kind: PacketKind::Data,
-            seq,
-            payload_bytes: 1448,
-            ip_bytes: 1500,
-            ack: 0,
-            window_bytes: 0,
-            sack: Default::default(),
-            ts_val: 0,
-            ts_ecr: 0,
-            retransmission: false,
-            ecn: Default::default(),
-        }
+        crate::packet::testing::data(seq, 1500)
     }
 
     #[test]

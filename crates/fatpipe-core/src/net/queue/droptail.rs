@@ -111,7 +111,7 @@ impl QueueDiscipline for DropTail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::PacketKind;
+    use crate::packet::testing::data as pkt;
 
     fn no_limits() -> DropTailConfig {
         DropTailConfig { limit_packets: None, limit_bytes: None, cell_bytes: None, limit_cells: None }
@@ -144,26 +144,6 @@ mod tests {
             assert_eq!(direct.on_idle_arrival(0, pkt(1, 1500)).is_ok(), admitted);
             assert_eq!(via_queue, admitted);
             assert_eq!(direct.len_packets(), 0, "nothing stays queued");
-        }
-    }
-
-    fn pkt(seq: u64, ip_bytes: u32) -> Packet {
-        Packet {
-            flow: 0,
-            conn: 0,
-            src: 0,
-            dst: 1,
-            kind: PacketKind::Data,
-            seq,
-            payload_bytes: ip_bytes - 40,
-            ip_bytes,
-            ack: 0,
-            window_bytes: 0,
-            sack: Default::default(),
-            ts_val: 0,
-            ts_ecr: 0,
-            retransmission: false,
-            ecn: Default::default(),
         }
     }
 
