@@ -2,6 +2,8 @@
 //!
 //! Sampling costs O(flows + links) per interval and nothing per packet.
 
+use crate::net::Link;
+use crate::time::Time;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -31,4 +33,18 @@ pub struct QueueSeries {
     pub drops_packets: Vec<u64>,
     /// Cumulative wire bytes transmitted.
     pub departed_bytes: Vec<u64>,
+}
+
+impl QueueSeries {
+    /// One sample of every link at `now` (the simulation's probe and the emulator's).
+    pub fn sample(&mut self, now: Time, links: &[Link]) {
+        for (i, link) in links.iter().enumerate() {
+            self.time_ps.push(now);
+            self.link.push(i as u32);
+            self.queue_packets.push(link.queue().len_packets() as u64);
+            self.queue_bytes.push(link.queue().len_bytes());
+            self.drops_packets.push(link.stats.drops_packets);
+            self.departed_bytes.push(link.stats.bytes_sent);
+        }
+    }
 }

@@ -691,15 +691,7 @@ impl Simulation {
             fs.delivered_bytes.push(flow.delivered_bytes());
             fs.sent_bytes.push(s.stats.bytes_sent);
         }
-        let qs = &mut self.queue_series;
-        for (i, link) in self.links.iter().enumerate() {
-            qs.time_ps.push(now);
-            qs.link.push(i as u32);
-            qs.queue_packets.push(link.queue().len_packets() as u64);
-            qs.queue_bytes.push(link.queue().len_bytes());
-            qs.drops_packets.push(link.stats.drops_packets);
-            qs.departed_bytes.push(link.stats.bytes_sent);
-        }
+        self.queue_series.sample(now, &self.links);
     }
 
     /// Per-flow and per-link totals (docs/core-interface.md).
@@ -774,31 +766,7 @@ impl Simulation {
                 })
             })
             .collect();
-        let links: Vec<Value> = self
-            .links
-            .iter()
-            .map(|l| {
-                let st = &l.stats;
-                json!({
-                    "name": l.spec.name,
-                    "from": l.spec.from,
-                    "to": l.spec.to,
-                    "rate_bps": l.spec.rate_bps,
-                    "delay_ps": l.spec.delay_ps,
-                    "packets_sent": st.packets_sent,
-                    "bytes_sent": st.bytes_sent,
-                    "busy_ps": st.busy_ps,
-                    "drops_packets": st.drops_packets,
-                    "drops_bytes": st.drops_bytes,
-                    "early_drops_packets": st.early_drops_packets,
-                    "impairment_drops_packets": st.impairment_drops_packets,
-                    "outage_drops_packets": st.outage_drops_packets,
-                    "ecn_marks": l.queue().ecn_marks(),
-                    "max_queue_packets": st.max_queue_packets,
-                    "max_queue_bytes": st.max_queue_bytes,
-                })
-            })
-            .collect();
+        let links: Vec<Value> = self.links.iter().map(Link::summary).collect();
         let captures: Vec<Value> = self
             .captures
             .iter()

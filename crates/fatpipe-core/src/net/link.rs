@@ -10,6 +10,7 @@ use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
 use serde::Deserialize;
+use serde_json::{json, Value};
 use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -218,6 +219,29 @@ impl Link {
     pub fn room_packets(&self, ip_bytes: u32) -> u64 {
         let room = self.queue.room_packets(ip_bytes);
         room.saturating_add(u64::from(self.transmitting.is_none() && room > 0))
+    }
+
+    /// The link's entry in a run's summary (docs/core-interface.md).
+    pub fn summary(&self) -> Value {
+        let st = &self.stats;
+        json!({
+            "name": self.spec.name,
+            "from": self.spec.from,
+            "to": self.spec.to,
+            "rate_bps": self.spec.rate_bps,
+            "delay_ps": self.spec.delay_ps,
+            "packets_sent": st.packets_sent,
+            "bytes_sent": st.bytes_sent,
+            "busy_ps": st.busy_ps,
+            "drops_packets": st.drops_packets,
+            "drops_bytes": st.drops_bytes,
+            "early_drops_packets": st.early_drops_packets,
+            "impairment_drops_packets": st.impairment_drops_packets,
+            "outage_drops_packets": st.outage_drops_packets,
+            "ecn_marks": self.queue.ecn_marks(),
+            "max_queue_packets": st.max_queue_packets,
+            "max_queue_bytes": st.max_queue_bytes,
+        })
     }
 
     #[inline]
