@@ -47,6 +47,28 @@ pub struct CaptureSpec {
     pub snaplen_bytes: u32,
 }
 
+/// Which captures see what: per link, the captures of what it starts to transmit (a link
+/// capture, and a host capture on the host's outgoing links); per node, those of what is
+/// delivered to it (a host capture).
+pub fn taps(specs: &[CaptureSpec], links: &[crate::net::link::LinkSpec], nodes: usize) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    let mut link_taps = vec![Vec::new(); links.len()];
+    let mut node_taps = vec![Vec::new(); nodes];
+    for (c, spec) in specs.iter().enumerate() {
+        match spec.point {
+            CapturePoint::Host { node } => {
+                node_taps[node as usize].push(c as u32);
+                for (l, link) in links.iter().enumerate() {
+                    if link.from == node {
+                        link_taps[l].push(c as u32);
+                    }
+                }
+            }
+            CapturePoint::Link { link } => link_taps[link as usize].push(c as u32),
+        }
+    }
+    (link_taps, node_taps)
+}
+
 /// What the capture needs to know of a flow to build its headers.
 #[derive(Clone, Copy, Debug)]
 pub struct FlowWire {

@@ -20,7 +20,7 @@ use crate::capture::{Capture, FlowWire};
 use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::rng::Rng;
 use crate::event::{Event, EventQueue, TimerKind};
-use crate::net::link::{Departed, Link, Offered};
+use crate::net::link::{Link, Offered};
 use crate::net::routing::routing_table;
 use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
@@ -150,13 +150,7 @@ impl Simulation {
         scenario.validate()?;
         let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
         let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
-        let splits: Vec<Split> = scenario.splits.iter().map(|s| Split::new(s, scenario.seed)).collect();
-        let mut split_of = vec![None; links.len()];
-        for (i, s) in scenario.splits.iter().enumerate() {
-            for &l in &s.links {
-                split_of[l as usize] = Some(i as u32);
-            }
-        }
+        let (splits, split_of) = crate::net::split::groups(&scenario.splits, links.len(), scenario.seed);
         let flows: Vec<Flow> = scenario
             .flows
             .iter()
@@ -236,23 +230,8 @@ impl Simulation {
                 }
             })
             .collect();
-        let mut link_taps = vec![Vec::new(); links.len()];
-        let mut node_taps = vec![Vec::new(); scenario.nodes.len()];
-        let mut captures = Vec::with_capacity(scenario.captures.len());
-        for (c, spec) in scenario.captures.iter().enumerate() {
-            match spec.point {
-                crate::capture::CapturePoint::Host { node } => {
-                    node_taps[node as usize].push(c as u32);
-                    for (l, link) in links.iter().enumerate() {
-                        if link.spec.from == node {
-                            link_taps[l].push(c as u32);
-                        }
-                    }
-                }
-                crate::capture::CapturePoint::Link { link } => link_taps[link as usize].push(c as u32),
-            }
-            captures.push(Capture::create(spec.clone())?);
-        }
+        let (link_taps, node_taps) = crate::capture::taps(&scenario.captures, &scenario.links, scenario.nodes.len());
+        let captures = scenario.captures.iter().map(|spec| Capture::create(spec.clone())).collect::<Result<Vec<_>, _>>()?;
         Ok(Simulation {
             scenario,
             now: 0,
@@ -311,12 +290,7 @@ impl Simulation {
         match event {
             Event::LinkTxDone(l) => self.on_tx_done(l),
             Event::LinkArrival(l) => {
-                let link = &mut self.links[l as usize];
-                let (pkt, next) = link.pop_arrival();
-                if let Some(next) = next {
-                    self.events.schedule(next, Event::LinkArrival(l));
-                }
-                let to = link.spec.to;
+                let (pkt, to) = self.events.link_arrival(&mut self.links[l as usize], l);
                 self.arrive(to, pkt);
             }
             Event::Timer(f, kind) => self.on_timer(f, kind),
@@ -421,22 +395,13 @@ impl Simulation {
     }
 
     fn on_tx_done(&mut self, l: u32) {
-        let link = &mut self.links[l as usize];
-        let done = link.tx_done(self.now);
-        if let Some(next_done_at) = done.next_done_at {
-            self.events.schedule(next_done_at, Event::LinkTxDone(l));
+        let (started, arrived) = self.events.link_tx_done(&mut self.links[l as usize], l, self.now);
+        if started {
             self.tap_transmitting(l);
         }
-        match done.departed {
-            Departed::Arrived(pkt) => {
-                let to = self.links[l as usize].spec.to;
-                self.arrive(to, pkt);
-            }
-            Departed::Propagating { arrival, head } => {
-                if head {
-                    self.events.schedule(arrival, Event::LinkArrival(l));
-                }
-            }
+        if let Some(pkt) = arrived {
+            let to = self.links[l as usize].spec.to;
+            self.arrive(to, pkt);
         }
         if !self.iface_waiters[l as usize].is_empty() {
             self.wake_interface_waiters(l);
