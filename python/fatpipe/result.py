@@ -241,7 +241,17 @@ class Result:
         df["sent_bytes"] = np.asarray(cols["sent_bytes"], dtype=np.int64)
         df["throughput_bps"] = _rate_per_interval(df, "flow", "delivered_bytes", time_ps)
         df["send_rate_bps"] = _rate_per_interval(df, "flow", "sent_bytes", time_ps)
-        return df[FLOW_SERIES_COLUMNS]
+        # Columns only some runs have (an emulation's TCP_INFO series), after the others:
+        # picoseconds as seconds, and a negative value (not measured) as NaN.
+        read_above = {"time_ps", "flow", "cwnd_segments", "ssthresh_segments", "outstanding_bytes", "srtt_ps", "delivered_bytes", "sent_bytes"}
+        for key in (k for k in cols if k not in read_above):
+            values = np.asarray(cols[key], dtype=np.float64)
+            values = np.where(values < 0, np.nan, values)
+            if key.endswith("_ps"):
+                df[f"{key[:-3]}_s"] = values / PS_PER_S
+            else:
+                df[key] = values if np.isnan(values).any() else values.astype(np.int64)
+        return df[FLOW_SERIES_COLUMNS + [c for c in df.columns if c not in FLOW_SERIES_COLUMNS]]
 
     def _build_requests(self, cols: Optional[Mapping[str, List[int]]]) -> pd.DataFrame:
         if not cols or not cols.get("flow"):
@@ -408,7 +418,9 @@ def _groups(flows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             "completed": all(f["completed"] for f in streams),
         }
         for key in GROUP_SUMS:
-            row[key] = sum(f[key] for f in streams)
+            # A count not every stream has (an emulated run measures no fast retransmits)
+            # is not summed into a number.
+            row[key] = sum(f[key] for f in streams) if all(key in f for f in streams) else None
         groups.append(row)
     return groups
 
