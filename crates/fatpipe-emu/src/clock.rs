@@ -30,9 +30,16 @@ impl Clock {
         Clock { origin_ns: self.origin_ns + offset_ps / PS_PER_NS }
     }
 
+    /// Time since the origin (0 before it: use `reached` to wait for a time).
     #[inline]
     pub fn now(&self) -> Time {
         monotonic_ns().saturating_sub(self.origin_ns) * PS_PER_NS
+    }
+
+    /// Whether this clock has reached `t` (false before its origin, unlike `now() >= t`).
+    #[inline]
+    pub fn reached(&self, t: Time) -> bool {
+        monotonic_ns() >= self.origin_ns + t / PS_PER_NS
     }
 
     /// Sleeps until this clock reads `t` (returns at once if it has passed). Absolute, so

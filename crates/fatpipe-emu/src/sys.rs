@@ -107,3 +107,12 @@ pub fn wait_ready(fd: RawFd, events: libc::c_short, timeout_ns: u64) -> io::Resu
 pub fn timespec(ns: u64) -> libc::timespec {
     libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
 }
+
+/// The port a socket is bound to (getsockname), e.g. after binding port 0.
+pub fn local_port(fd: &impl AsRawFd) -> io::Result<u16> {
+    let mut addr = sockaddr_in([0; 4], 0);
+    let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: the buffer is a sockaddr_in of the length given.
+    check(unsafe { libc::getsockname(fd.as_raw_fd(), (&mut addr as *mut libc::sockaddr_in).cast(), &mut len) })?;
+    Ok(u16::from_be(addr.sin_port))
+}

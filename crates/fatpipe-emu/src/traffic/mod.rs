@@ -43,20 +43,20 @@ impl Schedule {
     /// measurement ended first.
     pub fn sleep_until(&self, t: Time, stop: &AtomicBool) -> bool {
         loop {
-            let now = self.clock.now();
-            if stop.load(Ordering::Relaxed) || now >= self.end_ps {
+            if stop.load(Ordering::Relaxed) || self.clock.reached(self.end_ps) {
                 return false;
             }
-            if now >= t {
+            if self.clock.reached(t) {
                 return true;
             }
-            self.clock.sleep_until(t.min(now + POLL_PS).min(self.end_ps));
+            // Before the origin now() reads 0: the steps still end at t.
+            self.clock.sleep_until(t.min(self.clock.now() + POLL_PS).min(self.end_ps));
         }
     }
 
     /// Whether the loop must end now.
     pub fn over(&self, stop: &AtomicBool) -> bool {
-        stop.load(Ordering::Relaxed) || self.clock.now() >= self.end_ps
+        stop.load(Ordering::Relaxed) || self.clock.reached(self.end_ps)
     }
 }
 

@@ -102,6 +102,11 @@ impl TcpListener {
         Ok(TcpListener { fd })
     }
 
+    /// The port it listens on (the one chosen when bound to port 0).
+    pub fn local_port(&self) -> io::Result<u16> {
+        sys::local_port(&self.fd)
+    }
+
     /// Accepts one connection, waiting at most `timeout_ps`.
     pub fn accept(&self, timeout_ps: Time) -> io::Result<TcpStream> {
         if !sys::wait_ready(self.fd.as_raw_fd(), libc::POLLIN, timeout_ps / 1000)? {
@@ -200,7 +205,7 @@ pub fn send(stream: &TcpStream, writer: Writer, schedule: &Schedule, counters: &
     match writer {
         Writer::Bulk { bytes } => {
             let mut left = bytes.unwrap_or(u64::MAX);
-            while left > 0 && !schedule.over(stop) && !stopped(schedule.clock.now()) {
+            while left > 0 && !schedule.over(stop) && !schedule.stop_ps.is_some_and(|s| schedule.clock.reached(s)) {
                 let deadline = schedule.stop_ps.unwrap_or(schedule.end_ps).min(schedule.end_ps);
                 let n = write_some(stream, &buf[..(left.min(CHUNK_BYTES as u64)) as usize], schedule, deadline)?;
                 left -= n;
@@ -215,7 +220,7 @@ pub fn send(stream: &TcpStream, writer: Writer, schedule: &Schedule, counters: &
             let mut pending: u64 = 0;
             loop {
                 // Write what is pending until the next period starts.
-                while schedule.clock.now() < next && !schedule.over(stop) {
+                while !schedule.clock.reached(next) && !schedule.over(stop) {
                     if pending == 0 {
                         schedule.sleep_until(next, stop);
                         continue;
@@ -225,8 +230,8 @@ pub fn send(stream: &TcpStream, writer: Writer, schedule: &Schedule, counters: &
                     counters.written.fetch_add(n, Ordering::Relaxed);
                 }
                 // As fatpipe-core's burst source: a burst at start + k x period while that is
-                // within the run and before the stop time.
-                if schedule.over(stop) || next > schedule.end_ps || stopped(next) {
+                // within the run (its last instant included) and before the stop time.
+                if stop.load(Ordering::Relaxed) || next > schedule.end_ps || stopped(next) || !schedule.clock.reached(next) {
                     break;
                 }
                 let failed = pending > 0;
@@ -237,6 +242,18 @@ pub fn send(stream: &TcpStream, writer: Writer, schedule: &Schedule, counters: &
                 counters.bursts.fetch_add(1, Ordering::Relaxed);
                 counters.failed_cycles.fetch_add(u64::from(failed), Ordering::Relaxed);
                 next += period_ps;
+                if schedule.over(stop) {
+                    // A burst at the run's last instant goes into the buffer as far as it
+                    // has room, as in the simulation; nothing waits any more.
+                    while pending > 0 {
+                        let n = send_now(stream, &buf[..(pending.min(CHUNK_BYTES as u64)) as usize])?;
+                        if n == 0 {
+                            break;
+                        }
+                        pending -= n;
+                        counters.written.fetch_add(n, Ordering::Relaxed);
+                    }
+                }
             }
         }
     }
@@ -254,8 +271,13 @@ fn write_some(stream: &TcpStream, data: &[u8], schedule: &Schedule, deadline: Ti
     if !sys::wait_ready(stream.as_raw_fd(), libc::POLLOUT, wait_ps.div_ceil(1000))? {
         return Ok(0);
     }
+    send_now(stream, data)
+}
+
+/// One non-blocking send: the bytes the send buffer took (0 if it is full).
+fn send_now(stream: &TcpStream, data: &[u8]) -> io::Result<u64> {
     // SAFETY: `data` is readable for its length; MSG_NOSIGNAL: a reset peer gives EPIPE.
-    let n = unsafe { libc::send(stream.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+    let n = unsafe { libc::send(stream.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
     if n < 0 {
         let err = io::Error::last_os_error();
         return match err.kind() {

@@ -29,6 +29,11 @@ impl UdpSocket {
         Ok(UdpSocket { fd })
     }
 
+    /// The port it is bound to (the one chosen when bound to port 0).
+    pub fn local_port(&self) -> io::Result<u16> {
+        sys::local_port(&self.fd)
+    }
+
     /// Sends to `ip:port` from now on (connect(2) on a datagram socket).
     pub fn connect(&self, ip: [u8; 4], port: u16) -> io::Result<()> {
         let addr = sys::sockaddr_in(ip, port);
