@@ -273,7 +273,7 @@ mod tests {
     #[test]
     fn cubic_defaults_need_no_note_but_the_recovery_one() {
         let (spec, cc) = flow(tcp(), json!({"algorithm": "cubic", "c": 0.4, "beta": 0.7, "fast_convergence": true, "tcp_friendliness": true}));
-        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None).unwrap();
+        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
         assert_eq!(k.congestion, "cubic");
         assert_eq!(k.sender.max_segment_bytes, Some(1460), "1448 + 12 timestamp bytes");
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_sack"], "1");
@@ -296,6 +296,9 @@ mod tests {
         let text = k.notes.join("\n");
         assert!(text.contains("cubic beta = 0.5: the kernel runs 0.7002"), "{text}");
         assert!(text.contains("recovers as NewReno") && text.contains("Limited Slow Start"), "{text}");
+        // 8 MiB asked, 4 MiB ceiling: the plain setsockopt would be capped, so it is forced.
+        assert!(text.contains("rcv_buffer 8388608 bytes is above net.core.rmem_max (4194304)"), "{text}");
+        assert!(k.receiver.force_buffers && k.sender.force_buffers);
     }
 
     #[test]
