@@ -64,6 +64,10 @@ pub struct Link {
     impairments: Vec<Impairment>,
     /// This link's random numbers, from the scenario seed and the link's name.
     rng: Rng,
+    /// When the run's time 0 is on this link's clock: scheduled impairments (outages) count
+    /// their windows from here. 0 in a simulation; the emulator sets the moment its run
+    /// starts (connections are opened before it), `Time::MAX` until then.
+    schedule_origin: Time,
     pub stats: LinkStats,
 }
 
@@ -108,6 +112,7 @@ impl Link {
             transmitting: None,
             propagating: VecDeque::with_capacity(1024),
             rng,
+            schedule_origin: 0,
             stats: LinkStats::default(),
         }
     }
@@ -182,11 +187,17 @@ impl Link {
         self.propagating.iter().map(|(_, p)| p)
     }
 
+    /// Sets the run's time 0 on this link's clock (see `schedule_origin`).
+    pub fn set_schedule_origin(&mut self, origin: Time) {
+        self.schedule_origin = origin;
+    }
+
     /// Whether an impairment takes the packet entering the link now (and counts it).
     #[inline]
     fn impaired(&mut self, now: Time, pkt: &Packet) -> bool {
+        let run_time = now.checked_sub(self.schedule_origin);
         for imp in &mut self.impairments {
-            match imp.drops(now, pkt, &mut self.rng) {
+            match imp.drops(run_time, pkt, &mut self.rng) {
                 Some(LossCause::Random) => self.stats.impairment_drops_packets += 1,
                 Some(LossCause::Outage) => self.stats.outage_drops_packets += 1,
                 None => continue,
@@ -302,6 +313,20 @@ mod tests {
         assert_eq!(l.pop_arrival(), (pkt(8), None));
         assert_eq!(l.stats.packets_sent, 2);
         assert_eq!(l.stats.busy_ps, 2 * tx);
+    }
+
+    #[test]
+    fn outage_windows_count_from_the_schedule_origin() {
+        let mut l = link(0, 10);
+        l.spec.impairments.clear();
+        l.impairments = vec![ImpairmentSpec::Outage(crate::net::impairment::outage::OutageConfig { windows_ps: vec![(100, 200)] }).build()];
+        l.set_schedule_origin(Time::MAX);
+        assert!(!matches!(l.offer(150, pkt(0)), Offered::Dropped(_)), "before the run starts, no outage");
+        l.tx_done(l.tx_time(&pkt(0)) + 150);
+        l.set_schedule_origin(1_000);
+        assert!(!matches!(l.offer(1_099, pkt(1)), Offered::Dropped(_)));
+        assert_eq!(l.offer(1_100, pkt(2)), Offered::Dropped(pkt(2)), "run time 100: in the window");
+        assert_eq!(l.stats.outage_drops_packets, 1);
     }
 
     #[test]
