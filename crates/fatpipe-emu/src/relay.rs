@@ -223,7 +223,11 @@ impl Relay {
     /// already created (their times are the run's, from time 0).
     pub fn new(scenario: &Scenario, clock: Clock, shared: Arc<Shared>, ports: Vec<Port>, flow_ports: Vec<FlowPorts>, captures: Vec<Capture>, options: RelayOptions) -> Relay {
         let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
-        let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
+        let mut links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
+        // The run starts once the connections are open (`start_run`); no outage before.
+        for link in &mut links {
+            link.set_schedule_origin(Time::MAX);
+        }
         let (splits, split_of) = fatpipe_core::net::split::groups(&scenario.splits, links.len(), scenario.seed);
         let mut port_of = vec![None; scenario.nodes.len()];
         for (i, p) in ports.iter().enumerate() {
@@ -280,7 +284,11 @@ impl Relay {
             let end = self.shared.epoch().map(|e| e + self.duration_ps);
             if !self.probes_scheduled {
                 if let Some(epoch) = self.shared.epoch() {
+                    // Seen within MAX_SLEEP_PS, well before the epoch comes (START_MARGIN).
                     self.events.schedule(epoch, Event::Probe);
+                    for link in &mut self.links {
+                        link.set_schedule_origin(epoch);
+                    }
                     self.probes_scheduled = true;
                 }
             }
