@@ -192,7 +192,8 @@ def _panels(results: Sequence[Result], labels: Sequence[str], path: Path, what: 
         for r, label in zip(results, labels):
             line = xy(r, name)
             if line is not None:
-                ax.plot(*line, label=f"{label} ({_kind(r)})", linewidth=1.0)
+                kind = _kind(r)
+                ax.plot(*line, label=label if kind.startswith(label) else f"{label} ({kind})", linewidth=1.0)
         ax.set_xlim(0, end)
         ax.set_ylim(bottom=0)
         ax.set_ylabel(ylabel)
