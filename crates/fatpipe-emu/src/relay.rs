@@ -273,7 +273,7 @@ impl Relay {
     pub fn run(mut self) -> io::Result<RelayReport> {
         crate::clock::tight_timer_slack();
         let realtime_priority = self.options.realtime_priority && set_realtime_priority();
-        let epoll = Epoll::new(&self.ports)?;
+        let mut epoll = Epoll::new(&self.ports)?;
         let mut queue_series = QueueSeries::default();
         loop {
             if self.shared.stop.load(Ordering::Relaxed) {
@@ -297,13 +297,13 @@ impl Relay {
                 break;
             }
             self.run_events_until(now, &mut queue_series);
-            self.read_hosts(&mut queue_series)?;
-            // Sleep until the next event (or the end, or a while), waking early to spin.
+            // Wait for a packet until the next event (or the end, or a while), waking
+            // `spin_margin` early; inside the margin, one ready-check per pass.
             let next = self.events.peek_time().into_iter().chain(end).min().unwrap_or(Time::MAX);
-            let now = self.clock.now();
-            let wait = next.saturating_sub(now).min(MAX_SLEEP_PS);
-            if wait > self.options.spin_margin_ps {
-                epoll.wait(wait - self.options.spin_margin_ps)?;
+            let wait = next.saturating_sub(self.clock.now()).min(MAX_SLEEP_PS);
+            let ready = epoll.wait(wait.saturating_sub(self.options.spin_margin_ps))?;
+            for &h in ready {
+                self.read_host(h as usize, &mut queue_series)?;
             }
         }
         let datagrams_in_flight = self.udp_in_flight();
@@ -330,34 +330,27 @@ impl Relay {
         })
     }
 
-    /// Reads what the hosts sent, a batch per device in turn, until every device is empty.
-    fn read_hosts(&mut self, queue_series: &mut QueueSeries) -> io::Result<()> {
-        loop {
-            let mut got = 0;
-            for h in 0..self.ports.len() {
-                for _ in 0..READ_BATCH {
-                    let slot = self.pool.take();
-                    let buf = &mut self.pool.bufs[slot as usize];
-                    match sys::read_nonblocking(self.ports[h].tun, buf)? {
-                        Some(n) if n > 0 => {
-                            self.pool.lens[slot as usize] = n as u32;
-                            let t = self.clock.now();
-                            // Everything due before the packet arrived happens first.
-                            self.run_events_until(t, queue_series);
-                            self.ingress(self.ports[h].node, t, slot);
-                            got += 1;
-                        }
-                        _ => {
-                            self.pool.put(slot);
-                            break;
-                        }
-                    }
+    /// Reads what host `h` sent, until its device is empty or READ_BATCH packets so the
+    /// other hosts get their turn (level-triggered epoll reports it again).
+    fn read_host(&mut self, h: usize, queue_series: &mut QueueSeries) -> io::Result<()> {
+        for _ in 0..READ_BATCH {
+            let slot = self.pool.take();
+            let buf = &mut self.pool.bufs[slot as usize];
+            match sys::read_nonblocking(self.ports[h].tun, buf)? {
+                Some(n) if n > 0 => {
+                    self.pool.lens[slot as usize] = n as u32;
+                    let t = self.clock.now();
+                    // Everything due before the packet arrived happens first.
+                    self.run_events_until(t, queue_series);
+                    self.ingress(self.ports[h].node, t, slot);
+                }
+                _ => {
+                    self.pool.put(slot);
+                    return Ok(());
                 }
             }
-            if got == 0 {
-                return Ok(());
-            }
         }
+        Ok(())
     }
 
     /// Processes every event due at or before `t`, at its own time.
@@ -606,6 +599,9 @@ impl Relay {
 /// epoll on the hosts' TUN devices, for waking when one has a packet.
 struct Epoll {
     fd: std::os::fd::OwnedFd,
+    /// The ready devices of the last wait (reused: waiting never allocates).
+    events: Vec<libc::epoll_event>,
+    ready: Vec<u32>,
 }
 
 impl Epoll {
@@ -617,25 +613,33 @@ impl Epoll {
             // SAFETY: registers a descriptor we hold with a valid event.
             sys::check(unsafe { libc::epoll_ctl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::EPOLL_CTL_ADD, p.tun, &mut ev) })?;
         }
-        Ok(Epoll { fd })
+        let n = ports.len().max(1);
+        Ok(Epoll { fd, events: vec![libc::epoll_event { events: 0, u64: 0 }; n], ready: Vec::with_capacity(n) })
     }
 
-    /// Sleeps until a device is readable or `timeout_ps` passes (nanosecond resolution:
-    /// epoll_pwait2, Linux 5.11).
-    fn wait(&self, timeout_ps: Time) -> io::Result<()> {
+    /// The devices with a packet, waiting up to `timeout_ps` for one (nanosecond
+    /// resolution: epoll_pwait2, Linux 5.11; 0 only looks).
+    fn wait(&mut self, timeout_ps: Time) -> io::Result<&[u32]> {
         let ts = sys::timespec(timeout_ps / 1000);
-        let mut events: [libc::epoll_event; 8] = [libc::epoll_event { events: 0, u64: 0 }; 8];
-        // SAFETY: the syscall writes at most 8 events into the array; null sigmask.
+        // SAFETY: the syscall writes at most `events.len()` events; null sigmask.
         let n = unsafe {
-            libc::syscall(libc::SYS_epoll_pwait2, std::os::fd::AsRawFd::as_raw_fd(&self.fd), events.as_mut_ptr(), 8, &ts as *const libc::timespec, std::ptr::null::<libc::sigset_t>(), 0usize)
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                std::os::fd::AsRawFd::as_raw_fd(&self.fd),
+                self.events.as_mut_ptr(),
+                self.events.len() as libc::c_int,
+                &ts as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
         };
+        self.ready.clear();
         if n < 0 {
             let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(err);
-            }
+            return if err.kind() == io::ErrorKind::Interrupted { Ok(&self.ready) } else { Err(err) };
         }
-        Ok(())
+        self.ready.extend(self.events[..n as usize].iter().map(|e| e.u64 as u32));
+        Ok(&self.ready)
     }
 }
 
