@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -363,66 +362,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_emulate(args: argparse.Namespace) -> int:
-    loaded = _load(args.scenario)
-    from .emulate import EmulationError, PrivilegeError, check_privileges, emulate, lateness_line, notes_lines
-    from .emulate.runner import Terminated
-    from .runner import import_core
+    from .emulate.command import emulate_command
 
-    import_core()
-    try:
-        check_privileges()  # before anything is created
-    except PrivilegeError as err:
-        _error(str(err))
-        return EXIT_FAILURE
-    outdir = Path(args.output) if args.output else Path("runs") / f"{loaded.core['name']}-emulated"
-    _prepare_outdir(outdir)
-    # Captures go to a scratch directory and reach OUTDIR only with the finished run.
-    scratch = tempfile.mkdtemp(prefix="fatpipe-emulate-")
-    wall_start = time.perf_counter()
-    try:
-        result = emulate(
-            loaded,
-            seed=args.seed,
-            progress=not args.quiet and sys.stderr.isatty(),
-            spin_margin_us=args.spin_margin,
-            realtime_priority=not args.no_realtime_priority,
-            capture_dir=scratch,
-        )
-        wall_s = time.perf_counter() - wall_start
-        try:
-            result.write(outdir, plots=loaded.plots and not args.no_plots)
-        except OSError as err:
-            raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
-    except ScenarioError as err:
-        raise CliError(f"{args.scenario}: {err}") from None
-    except PrivilegeError as err:
-        _error(str(err))
-        return EXIT_FAILURE
-    except EmulationError as err:
-        _error(f"{args.scenario}: emulation failed: {err}")
-        return EXIT_FAILURE
-    except Terminated:
-        _error("terminated (namespaces removed)")
-        return EXIT_TERMINATED
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    summary = result.summary
-    if not summary["emulation"]["kept_up"]:
-        print(
-            "fatpipe: warning: the emulator did not keep up with real time ("
-            + lateness_line(summary).replace("release lateness: ", "release lateness ")
-            + "); results are marked: emulation.kept_up = false in summary.json",
-            file=sys.stderr,
-        )
-    if not args.quiet:
-        print(_summary_table(summary, wall_s, result.scenario))
-        print(lateness_line(summary))
-        notes = notes_lines(summary)
-        if notes:
-            print("where the kernel departs from the scenario (summary.json flows[].emulation.notes):")
-            print("\n".join(f"  {n}" for n in notes))
-        print(f"results: {outdir}")
-    return EXIT_OK
+    return emulate_command(args)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:

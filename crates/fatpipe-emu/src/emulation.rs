@@ -305,6 +305,8 @@ impl Emulation {
                     return Ok(());
                 }
                 ns_src.enter()?;
+                // Never past the run's end: the thread ends with it.
+                let timeout = timeout.min(schedule.end_ps.saturating_sub(clock.now()));
                 let stream = TcpStream::connect((node_ip(src), ports.sender_port), (node_ip(dst), ports.receiver_port), &sender_opts, timeout)?;
                 let _ = sender.set(stream);
             }
@@ -354,9 +356,6 @@ impl Emulation {
                 && self.apps.iter().all(|(_, h)| h.is_finished());
             if done {
                 return true;
-            }
-            if self.shared.stop.load(Ordering::Relaxed) && self.relay.as_ref().is_some_and(|h| h.is_finished()) {
-                // Stopped early: the applications notice within their poll interval.
             }
             let now = crate::clock::monotonic_ns();
             if now >= until {
@@ -457,7 +456,7 @@ fn plan_flows(scenario: &Scenario, raw: &Value, available: &[String]) -> Result<
             let cc = &raw["flows"][i]["cc"];
             let value = |key: &str| netns::read_sysctl(key).ok().and_then(|v| v.split_whitespace().next().and_then(|x| x.parse::<u64>().ok()));
             let module = |m: &str, p: &str| std::fs::read_to_string(format!("/sys/module/{m}/parameters/{p}")).ok();
-            Some(kernel::flow_knobs(spec, cc, available, &value, &module).map_err(|e| Error::Scenario(format!("{label}.cc: {e}").replace(".cc: recovery", ".tcp: recovery")))?)
+            Some(kernel::flow_knobs(spec, cc, available, &value, &module).map_err(|e| Error::Scenario(format!("{label}.cc: {e}")))?)
         };
         let ports = FlowPorts {
             udp,

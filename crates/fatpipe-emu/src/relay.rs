@@ -203,6 +203,8 @@ pub struct Relay {
     ports: Vec<Port>,
     /// Per node, the index in `ports` of its host (None for routers).
     port_of: Vec<Option<usize>>,
+    /// The hosts by address (`capture::node_ip`).
+    host_by_ip: HashMap<[u8; 4], u32>,
     /// (udp, source port, destination port) -> flow.
     flow_by_ports: HashMap<(bool, u16, u16), u32>,
     flow_ports: Vec<FlowPorts>,
@@ -233,6 +235,7 @@ impl Relay {
         for (i, p) in ports.iter().enumerate() {
             port_of[p.node as usize] = Some(i);
         }
+        let host_by_ip = ports.iter().map(|p| (node_ip(p.node), p.node)).collect();
         let mut flow_by_ports = HashMap::new();
         for (f, p) in flow_ports.iter().enumerate() {
             flow_by_ports.insert((p.udp, p.sender_port, p.receiver_port), f as u32);
@@ -254,6 +257,7 @@ impl Relay {
             split_of,
             ports,
             port_of,
+            host_by_ip,
             flow_by_ports,
             flow_ports,
             flows,
@@ -489,12 +493,7 @@ impl Relay {
 
     /// The host node whose address is `ip`.
     fn host_of(&self, ip: [u8; 4]) -> Option<u32> {
-        // node_ip numbers nodes from 10.0.0.1.
-        if ip[0] != 10 {
-            return None;
-        }
-        let n = u32::from_be_bytes([0, ip[1], ip[2], ip[3]]).checked_sub(1)?;
-        self.port_of.get(n as usize).copied().flatten().map(|_| n)
+        self.host_by_ip.get(&ip).copied()
     }
 
     /// The descriptor links queue for a real packet (see the module comment), and the flow's
