@@ -302,10 +302,18 @@ impl Relay {
             }
             self.run_events_until(now, &mut queue_series);
             // Wait for a packet until the next event (or the end, or a while), waking
-            // `spin_margin` early; inside the margin, one ready-check per pass.
+            // `spin_margin` early; inside the margin, spin on the clock (no system call)
+            // to the event, then look at the devices once.
             let next = self.events.peek_time().into_iter().chain(end).min().unwrap_or(Time::MAX);
             let wait = next.saturating_sub(self.clock.now()).min(MAX_SLEEP_PS);
-            let ready = epoll.wait(wait.saturating_sub(self.options.spin_margin_ps))?;
+            let ready = if wait > self.options.spin_margin_ps {
+                epoll.wait(wait - self.options.spin_margin_ps)?
+            } else {
+                while self.clock.now() < next {
+                    std::hint::spin_loop();
+                }
+                epoll.wait(0)?
+            };
             for &h in ready {
                 self.read_host(h as usize, &mut queue_series)?;
             }
