@@ -271,10 +271,17 @@ impl Emulation {
             .collect();
         let schedule = Schedule { clock, start_ps: 0, stop_ps: None, end_ps: duration };
         let (shared, interval) = (self.shared.clone(), self.scenario.sample_interval_ps);
+        let realtime = self.options.realtime_priority;
         self.sampler = Some(
             std::thread::Builder::new()
                 .name("fatpipe-sampler".into())
-                .spawn(move || sampler::run(sampled, interval, schedule, shared.clone(), &shared.stop))
+                .spawn(move || {
+                    // Samples on time, like the applications (below the relay).
+                    if realtime {
+                        relay::set_realtime_priority(relay::APPLICATION_PRIORITY);
+                    }
+                    sampler::run(sampled, interval, schedule, shared.clone(), &shared.stop)
+                })
                 .map_err(system("sampler thread"))?,
         );
         Ok(())
@@ -331,8 +338,12 @@ impl Emulation {
     fn spawn(&mut self, name: String, f: impl FnOnce() -> io::Result<()> + Send + 'static) {
         let (failure, shared) = (self.failure.clone(), self.shared.clone());
         let label = name.clone();
+        let realtime = self.options.realtime_priority;
         let handle = std::thread::Builder::new().name(format!("fp {name}").chars().take(15).collect()).spawn(move || {
             crate::clock::tight_timer_slack();
+            if realtime {
+                relay::set_realtime_priority(relay::APPLICATION_PRIORITY);
+            }
             if let Err(e) = f() {
                 failure.lock().expect("unpoisoned").get_or_insert(format!("{label}: {e}"));
                 shared.stop.store(true, Ordering::Relaxed);

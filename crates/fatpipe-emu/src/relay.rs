@@ -16,8 +16,8 @@
 //! (RED may only set CE, which the relay copies into the real header).
 //!
 //! Waiting: until the next event the relay sleeps in `epoll_pwait2` (nanosecond timeout) on
-//! the TUN devices, waking `spin_margin` early and polling the devices until the event is due,
-//! since a virtual machine wakes a sleeping thread tens of microseconds late.
+//! the TUN devices, waking `spin_margin` early and spinning on the clock until the event is
+//! due, since a virtual machine wakes a sleeping thread tens of microseconds late.
 
 use crate::clock::Clock;
 use crate::ip::{self, Header};
@@ -185,7 +185,8 @@ pub struct RelayOptions {
     /// Wake this long before an event and poll until it is due (0: sleep to the event).
     pub spin_margin_ps: Time,
     /// Run the relay thread under SCHED_FIFO (if the kernel lets it) so builds and other
-    /// busy processes do not delay its wake-ups.
+    /// busy processes do not delay its wake-ups (the applications too, below it: an
+    /// emulated host should not wait for the emulating machine's other work).
     pub realtime_priority: bool,
 }
 
@@ -276,7 +277,7 @@ impl Relay {
     /// Relays until the run's end (its epoch + duration) or a stop request.
     pub fn run(mut self) -> io::Result<RelayReport> {
         crate::clock::tight_timer_slack();
-        let realtime_priority = self.options.realtime_priority && set_realtime_priority();
+        let realtime_priority = self.options.realtime_priority && set_realtime_priority(RELAY_PRIORITY);
         let mut epoll = Epoll::new(&self.ports)?;
         let mut queue_series = QueueSeries::default();
         loop {
@@ -650,11 +651,16 @@ impl Epoll {
     }
 }
 
-/// Puts the calling thread under SCHED_FIFO (priority 50 of 99, below the kernel's own
-/// threads); false if the kernel refuses. The kernel's RT throttling (sched_rt_runtime_us)
-/// still leaves other threads 5 % of each second, and the relay sleeps whenever idle.
-fn set_realtime_priority() -> bool {
-    let param = libc::sched_param { sched_priority: 50 };
+/// SCHED_FIFO priority of the relay (of 1-99, below the kernel's own threads), and of the
+/// hosts' applications (below the relay, which must never wait for them).
+pub const RELAY_PRIORITY: libc::c_int = 50;
+pub const APPLICATION_PRIORITY: libc::c_int = 40;
+
+/// Puts the calling thread under SCHED_FIFO at `priority`; false if the kernel refuses.
+/// The kernel's RT throttling (sched_rt_runtime_us) still leaves other threads 5 % of each
+/// second, and these threads sleep whenever they have nothing to do.
+pub fn set_realtime_priority(priority: libc::c_int) -> bool {
+    let param = libc::sched_param { sched_priority: priority };
     // SAFETY: changes only the calling thread's policy.
     unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0 }
 }
