@@ -110,7 +110,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spin-margin", type=_microseconds, metavar="US",
                    help="the relay wakes this many microseconds before each event and polls (default 20; 0: sleep to it)")
     p.add_argument("--no-realtime-priority", action="store_true",
-                   help="leave the relay at normal priority instead of SCHED_FIFO")
+                   help="leave the relay and the applications at normal priority instead of SCHED_FIFO")
     p.set_defaults(func=_cmd_emulate)
 
     p = commands.add_parser(

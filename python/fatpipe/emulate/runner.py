@@ -93,7 +93,8 @@ def emulate(
         progress: a progress bar of the run's seconds on stderr.
         spin_margin_us: the relay wakes this early before each event and polls
             (default 20 us; 0 sleeps to the event).
-        realtime_priority: run the relay under SCHED_FIFO (default True).
+        realtime_priority: run the relay (and, below it, the applications) under SCHED_FIFO
+            (default True).
         on_start: called with the ``_core.Emulation`` once the run has started (tests
             read its namespaces).
         capture_dir: where the scenario's captures are written (as for :func:`fatpipe.run`;
