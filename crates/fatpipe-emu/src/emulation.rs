@@ -38,6 +38,9 @@ use std::thread::JoinHandle;
 
 /// Time 0 is this far after `start` is called, so every thread is waiting when it comes.
 const START_MARGIN_PS: Time = 20 * PS_PER_MS;
+/// How long after its end a run's threads may take to finish before they are told to stop
+/// (they check at least every 20 ms; this only guards against a thread stuck in the kernel).
+const OVERRUN_PS: Time = 10 * PS_PER_S;
 /// A host's TUN device queue (Linux's Ethernet default): the kernel drops there only if
 /// the relay falls this many packets behind.
 const TUN_QUEUE_PACKETS: u32 = 1000;
@@ -359,9 +362,13 @@ impl Emulation {
     }
 
     /// Waits up to `timeout_ps` for the run to end; true when it has (every thread done).
+    /// A run still going `OVERRUN_PS` after its end is stopped: every run ends by itself.
     pub fn wait(&self, timeout_ps: Time) -> bool {
         let until = crate::clock::monotonic_ns() + timeout_ps / 1000;
         loop {
+            if self.shared.epoch().is_some_and(|e| self.clock.now() > e + self.scenario.duration_ps + OVERRUN_PS) {
+                self.shared.stop.store(true, Ordering::Relaxed);
+            }
             let done = self.relay.as_ref().is_none_or(|h| h.is_finished())
                 && self.sampler.as_ref().is_none_or(|h| h.is_finished())
                 && self.apps.iter().all(|(_, h)| h.is_finished());
