@@ -108,7 +108,8 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_run_arguments(p, "runs/<scenario name>-emulated")
     p.add_argument("--spin-margin", type=_microseconds, metavar="US",
-                   help="the relay wakes this many microseconds before each event and polls (default 20; 0: sleep to it)")
+                   help="the relay wakes this many microseconds before each event and spins to it (default 0: "
+                   "sleep to it); tighter release timing for more CPU")
     p.add_argument("--no-realtime-priority", action="store_true",
                    help="leave the relay and the applications at normal priority instead of SCHED_FIFO")
     p.set_defaults(func=_cmd_emulate)

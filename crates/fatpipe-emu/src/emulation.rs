@@ -28,7 +28,7 @@ use fatpipe_core::net::routing::routing_table;
 use fatpipe_core::scenario::{FlowSpec, Scenario};
 use fatpipe_core::source::udp::{UdpFlow, UdpSchedule};
 use fatpipe_core::source::SourceSpec;
-use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
+use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io;
@@ -60,8 +60,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        // 20 us: about the median wake-up delay measured on a loaded 2-core VM (docs/emulation.md).
-        Options { spin_margin_ps: 20 * PS_PER_US, realtime_priority: true, connect_timeout_ps: 10 * PS_PER_S }
+        // No spinning by default: waking 20 us early (about this VM's median wake-up delay)
+        // brings the median release lateness from ~20 us to ~3 us, but spinning through
+        // every wake-up costs the relay a quarter of a core at 100 Mb/s and caps the rate
+        // it sustains (docs/benchmarks.md); 20 us is nothing next to the RTTs fatpipe models.
+        Options { spin_margin_ps: 0, realtime_priority: true, connect_timeout_ps: 10 * PS_PER_S }
     }
 }
 

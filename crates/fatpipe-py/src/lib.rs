@@ -81,7 +81,8 @@ impl Emulation {
 
 #[pymethods]
 impl Emulation {
-    /// `spin_margin_ps`: the relay wakes this early and polls (None: the default, 20 us);
+    /// `spin_margin_ps`: the relay wakes this early and spins to each event (None: the
+    /// default, 0);
     /// `realtime_priority`: run the relay under SCHED_FIFO (default True).
     #[new]
     #[pyo3(signature = (scenario_json, spin_margin_ps=None, realtime_priority=None))]

@@ -92,7 +92,7 @@ def emulate(
             draw from it; the kernels' own randomness is not seeded).
         progress: a progress bar of the run's seconds on stderr.
         spin_margin_us: the relay wakes this early before each event and polls
-            (default 20 us; 0 sleeps to the event).
+            (default 0: it sleeps to the event).
         realtime_priority: run the relay (and, below it, the applications) under SCHED_FIFO
             (default True).
         on_start: called with the ``_core.Emulation`` once the run has started (tests
