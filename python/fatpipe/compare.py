@@ -193,7 +193,9 @@ def _panels(results: Sequence[Result], labels: Sequence[str], path: Path, what: 
             line = xy(r, name)
             if line is not None:
                 kind = _kind(r)
-                ax.plot(*line, label=label if kind.startswith(label) else f"{label} ({kind})", linewidth=1.0)
+                # "emulated 2" needs no "(emulated)"; "run-a" does.
+                named = label.split()[0] == kind.split()[0]
+                ax.plot(*line, label=label if named else f"{label} ({kind})", linewidth=1.0)
         ax.set_xlim(0, end)
         ax.set_ylim(bottom=0)
         ax.set_ylabel(ylabel)
