@@ -50,7 +50,11 @@ pub struct CaptureSpec {
 /// Which captures see what: per link, the captures of what it starts to transmit (a link
 /// capture, and a host capture on the host's outgoing links); per node, those of what is
 /// delivered to it (a host capture).
-pub fn taps(specs: &[CaptureSpec], links: &[crate::net::link::LinkSpec], nodes: usize) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+pub fn taps(
+    specs: &[CaptureSpec],
+    links: &[crate::net::link::LinkSpec],
+    nodes: usize,
+) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
     let mut link_taps = vec![Vec::new(); links.len()];
     let mut node_taps = vec![Vec::new(); nodes];
     for (c, spec) in specs.iter().enumerate() {
@@ -129,7 +133,15 @@ impl Capture {
         header.extend_from_slice(&spec.snaplen_bytes.to_le_bytes());
         header.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
         out.write_all(&header).map_err(|e| format!("captures: cannot write {}: {e}", spec.path))?;
-        Ok(Capture { spec, out, packets_written: 0, packets_not_written: 0, error: None, ip_id: 0, frame: Vec::with_capacity(2048) })
+        Ok(Capture {
+            spec,
+            out,
+            packets_written: 0,
+            packets_not_written: 0,
+            error: None,
+            ip_id: 0,
+            frame: Vec::with_capacity(2048),
+        })
     }
 
     /// Records `pkt` seen at `now`, if inside the capture's window and limit.
@@ -237,7 +249,13 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     let total_len = pkt.ip_bytes as u16;
     // Version and header length; the TOS byte's low two bits are the ECN field (RFC 3168:
     // 10 = ECT(0), 11 = CE).
-    let ecn_field = if pkt.ecn.has(Ecn::CE) { 3 } else if pkt.ecn.has(Ecn::ECT) { 2 } else { 0 };
+    let ecn_field = if pkt.ecn.has(Ecn::CE) {
+        3
+    } else if pkt.ecn.has(Ecn::ECT) {
+        2
+    } else {
+        0
+    };
     frame.extend_from_slice(&[0x45, ecn_field]);
     frame.extend_from_slice(&total_len.to_be_bytes());
     frame.extend_from_slice(&ip_id.to_be_bytes());
@@ -273,11 +291,17 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     // The side that sent the packet: the flow's data sender or its receiver. Each side has
     // its own ISN and port; the SYN takes one sequence number, so data starts at ISN + 1.
     let from_sender = pkt.src == wire.sender_node;
-    let (own_isn, peer_isn) = if from_sender { (wire.sender_isn, wire.receiver_isn) } else { (wire.receiver_isn, wire.sender_isn) };
+    let (own_isn, peer_isn) =
+        if from_sender { (wire.sender_isn, wire.receiver_isn) } else { (wire.receiver_isn, wire.sender_isn) };
     let receiver_port = wire.receiver_port.wrapping_add(pkt.conn);
-    let (sport, dport) = if from_sender { (wire.sender_port, receiver_port) } else { (receiver_port, wire.sender_port) };
+    let (sport, dport) =
+        if from_sender { (wire.sender_port, receiver_port) } else { (receiver_port, wire.sender_port) };
     let (seq, ack, flags): (u32, u32, u8) = match pkt.kind {
-        PacketKind::Data => (own_isn.wrapping_add(1).wrapping_add(pkt.seq as u32), peer_isn.wrapping_add(1), if pkt.payload_bytes > 0 { 0x18 } else { 0x10 }),
+        PacketKind::Data => (
+            own_isn.wrapping_add(1).wrapping_add(pkt.seq as u32),
+            peer_isn.wrapping_add(1),
+            if pkt.payload_bytes > 0 { 0x18 } else { 0x10 },
+        ),
         PacketKind::Ack => (own_isn.wrapping_add(1), peer_isn.wrapping_add(1).wrapping_add(pkt.ack as u32), 0x10),
         PacketKind::Syn => (own_isn, 0, 0x02),
         PacketKind::SynAck => (own_isn, peer_isn.wrapping_add(1), 0x12),
@@ -306,9 +330,14 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     frame.push(flags);
     // ACKs carry the receiver's advertised window; other packets that carry none get the
     // window both ends configure (they share one TCP configuration).
-    let window = if pkt.kind == PacketKind::Ack || pkt.window_bytes > 0 { pkt.window_bytes } else { wire.sender_window_bytes };
+    let window =
+        if pkt.kind == PacketKind::Ack || pkt.window_bytes > 0 { pkt.window_bytes } else { wire.sender_window_bytes };
     // RFC 7323: the window in a SYN or SYN-ACK is never scaled.
-    let field = if matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck) { window.min(65_535) as u16 } else { (window >> wire.window_shift).min(65_535) as u16 };
+    let field = if matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck) {
+        window.min(65_535) as u16
+    } else {
+        (window >> wire.window_shift).min(65_535) as u16
+    };
     frame.extend_from_slice(&field.to_be_bytes());
     frame.extend_from_slice(&[0, 0, 0, 0]); // checksum zero until computed below, urgent pointer 0
     let syn = matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck);

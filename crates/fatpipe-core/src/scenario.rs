@@ -4,9 +4,9 @@
 
 use crate::cc::CcSpec;
 use crate::net::link::LinkSpec;
-use crate::packet::IPV4_UDP_HEADER_BYTES;
 use crate::net::routing::routing_table;
 use crate::net::split::SplitSpec;
+use crate::packet::IPV4_UDP_HEADER_BYTES;
 use crate::source::SourceSpec;
 use crate::tcp::TcpConfig;
 use crate::time::Time;
@@ -131,12 +131,19 @@ impl Scenario {
             match &l.queue {
                 crate::net::queue::QueueSpec::Droptail(d) => {
                     if d.cell_bytes.is_some() != d.limit_cells.is_some() || d.cell_bytes == Some(0) {
-                        return Err(format!("links[{i}].queue: cell_bytes and limit_cells go together, cell_bytes > 0"));
+                        return Err(format!(
+                            "links[{i}].queue: cell_bytes and limit_cells go together, cell_bytes > 0"
+                        ));
                     }
                 }
                 crate::net::queue::QueueSpec::Red(r) => {
-                    if !(r.max_p > 0.0 && r.max_p <= 1.0) || r.w_q.is_some_and(|w| !(w > 0.0 && w <= 1.0)) || r.mean_packet_bytes == 0 {
-                        return Err(format!("links[{i}].queue: RED needs 0 < max_p <= 1, 0 < w_q <= 1, mean_packet_bytes > 0"));
+                    if !(r.max_p > 0.0 && r.max_p <= 1.0)
+                        || r.w_q.is_some_and(|w| !(w > 0.0 && w <= 1.0))
+                        || r.mean_packet_bytes == 0
+                    {
+                        return Err(format!(
+                            "links[{i}].queue: RED needs 0 < max_p <= 1, 0 < w_q <= 1, mean_packet_bytes > 0"
+                        ));
                     }
                     if let (Some(lo), Some(hi)) = (r.min_th_packets, r.max_th_packets) {
                         if !(lo >= 0.0 && hi > lo) {
@@ -154,7 +161,9 @@ impl Scenario {
         }
         for (i, c) in self.captures.iter().enumerate() {
             match c.point {
-                crate::capture::CapturePoint::Host { node } if node >= n || self.nodes[node as usize].kind != NodeKind::Host => {
+                crate::capture::CapturePoint::Host { node }
+                    if node >= n || self.nodes[node as usize].kind != NodeKind::Host =>
+                {
                     return Err(format!("captures[{i}].point.node: {node} is not a host"));
                 }
                 crate::capture::CapturePoint::Link { link } if link as usize >= self.links.len() => {
@@ -173,7 +182,10 @@ impl Scenario {
             }
             for w in r.links.windows(2) {
                 if self.links[w[0] as usize].to != self.links[w[1] as usize].from {
-                    return Err(format!("routes[{i}].links: {} does not continue {}", self.links[w[1] as usize].name, self.links[w[0] as usize].name));
+                    return Err(format!(
+                        "routes[{i}].links: {} does not continue {}",
+                        self.links[w[1] as usize].name, self.links[w[0] as usize].name
+                    ));
                 }
             }
         }
@@ -197,8 +209,14 @@ impl Scenario {
             let (Some(t), Some(cc)) = (&f.tcp, &f.cc) else {
                 return Err(format!("flows[{i}]: a TCP flow needs tcp and cc"));
             };
-            if t.mss_bytes == 0 || t.initial_window_segments == 0 || t.ack_every_segments == 0 || t.dupack_threshold == 0 {
-                return Err(format!("flows[{i}].tcp: mss, initial window, ack_every and dupack threshold must be positive"));
+            if t.mss_bytes == 0
+                || t.initial_window_segments == 0
+                || t.ack_every_segments == 0
+                || t.dupack_threshold == 0
+            {
+                return Err(format!(
+                    "flows[{i}].tcp: mss, initial window, ack_every and dupack threshold must be positive"
+                ));
             }
             if t.rcv_buffer_bytes < t.mss_bytes as u64 || t.snd_buffer_bytes < t.mss_bytes as u64 {
                 return Err(format!("flows[{i}].tcp: buffers must hold at least one MSS ({} bytes)", t.mss_bytes));
@@ -237,7 +255,9 @@ impl Scenario {
             }
             if let SourceSpec::Http(h) = &f.source {
                 if h.objects_bytes.is_empty() || h.objects_bytes.contains(&0) || h.requests == 0 {
-                    return Err(format!("flows[{i}].source: http needs objects_bytes (each positive) and requests > 0"));
+                    return Err(format!(
+                        "flows[{i}].source: http needs objects_bytes (each positive) and requests > 0"
+                    ));
                 }
                 if h.request_bytes == 0 || h.request_bytes > t.mss_bytes {
                     return Err(format!("flows[{i}].source.request_bytes: {} is not allowed: a request is one segment, 1 to mss_bytes ({})", h.request_bytes, t.mss_bytes));
@@ -280,7 +300,13 @@ impl Scenario {
 
     /// The link of least MTU on the route from node `a` to node `b`, or the error that there
     /// is no route (for flow `i`).
-    fn smallest_mtu_on_route(&self, routes: &[Vec<Option<u32>>], i: usize, a: u32, b: u32) -> Result<&LinkSpec, String> {
+    fn smallest_mtu_on_route(
+        &self,
+        routes: &[Vec<Option<u32>>],
+        i: usize,
+        a: u32,
+        b: u32,
+    ) -> Result<&LinkSpec, String> {
         let mut smallest: Option<&LinkSpec> = None;
         let mut node = a;
         let mut hops = 0;
@@ -326,7 +352,13 @@ impl Scenario {
         if stop.is_some_and(|s| s <= start) {
             return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
         }
-        let positive = |what: &str, v: u64| if v == 0 { Err(format!("flows[{i}].source.{what}: 0 is not allowed: must be positive")) } else { Ok(()) };
+        let positive = |what: &str, v: u64| {
+            if v == 0 {
+                Err(format!("flows[{i}].source.{what}: 0 is not allowed: must be positive"))
+            } else {
+                Ok(())
+            }
+        };
         match &f.source {
             SourceSpec::UdpCbr(c) => positive("rate_bps", c.rate_bps),
             SourceSpec::UdpOnoff(c) => {
@@ -366,7 +398,10 @@ impl Scenario {
             for &l in &s.links {
                 let link = &self.links[l as usize];
                 if link.from != head.from || link.to != head.to || link.mtu_bytes != head.mtu_bytes {
-                    return Err(format!("splits[{i}].links: {} and {} must join the same nodes with the same MTU", head.name, link.name));
+                    return Err(format!(
+                        "splits[{i}].links: {} and {} must join the same nodes with the same MTU",
+                        head.name, link.name
+                    ));
                 }
                 if std::mem::replace(&mut member[l as usize], true) {
                     return Err(format!("splits[{i}].links: link {} is in more than one split (or twice)", link.name));
@@ -376,4 +411,3 @@ impl Scenario {
         Ok(())
     }
 }
-

@@ -18,13 +18,13 @@
 
 use crate::capture::{Capture, FlowWire};
 use crate::cc::{CcSpec, INFINITE_SSTHRESH};
-use crate::rng::Rng;
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::{Link, Offered};
 use crate::net::routing::routing_table;
 use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
+use crate::rng::Rng;
 use crate::scenario::{FlowSpec, Scenario};
 use crate::source::burst::BurstStats;
 use crate::source::http::{HttpSession, RequestTable};
@@ -98,7 +98,8 @@ struct ClosedConnections {
 /// A fresh sender and receiver for connection `conn` of flow `i` (slow start from the initial
 /// window, no RTT sample).
 fn endpoints(i: u32, spec: &FlowSpec, conn: u16) -> (TcpSender, TcpReceiver) {
-    let mut sender = TcpSender::new(i, spec.src, spec.dst, spec.tcp(), spec.cc.as_ref().map_or_else(idle_cc, CcSpec::build));
+    let mut sender =
+        TcpSender::new(i, spec.src, spec.dst, spec.tcp(), spec.cc.as_ref().map_or_else(idle_cc, CcSpec::build));
     let mut receiver = TcpReceiver::new(i, spec.dst, spec.src, spec.tcp());
     sender.conn = conn;
     receiver.conn = conn;
@@ -185,8 +186,17 @@ impl Simulation {
                     iface_waiting: false,
                     udp: UdpSchedule::of(&f.source).map(|schedule| {
                         // The sending host's line: the first link of the route (validated to exist).
-                        let line = &links[routes[f.src as usize][f.dst as usize].expect("validated route") as usize].spec;
-                        UdpFlow::new(i as u32, f.src, f.dst, schedule, f.source.stop_ps(), line.rate_bps, line.framing_bytes)
+                        let line =
+                            &links[routes[f.src as usize][f.dst as usize].expect("validated route") as usize].spec;
+                        UdpFlow::new(
+                            i as u32,
+                            f.src,
+                            f.dst,
+                            schedule,
+                            f.source.stop_ps(),
+                            line.rate_bps,
+                            line.framing_bytes,
+                        )
                     }),
                 }
             })
@@ -231,7 +241,8 @@ impl Simulation {
             })
             .collect();
         let (link_taps, node_taps) = crate::capture::taps(&scenario.captures, &scenario.links, scenario.nodes.len());
-        let captures = scenario.captures.iter().map(|spec| Capture::create(spec.clone())).collect::<Result<Vec<_>, _>>()?;
+        let captures =
+            scenario.captures.iter().map(|spec| Capture::create(spec.clone())).collect::<Result<Vec<_>, _>>()?;
         Ok(Simulation {
             scenario,
             now: 0,
@@ -541,7 +552,9 @@ impl Simulation {
                     udp.on_lost(pkt);
                 }
             }
-            PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => flow.losses.setup_packets += 1,
+            PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => {
+                flow.losses.setup_packets += 1
+            }
         }
     }
 

@@ -42,7 +42,9 @@ fn run(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, cc: CcSpec,
 /// Indices of the bottleneck's queue samples taken in [from, to].
 fn bottleneck_samples(sim: &Simulation, from: Time, to: Time) -> Vec<usize> {
     let qs = &sim.queue_series;
-    (0..qs.time_ps.len()).filter(|&i| qs.link[i] == BOTTLENECK && qs.time_ps[i] >= from && qs.time_ps[i] <= to).collect()
+    (0..qs.time_ps.len())
+        .filter(|&i| qs.link[i] == BOTTLENECK && qs.time_ps[i] >= from && qs.time_ps[i] <= to)
+        .collect()
 }
 
 /// Mean number of packets waiting in the bottleneck queue over the samples in [from, to].
@@ -80,7 +82,13 @@ fn vegas() -> CcSpec {
 }
 
 fn fast() -> CcSpec {
-    CcSpec::Fast(FastConfig { alpha: 200.0, beta: 212.0, gamma: 0.5, update_interval_ps: 0, slow_start_exit_packets: 1.0 })
+    CcSpec::Fast(FastConfig {
+        alpha: 200.0,
+        beta: 212.0,
+        gamma: 0.5,
+        update_interval_ps: 0,
+        slow_start_exit_packets: 1.0,
+    })
 }
 
 fn westwood() -> CcSpec {
@@ -161,7 +169,8 @@ fn nocc_fills_the_receiver_window_in_the_first_rtt() {
     for (cc, name) in [(nocc(None), "nocc"), (reno(), "reno")] {
         let sim = run(LFN_RATE_BPS, LFN_RTT, bdp, duration, cc, tcp.clone());
         let fs = &sim.flow_series;
-        let first_rtt: Vec<u64> = (0..fs.time_ps.len()).filter(|&i| fs.time_ps[i] <= LFN_RTT).map(|i| fs.outstanding_bytes[i]).collect();
+        let first_rtt: Vec<u64> =
+            (0..fs.time_ps.len()).filter(|&i| fs.time_ps[i] <= LFN_RTT).map(|i| fs.outstanding_bytes[i]).collect();
         let peak = *first_rtt.iter().max().unwrap();
         eprintln!("{name}: receiver window {rwnd} B, most outstanding in the first RTT {peak} B");
         if name == "nocc" {
@@ -231,7 +240,12 @@ fn nocc_keeps_its_rate_through_a_fast_retransmit() {
     let mut h = Harness::new(tcp, reno(), rtt, drop_once(victim));
     h.start(None);
     trace(&mut h, 3 * PS_PER_S);
-    assert!(h.sender.cc_state.cwnd <= h.sender.prior_cwnd / 2 + 40, "Reno: {} after {}", h.sender.cc_state.cwnd, h.sender.prior_cwnd);
+    assert!(
+        h.sender.cc_state.cwnd <= h.sender.prior_cwnd / 2 + 40,
+        "Reno: {} after {}",
+        h.sender.cc_state.cwnd,
+        h.sender.prior_cwnd
+    );
 }
 
 #[test]
@@ -337,7 +351,10 @@ fn check_westwood_ssthresh(name: &str, cc: CcSpec) {
 
 #[test]
 fn westwood_sets_ssthresh_to_the_bdp() {
-    check_westwood_ssthresh("westwood", CcSpec::Westwood(WestwoodConfig { filter_time_constant_ps: PS_PER_S, byte_counting: true }));
+    check_westwood_ssthresh(
+        "westwood",
+        CcSpec::Westwood(WestwoodConfig { filter_time_constant_ps: PS_PER_S, byte_counting: true }),
+    );
 }
 
 #[test]
@@ -368,10 +385,28 @@ fn nocc_overloads_the_lfn() {
 #[test]
 fn invalid_parameters_are_reported_with_their_flow_and_name() {
     let cases = [
-        (CcSpec::Vegas(VegasConfig { alpha: 3.0, beta: 1.0, gamma: 1.0 }), "flows[0].cc.beta: 1 is not allowed: must be at least alpha (3)"),
-        (CcSpec::Fast(FastConfig { alpha: 200.0, beta: 212.0, gamma: 1.5, update_interval_ps: 0, slow_start_exit_packets: 1.0 }), "flows[0].cc.gamma: 1.5 is not allowed"),
-        (CcSpec::GridDt(GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: 0, cwnd_decr: 2, byte_counting: false }), "flows[0].cc.rtt_ref_ps: 0 is not allowed"),
-        (CcSpec::Westwood(WestwoodConfig { filter_time_constant_ps: 0, byte_counting: false }), "flows[0].cc.filter_time_constant_ps: 0 is not allowed"),
+        (
+            CcSpec::Vegas(VegasConfig { alpha: 3.0, beta: 1.0, gamma: 1.0 }),
+            "flows[0].cc.beta: 1 is not allowed: must be at least alpha (3)",
+        ),
+        (
+            CcSpec::Fast(FastConfig {
+                alpha: 200.0,
+                beta: 212.0,
+                gamma: 1.5,
+                update_interval_ps: 0,
+                slow_start_exit_packets: 1.0,
+            }),
+            "flows[0].cc.gamma: 1.5 is not allowed",
+        ),
+        (
+            CcSpec::GridDt(GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: 0, cwnd_decr: 2, byte_counting: false }),
+            "flows[0].cc.rtt_ref_ps: 0 is not allowed",
+        ),
+        (
+            CcSpec::Westwood(WestwoodConfig { filter_time_constant_ps: 0, byte_counting: false }),
+            "flows[0].cc.filter_time_constant_ps: 0 is not allowed",
+        ),
         (nocc(Some(0)), "flows[0].cc.cwnd_segments: 0 is not allowed"),
     ];
     for (cc, message) in cases {

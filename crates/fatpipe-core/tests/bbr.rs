@@ -162,7 +162,9 @@ fn pacing_follows_btl_bw_times_the_gain_cycle() {
         }
         let sender = &sim.flows[0].sender;
         let gain = sender.pacing_rate_bps().unwrap() as f64 / (payload_rate_bps() * PACING_MARGIN);
-        let nearest = (0..3).min_by(|&a, &b| (PROBE_BW_GAINS[a] - gain).abs().total_cmp(&(PROBE_BW_GAINS[b] - gain).abs())).unwrap();
+        let nearest = (0..3)
+            .min_by(|&a, &b| (PROBE_BW_GAINS[a] - gain).abs().total_cmp(&(PROBE_BW_GAINS[b] - gain).abs()))
+            .unwrap();
         assert!((gain / PROBE_BW_GAINS[nearest] - 1.0).abs() < 0.005, "t = {t}: pacing at {gain} x BtlBw");
         time_at_gain[nearest] += 1;
         sent_bytes.push(sender.stats.bytes_sent);

@@ -23,7 +23,12 @@ fn reno_fills_a_100mbps_40ms_path_with_one_bdp_of_buffer() {
     let payload_rate = rate as f64 * 1448.0 / wire as f64;
     let last40 = (delivered_at(&sim, 60 * PS_PER_S) - delivered_at(&sim, 20 * PS_PER_S)) as f64 * 8.0 / 40.0;
     let whole = delivered_at(&sim, 60 * PS_PER_S) as f64 * 8.0 / 60.0;
-    eprintln!("goodput last 40 s {:.2} Mb/s, whole run {:.2} Mb/s, payload rate {:.2} Mb/s", last40 / 1e6, whole / 1e6, payload_rate / 1e6);
+    eprintln!(
+        "goodput last 40 s {:.2} Mb/s, whole run {:.2} Mb/s, payload rate {:.2} Mb/s",
+        last40 / 1e6,
+        whole / 1e6,
+        payload_rate / 1e6
+    );
     assert!(last40 >= 0.95 * payload_rate, "last 40 s goodput {last40} < 95% of {payload_rate}");
     assert!(last40 <= payload_rate * 1.0001, "cannot beat the payload rate");
 

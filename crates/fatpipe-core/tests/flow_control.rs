@@ -84,7 +84,9 @@ fn window_update_goes_out_the_moment_reading_makes_room_for_one_mss() {
     h.run_until(5 * PS_PER_S);
     let acks = &h.acks;
     let updates: Vec<usize> = (1..acks.len())
-        .filter(|&i| acks[i - 1].1.window_bytes == 0 && acks[i].1.ack == acks[i - 1].1.ack && acks[i].1.window_bytes > 0)
+        .filter(|&i| {
+            acks[i - 1].1.window_bytes == 0 && acks[i].1.ack == acks[i - 1].1.ack && acks[i].1.window_bytes > 0
+        })
         .collect();
     assert!(updates.len() > 10, "zero windows reopened by updates: {}", updates.len());
     for &i in &updates {
@@ -129,7 +131,11 @@ fn lost_window_update_is_recovered_by_a_zero_window_probe_after_one_rto() {
     assert!(h.receiver.stats.window_updates_sent > 0, "an update was sent and lost");
     let &(t_probe, probe) = h.sent.iter().find(|(_, p)| p.payload_bytes == 0).unwrap();
     // One RTO after the zero-window ACK reached the sender, a probe at SND.UNA.
-    assert_eq!(t_probe, zero_ack_t + RTT / 2 + rto, "probe at {t_probe}, zero-window ACK sent at {zero_ack_t}, RTO {rto}");
+    assert_eq!(
+        t_probe,
+        zero_ack_t + RTT / 2 + rto,
+        "probe at {t_probe}, zero-window ACK sent at {zero_ack_t}, RTO {rto}"
+    );
     assert_eq!(probe.seq, zero_ack.ack);
     // The answer carries the window the reading has opened, and data follows at once.
     h.run_until(t_probe + RTT);

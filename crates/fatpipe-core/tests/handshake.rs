@@ -156,7 +156,8 @@ fn the_listener_resends_its_synack_on_its_own_timer() {
     });
     let mut h = opened(tcp_config(), drop);
     h.run_until(10 * PS_PER_S);
-    let resent: Vec<Time> = h.setup_sent.iter().filter(|(_, p)| p.kind == PacketKind::SynAck).map(|(t, _)| *t).collect();
+    let resent: Vec<Time> =
+        h.setup_sent.iter().filter(|(_, p)| p.kind == PacketKind::SynAck).map(|(t, _)| *t).collect();
     assert_eq!(resent, vec![RTT / 2, RTT / 2 + PS_PER_S]);
     assert_eq!(h.sent[0].0, PS_PER_S + RTT);
     assert_eq!(h.receiver.rcv_nxt, 100_000);

@@ -29,7 +29,14 @@ struct Run {
 
 impl Run {
     fn new(persistent: bool) -> Run {
-        Run { reverse_outage: None, persistent, handshake: true, requests: OBJECTS.len() as u64, pacing: None, nocc: false }
+        Run {
+            reverse_outage: None,
+            persistent,
+            handshake: true,
+            requests: OBJECTS.len() as u64,
+            pacing: None,
+            nocc: false,
+        }
     }
 
     /// Document 000's hosts: initial window 2, SACK, timestamps, socket buffers of one BDP.

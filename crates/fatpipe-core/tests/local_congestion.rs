@@ -163,7 +163,12 @@ fn back_to_back(txqueuelen: u64, cc: CcSpec, duration: Time) -> Scenario {
 }
 
 fn droptail(limit_packets: u64) -> QueueSpec {
-    QueueSpec::Droptail(DropTailConfig { limit_packets: Some(limit_packets), limit_bytes: None, cell_bytes: None, limit_cells: None })
+    QueueSpec::Droptail(DropTailConfig {
+        limit_packets: Some(limit_packets),
+        limit_bytes: None,
+        cell_bytes: None,
+        limit_cells: None,
+    })
 }
 
 fn summary(s: Scenario) -> Value {

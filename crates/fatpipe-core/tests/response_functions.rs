@@ -41,13 +41,8 @@ pub fn mean_cwnd(cc: CcSpec, p: f64, expected_w: f64, cycles: f64) -> f64 {
     sim.run();
     assert_eq!(sim.links[1].stats.drops_packets, 0, "no queue overflow: losses are the Bernoulli ones");
     let fs = &sim.flow_series;
-    let samples: Vec<f64> = fs
-        .time_ps
-        .iter()
-        .zip(&fs.cwnd_segments)
-        .filter(|(&t, _)| t >= warmup)
-        .map(|(_, &c)| c as f64)
-        .collect();
+    let samples: Vec<f64> =
+        fs.time_ps.iter().zip(&fs.cwnd_segments).filter(|(&t, _)| t >= warmup).map(|(_, &c)| c as f64).collect();
     samples.iter().sum::<f64>() / samples.len() as f64
 }
 
@@ -64,7 +59,8 @@ fn standard_tcp_follows_1_22_over_sqrt_p() {
 #[test]
 fn highspeed_follows_rfc3649() {
     use fatpipe_core::cc::highspeed::HighSpeedConfig;
-    let cc = || CcSpec::Highspeed(HighSpeedConfig { low_window: 38, high_window: 83_000, high_p: 1e-7, high_decrease: 0.1 });
+    let cc =
+        || CcSpec::Highspeed(HighSpeedConfig { low_window: 38, high_window: 83_000, high_p: 1e-7, high_decrease: 0.1 });
     for p in [1e-3f64, 1e-4, 1e-5, 1e-6] {
         let expected = 0.12 / p.powf(0.835);
         let got = mean_cwnd(cc(), p, expected, if p >= 1e-5 { 200.0 } else { 40.0 });
@@ -79,7 +75,12 @@ fn scalable_follows_a_over_b_p() {
     let (a, b) = (0.01, 0.125);
     for p in [1e-4f64, 1e-5, 1e-6] {
         let expected = a / (b * p);
-        let got = mean_cwnd(CcSpec::Scalable(ScalableConfig { a, b, low_window: 16 }), p, expected, if p >= 1e-5 { 200.0 } else { 40.0 });
+        let got = mean_cwnd(
+            CcSpec::Scalable(ScalableConfig { a, b, low_window: 16 }),
+            p,
+            expected,
+            if p >= 1e-5 { 200.0 } else { 40.0 },
+        );
         eprintln!("scalable p={p:e}: mean cwnd {got:.1}, a/(b p) = {expected:.1}");
         assert!((got / expected - 1.0).abs() < 0.2, "p={p}: {got} vs {expected}");
     }

@@ -89,8 +89,23 @@ fn cbr_above_line_rate_gets_the_line_rate() {
     assert_eq!(sim.links[0].stats.max_queue_packets, 0);
 }
 
-fn burst(burst_bytes: u64, repeats: u64, period_ps: Option<Time>, count: Option<u64>, rate_bps: Option<u64>) -> SourceSpec {
-    SourceSpec::UdpBurst(UdpBurstConfig { start_ps: 0, stop_ps: None, burst_bytes, repeats, period_ps, count, rate_bps, payload_bytes: PAYLOAD })
+fn burst(
+    burst_bytes: u64,
+    repeats: u64,
+    period_ps: Option<Time>,
+    count: Option<u64>,
+    rate_bps: Option<u64>,
+) -> SourceSpec {
+    SourceSpec::UdpBurst(UdpBurstConfig {
+        start_ps: 0,
+        stop_ps: None,
+        burst_bytes,
+        repeats,
+        period_ps,
+        count,
+        rate_bps,
+        payload_bytes: PAYLOAD,
+    })
 }
 
 #[test]
@@ -130,7 +145,8 @@ fn a_burst_at_line_rate_leaves_back_to_back_and_a_burst_at_a_rate_is_spread() {
     // Back to back on the 1 Gb/s line: 204 frames (203 full, one of 1184 payload bytes).
     let frames = 300_000u64.div_ceil(PAYLOAD as u64);
     let last_payload = 300_000 - (frames - 1) * PAYLOAD as u64;
-    let burst_ps = (frames - 1) * transmission_time(WIRE, 1_000_000_000) + transmission_time(last_payload + 28 + 38, 1_000_000_000);
+    let burst_ps = (frames - 1) * transmission_time(WIRE, 1_000_000_000)
+        + transmission_time(last_payload + 28 + 38, 1_000_000_000);
     assert_eq!(line.links[0].stats.busy_ps, burst_ps);
     assert_eq!(line.links[0].stats.max_queue_packets, 0);
 
@@ -144,7 +160,14 @@ fn a_burst_at_line_rate_leaves_back_to_back_and_a_burst_at_a_rate_is_spread() {
 #[test]
 fn on_off_sends_at_rate_while_on_and_nothing_while_off() {
     let (rate, on, off) = (40_000_000u64, 200 * PS_PER_MS, 300 * PS_PER_MS);
-    let source = SourceSpec::UdpOnoff(UdpOnOffConfig { start_ps: 0, stop_ps: None, rate_bps: rate, on_ps: on, off_ps: off, payload_bytes: PAYLOAD });
+    let source = SourceSpec::UdpOnoff(UdpOnOffConfig {
+        start_ps: 0,
+        stop_ps: None,
+        rate_bps: rate,
+        on_ps: on,
+        off_ps: off,
+        payload_bytes: PAYLOAD,
+    });
     let sim = run(udp_only(100_000_000, 10 * PS_PER_S, udp(source)));
     let st = stats(&sim, 0);
     // Mean rate = rate x on / (on + off) = 16 Mb/s.
@@ -161,7 +184,11 @@ fn on_off_sends_at_rate_while_on_and_nothing_while_off() {
         let before = if c == 0 { 0 } else { sent_at(&sim, 0, start - 10 * PS_PER_MS) };
         assert_eq!(sent_at(&sim, 0, start + on + 10 * PS_PER_MS) - before, per_on * PAYLOAD as u64, "cycle {c}");
         // Silent while off.
-        assert_eq!(sent_at(&sim, 0, start + on + 10 * PS_PER_MS), sent_at(&sim, 0, start + period - 10 * PS_PER_MS), "cycle {c}");
+        assert_eq!(
+            sent_at(&sim, 0, start + on + 10 * PS_PER_MS),
+            sent_at(&sim, 0, start + period - 10 * PS_PER_MS),
+            "cycle {c}"
+        );
     }
 }
 
@@ -188,18 +215,23 @@ fn datagrams_in_flight_are_those_on_the_links() {
     // Stop mid-stream: the datagrams neither received nor lost are in the links' queues,
     // transmitters and propagation FIFOs. A 10 Mb/s bottleneck under 50 Mb/s overflows.
     let mut s = udp_only(10_000_000, 2 * PS_PER_S, udp(cbr(50_000_000)));
-    s.links[1].queue = fatpipe_core::net::queue::QueueSpec::Droptail(fatpipe_core::net::queue::droptail::DropTailConfig {
-        limit_packets: Some(100),
-        limit_bytes: None,
-        cell_bytes: None,
-        limit_cells: None,
-    });
+    s.links[1].queue =
+        fatpipe_core::net::queue::QueueSpec::Droptail(fatpipe_core::net::queue::droptail::DropTailConfig {
+            limit_packets: Some(100),
+            limit_bytes: None,
+            cell_bytes: None,
+            limit_cells: None,
+        });
     let mut sim = Simulation::new(s).unwrap();
     sim.run_until(1_234_567_890_123);
     let on_links: u64 = sim
         .links
         .iter()
-        .map(|l| l.queue().len_packets() as u64 + u64::from(l.transmitting().is_some()) + l.propagating_packets().count() as u64)
+        .map(|l| {
+            l.queue().len_packets() as u64
+                + u64::from(l.transmitting().is_some())
+                + l.propagating_packets().count() as u64
+        })
         .sum();
     let st = stats(&sim, 0);
     assert!(st.datagrams_lost > 1000, "{st:?}");
@@ -267,13 +299,20 @@ fn e0_10_one_udp_burst_causes_one_minimal_loss_event() {
     let burst = (fill + 20) * PAYLOAD as u64;
     let at_burst = e0_10(burst, BURST_AT);
     let before = &at_burst.flows[0].sender.stats;
-    assert_eq!((before.segments_retransmitted, before.fast_retransmits, before.timeouts), (0, 0, 0), "no loss before the burst");
+    assert_eq!(
+        (before.segments_retransmitted, before.fast_retransmits, before.timeouts),
+        (0, 0, 0),
+        "no loss before the burst"
+    );
     assert!(before.segments_sent > 200_000, "the flow is running: {before:?}");
 
     let sim = e0_10(burst, 10 * PS_PER_S);
     let tcp = &sim.flows[0].sender;
     let u = stats(&sim, 1);
-    eprintln!("E0.10: burst {burst} bytes, TCP {:?}, cwnd at loss {}, ssthresh {}, UDP {u:?}", tcp.stats, tcp.prior_cwnd, tcp.cc_state.ssthresh);
+    eprintln!(
+        "E0.10: burst {burst} bytes, TCP {:?}, cwnd at loss {}, ssthresh {}, UDP {u:?}",
+        tcp.stats, tcp.prior_cwnd, tcp.cc_state.ssthresh
+    );
     assert_eq!(tcp.stats.fast_retransmits, 1, "one loss event: {:?}", tcp.stats);
     assert_eq!(tcp.stats.timeouts, 0);
     // Minimal: a handful of segments, not a window's worth.
@@ -304,7 +343,10 @@ fn the_core_rejects_inconsistent_udp_flows() {
         err(&|s| s.flows[0].source = SourceSpec::UdpCbr(UdpCbrConfig { start_ps: 0, stop_ps: None, rate_bps: 1, payload_bytes: 1473 })),
         "flows[0].source.payload_bytes: 1473 is not allowed: must be positive and, with 28 header bytes, fit link access_fwd_sender's MTU 1500"
     );
-    assert_eq!(err(&|s| s.flows[0].source = burst(1000, 1, None, Some(2), None)), "flows[0].source.period_ps: null is not allowed unless count = 1");
+    assert_eq!(
+        err(&|s| s.flows[0].source = burst(1000, 1, None, Some(2), None)),
+        "flows[0].source.period_ps: null is not allowed unless count = 1"
+    );
     assert_eq!(err(&|s| s.flows[0].source = cbr(0)), "flows[0].source.rate_bps: 0 is not allowed: must be positive");
     // A TCP flow still needs both.
     let mut s = dumbbell(100_000_000, 40 * PS_PER_MS, 100, PS_PER_S, tcp_config());

@@ -130,7 +130,11 @@ pub struct Emulation {
 /// The kernel's congestion control algorithms (modules are machine-wide, so every namespace
 /// offers the same).
 pub fn available_algorithms() -> Vec<String> {
-    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default().split_whitespace().map(String::from).collect()
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect()
 }
 
 impl Emulation {
@@ -140,7 +144,10 @@ impl Emulation {
         let scenario = Scenario::from_json(json).map_err(Error::Scenario)?;
         let raw: Value = serde_json::from_str(json).map_err(|e| Error::Scenario(e.to_string()))?;
         if !netns::has_privileges() {
-            return Err(Error::Privileges("emulation needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network namespaces and TUN devices".into()));
+            return Err(Error::Privileges(
+                "emulation needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network namespaces and TUN devices"
+                    .into(),
+            ));
         }
         if !std::path::Path::new("/dev/net/tun").exists() {
             return Err(Error::System("/dev/net/tun is missing: load the tun module (modprobe tun)".into()));
@@ -158,7 +165,8 @@ impl Emulation {
         let mut hosts = Vec::new();
         for plan in plans {
             let name = scenario.nodes[plan.node as usize].name.clone();
-            let (ns, tun) = Namespace::create(&name, || setup_host(&plan)).map_err(|e| Error::System(format!("host {name}: {e}")))?;
+            let (ns, tun) = Namespace::create(&name, || setup_host(&plan))
+                .map_err(|e| Error::System(format!("host {name}: {e}")))?;
             hosts.push(Host { node: plan.node, ns, tun });
         }
         let shared = Arc::new(Shared::new(flows.len()));
@@ -190,9 +198,15 @@ impl Emulation {
         }
         let ports = self.hosts.iter().map(|h| Port { node: h.node, tun: h.tun.raw() }).collect();
         let flow_ports = self.flows.iter().map(|f| f.ports).collect();
-        let options = RelayOptions { spin_margin_ps: self.options.spin_margin_ps, realtime_priority: self.options.realtime_priority };
+        let options = RelayOptions {
+            spin_margin_ps: self.options.spin_margin_ps,
+            realtime_priority: self.options.realtime_priority,
+        };
         let relay = Relay::new(&self.scenario, self.clock, self.shared.clone(), ports, flow_ports, captures, options);
-        let handle = std::thread::Builder::new().name("fatpipe-relay".into()).spawn(move || relay.run()).map_err(system("relay thread"))?;
+        let handle = std::thread::Builder::new()
+            .name("fatpipe-relay".into())
+            .spawn(move || relay.run())
+            .map_err(system("relay thread"))?;
         self.relay = Some(handle);
         Ok(())
     }
@@ -209,7 +223,8 @@ impl Emulation {
             let (src, dst) = (self.host(spec.src), self.host(spec.dst));
             let what = format!("flows[{i}] ({})", spec.name);
             if ports.udp {
-                let rx = dst.ns.run(|| UdpSocket::bind(node_ip(spec.dst), ports.receiver_port)).map_err(system(&what))?;
+                let rx =
+                    dst.ns.run(|| UdpSocket::bind(node_ip(spec.dst), ports.receiver_port)).map_err(system(&what))?;
                 let tx = src.ns.run(|| {
                     let s = UdpSocket::bind(node_ip(spec.src), ports.sender_port)?;
                     s.connect(node_ip(spec.dst), ports.receiver_port)?;
@@ -218,7 +233,10 @@ impl Emulation {
                 self.flows[i].udp_sockets = Some((tx.map_err(system(&what))?, rx));
             } else {
                 let opts = self.flows[i].knobs.as_ref().expect("TCP flows have knobs").receiver.clone();
-                let listener = dst.ns.run(|| TcpListener::bind(node_ip(spec.dst), ports.receiver_port, &opts)).map_err(system(&what))?;
+                let listener = dst
+                    .ns
+                    .run(|| TcpListener::bind(node_ip(spec.dst), ports.receiver_port, &opts))
+                    .map_err(system(&what))?;
                 self.flows[i].listener = Some(listener);
             }
         }
@@ -231,16 +249,34 @@ impl Emulation {
                     let ns = &self.host(f.spec.src).ns;
                     let opts = f.knobs.as_ref().expect("TCP").sender.clone();
                     let (src, dst, ports) = (f.spec.src, f.spec.dst, f.ports);
-                    (i, s.spawn(move || ns.run(|| TcpStream::connect((node_ip(src), ports.sender_port), (node_ip(dst), ports.receiver_port), &opts, timeout))))
+                    (
+                        i,
+                        s.spawn(move || {
+                            ns.run(|| {
+                                TcpStream::connect(
+                                    (node_ip(src), ports.sender_port),
+                                    (node_ip(dst), ports.receiver_port),
+                                    &opts,
+                                    timeout,
+                                )
+                            })
+                        }),
+                    )
                 })
                 .collect();
-            handles.into_iter().map(|(i, h)| (i, h.join().unwrap_or_else(|_| Err(io::Error::other("connect panicked"))))).collect()
+            handles
+                .into_iter()
+                .map(|(i, h)| (i, h.join().unwrap_or_else(|_| Err(io::Error::other("connect panicked")))))
+                .collect()
         });
         for (i, result) in results {
             let name = self.flows[i].spec.name.clone();
-            let stream = result.map_err(|e| Error::System(format!("flows[{i}] ({name}): the connection did not open: {e}")))?;
+            let stream =
+                result.map_err(|e| Error::System(format!("flows[{i}] ({name}): the connection did not open: {e}")))?;
             let listener = self.flows[i].listener.take().expect("listener");
-            let accepted = listener.accept(timeout).map_err(|e| Error::System(format!("flows[{i}] ({name}): the receiver did not accept: {e}")))?;
+            let accepted = listener
+                .accept(timeout)
+                .map_err(|e| Error::System(format!("flows[{i}] ({name}): the receiver did not accept: {e}")))?;
             let _ = self.flows[i].sender.set(stream);
             let _ = self.flows[i].receiver.set(accepted);
         }
@@ -255,17 +291,34 @@ impl Emulation {
         let duration = self.scenario.duration_ps;
         for i in 0..self.flows.len() {
             let f = &mut self.flows[i];
-            let schedule = Schedule { clock, start_ps: f.spec.source.start_ps(), stop_ps: f.spec.source.stop_ps(), end_ps: duration };
+            let schedule = Schedule {
+                clock,
+                start_ps: f.spec.source.start_ps(),
+                stop_ps: f.spec.source.stop_ps(),
+                end_ps: duration,
+            };
             let name = f.spec.name.clone();
             if let Some((tx, rx)) = f.udp_sockets.take() {
                 let schedule_of = UdpSchedule::of(&f.spec.source).expect("a UDP source");
                 let line = first_link(&self.scenario, &f.spec);
-                let flow = UdpFlow::new(i as u32, f.spec.src, f.spec.dst, schedule_of, f.spec.source.stop_ps(), line.0, line.1);
+                let flow = UdpFlow::new(
+                    i as u32,
+                    f.spec.src,
+                    f.spec.dst,
+                    schedule_of,
+                    f.spec.source.stop_ps(),
+                    line.0,
+                    line.1,
+                );
                 let counters = f.counters.clone();
                 let (c, stop) = (counters.clone(), self.shared.clone());
-                self.spawn(format!("{name} udp sender"), move || traffic::udp::send(&tx, flow, &schedule, &c, &stop.stop));
+                self.spawn(format!("{name} udp sender"), move || {
+                    traffic::udp::send(&tx, flow, &schedule, &c, &stop.stop)
+                });
                 let stop = self.shared.clone();
-                self.spawn(format!("{name} udp receiver"), move || traffic::udp::receive(&rx, &schedule, &counters, &stop.stop));
+                self.spawn(format!("{name} udp receiver"), move || {
+                    traffic::udp::receive(&rx, &schedule, &counters, &stop.stop)
+                });
                 continue;
             }
             self.spawn_tcp(i, schedule, clock)?;
@@ -273,7 +326,12 @@ impl Emulation {
         let sampled = self
             .flows
             .iter()
-            .map(|f| SampledFlow { udp: f.ports.udp, sender: f.sender.clone(), receiver: f.receiver.clone(), counters: f.counters.clone() })
+            .map(|f| SampledFlow {
+                udp: f.ports.udp,
+                sender: f.sender.clone(),
+                receiver: f.receiver.clone(),
+                counters: f.counters.clone(),
+            })
             .collect();
         let schedule = Schedule { clock, start_ps: 0, stop_ps: None, end_ps: duration };
         let (shared, interval) = (self.shared.clone(), self.scenario.sample_interval_ps);
@@ -300,7 +358,9 @@ impl Emulation {
         let knobs = f.knobs.clone().expect("TCP flows have knobs");
         let writer = match &f.spec.source {
             SourceSpec::Bulk(b) => Writer::Bulk { bytes: b.bytes },
-            SourceSpec::Burst(b) => Writer::Burst { burst_bytes: b.burst_bytes, period_ps: b.period_ps, carry_over: b.carry_over },
+            SourceSpec::Burst(b) => {
+                Writer::Burst { burst_bytes: b.burst_bytes, period_ps: b.period_ps, carry_over: b.carry_over }
+            }
             _ => unreachable!("checked by plan_flows"),
         };
         let handshake = f.spec.tcp().handshake;
@@ -320,7 +380,12 @@ impl Emulation {
                 ns_src.enter()?;
                 // Never past the run's end: the thread ends with it.
                 let timeout = timeout.min(schedule.end_ps.saturating_sub(clock.now()));
-                let stream = TcpStream::connect((node_ip(src), ports.sender_port), (node_ip(dst), ports.receiver_port), &sender_opts, timeout)?;
+                let stream = TcpStream::connect(
+                    (node_ip(src), ports.sender_port),
+                    (node_ip(dst), ports.receiver_port),
+                    &sender_opts,
+                    timeout,
+                )?;
                 let _ = sender.set(stream);
             }
             let Some(stream) = sender.get() else { return Ok(()) };
@@ -345,16 +410,17 @@ impl Emulation {
         let (failure, shared) = (self.failure.clone(), self.shared.clone());
         let label = name.clone();
         let realtime = self.options.realtime_priority;
-        let handle = std::thread::Builder::new().name(format!("fp {name}").chars().take(15).collect()).spawn(move || {
-            crate::clock::tight_timer_slack();
-            if realtime {
-                relay::set_realtime_priority(relay::APPLICATION_PRIORITY);
-            }
-            if let Err(e) = f() {
-                failure.lock().expect("unpoisoned").get_or_insert(format!("{label}: {e}"));
-                shared.stop.store(true, Ordering::Relaxed);
-            }
-        });
+        let handle =
+            std::thread::Builder::new().name(format!("fp {name}").chars().take(15).collect()).spawn(move || {
+                crate::clock::tight_timer_slack();
+                if realtime {
+                    relay::set_realtime_priority(relay::APPLICATION_PRIORITY);
+                }
+                if let Err(e) = f() {
+                    failure.lock().expect("unpoisoned").get_or_insert(format!("{label}: {e}"));
+                    shared.stop.store(true, Ordering::Relaxed);
+                }
+            });
         match handle {
             Ok(h) => self.apps.push((name, h)),
             Err(e) => {
@@ -468,16 +534,25 @@ fn plan_flows(scenario: &Scenario, raw: &Value, available: &[String]) -> Result<
     for (i, spec) in scenario.flows.iter().enumerate() {
         let label = format!("flows[{i}] ({})", spec.name);
         if matches!(spec.source, SourceSpec::Http(_)) {
-            return Err(Error::Scenario(format!("{label}: HTTP workloads cannot be emulated yet (bulk, burst and UDP sources can)")));
+            return Err(Error::Scenario(format!(
+                "{label}: HTTP workloads cannot be emulated yet (bulk, burst and UDP sources can)"
+            )));
         }
         let udp = spec.source.is_udp();
         let knobs = if udp {
             None
         } else {
             let cc = &raw["flows"][i]["cc"];
-            let value = |key: &str| netns::read_sysctl(key).ok().and_then(|v| v.split_whitespace().next().and_then(|x| x.parse::<u64>().ok()));
+            let value = |key: &str| {
+                netns::read_sysctl(key)
+                    .ok()
+                    .and_then(|v| v.split_whitespace().next().and_then(|x| x.parse::<u64>().ok()))
+            };
             let module = |m: &str, p: &str| std::fs::read_to_string(format!("/sys/module/{m}/parameters/{p}")).ok();
-            Some(kernel::flow_knobs(spec, cc, available, &value, &module).map_err(|e| Error::Scenario(format!("{label}.cc: {e}")))?)
+            Some(
+                kernel::flow_knobs(spec, cc, available, &value, &module)
+                    .map_err(|e| Error::Scenario(format!("{label}.cc: {e}")))?,
+            )
         };
         let ports = FlowPorts {
             udp,
@@ -498,7 +573,11 @@ fn plan_flows(scenario: &Scenario, raw: &Value, available: &[String]) -> Result<
         });
     }
     if flows.len() > usize::from(u16::MAX - SENDER_PORT_BASE) {
-        return Err(Error::Scenario(format!("flows: {} is too many to emulate (at most {})", flows.len(), u16::MAX - SENDER_PORT_BASE)));
+        return Err(Error::Scenario(format!(
+            "flows: {} is too many to emulate (at most {})",
+            flows.len(),
+            u16::MAX - SENDER_PORT_BASE
+        )));
     }
     Ok(flows)
 }
@@ -515,8 +594,11 @@ struct HostPlan {
 /// Sysctls every namespace gets: no cached metrics from earlier connections (a fresh
 /// namespace has none anyway), and no IPv6 on the TUN devices (router solicitations would
 /// only be refused by the relay).
-const BASELINE_SYSCTLS: [(&str, &str); 3] =
-    [("net.ipv4.tcp_no_metrics_save", "1"), ("net.ipv6.conf.all.disable_ipv6", "1"), ("net.ipv6.conf.default.disable_ipv6", "1")];
+const BASELINE_SYSCTLS: [(&str, &str); 3] = [
+    ("net.ipv4.tcp_no_metrics_save", "1"),
+    ("net.ipv6.conf.all.disable_ipv6", "1"),
+    ("net.ipv6.conf.default.disable_ipv6", "1"),
+];
 
 /// Per host: the sysctls and routes its flows need; two flows wanting different values of
 /// one host-wide setting are an error naming both.
@@ -526,13 +608,18 @@ fn host_plans(scenario: &Scenario, flows: &[FlowState]) -> Result<Vec<HostPlan>,
     let mut owner: BTreeMap<(u32, &'static str), (String, usize)> = BTreeMap::new();
     for (node, _) in scenario.nodes.iter().enumerate().filter(|(n, _)| relay::is_host(scenario, *n as u32)) {
         let node = node as u32;
-        let mtu = scenario.links.iter().filter(|l| l.from == node || l.to == node).map(|l| l.mtu_bytes).max().unwrap_or(1500);
-        let sysctls: BTreeMap<&'static str, String> = BASELINE_SYSCTLS.iter().map(|&(k, v)| (k, v.to_string())).collect();
+        let mtu =
+            scenario.links.iter().filter(|l| l.from == node || l.to == node).map(|l| l.mtu_bytes).max().unwrap_or(1500);
+        let sysctls: BTreeMap<&'static str, String> =
+            BASELINE_SYSCTLS.iter().map(|&(k, v)| (k, v.to_string())).collect();
         plans.push(HostPlan { node, mtu, sysctls, routes: Vec::new() });
     }
     for (i, f) in flows.iter().enumerate() {
         let Some(k) = &f.knobs else { continue };
-        for (node, wanted, route, peer) in [(f.spec.src, &k.sender_sysctls, k.sender_route, f.spec.dst), (f.spec.dst, &k.receiver_sysctls, k.receiver_route, f.spec.src)] {
+        for (node, wanted, route, peer) in [
+            (f.spec.src, &k.sender_sysctls, k.sender_route, f.spec.dst),
+            (f.spec.dst, &k.receiver_sysctls, k.receiver_route, f.spec.src),
+        ] {
             let plan = plans.iter_mut().find(|p| p.node == node).expect("hosts have plans");
             for (&key, value) in wanted {
                 match owner.get(&(node, key)) {
@@ -584,7 +671,8 @@ fn setup_host(plan: &HostPlan) -> io::Result<Tun> {
     ifs.set_ipv4(DEVICE, node_ip(plan.node), 8)?;
     ifs.up(DEVICE)?;
     for (peer, metrics) in &plan.routes {
-        crate::rtnl::set_host_route(node_ip(*peer), DEVICE, metrics).map_err(|e| netns::with_context(e, "route metrics"))?;
+        crate::rtnl::set_host_route(node_ip(*peer), DEVICE, metrics)
+            .map_err(|e| netns::with_context(e, "route metrics"))?;
     }
     Ok(tun)
 }

@@ -82,7 +82,13 @@ pub struct FlowKnobs {
 /// The knobs for TCP flow `spec`, whose normalized `cc` table is `cc` (for its parameters);
 /// `available` is the kernel's tcp_available_congestion_control; `sysctl_value` reads a
 /// numeric sysctl, None if absent (the RTO bounds came in Linux 6.11 and 6.15).
-pub fn flow_knobs(spec: &FlowSpec, cc: &Value, available: &[String], sysctl_value: &dyn Fn(&str) -> Option<u64>, module_params: &dyn Fn(&str, &str) -> Option<String>) -> Result<FlowKnobs, String> {
+pub fn flow_knobs(
+    spec: &FlowSpec,
+    cc: &Value,
+    available: &[String],
+    sysctl_value: &dyn Fn(&str) -> Option<u64>,
+    module_params: &dyn Fn(&str, &str) -> Option<String>,
+) -> Result<FlowKnobs, String> {
     let sysctl_exists = |key: &str| sysctl_value(key).is_some();
     let t = spec.tcp.as_ref().ok_or("a TCP flow needs tcp settings")?;
     let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
@@ -103,7 +109,8 @@ pub fn flow_knobs(spec: &FlowSpec, cc: &Value, available: &[String], sysctl_valu
         opts.congestion = Some(linux.to_string());
         // TCP_MAXSEG clamps the MSS without options; with timestamps Linux then carries 12
         // bytes fewer per segment (tcp_current_mss), which is the scenario's mss.
-        opts.max_segment_bytes = Some(t.mss_bytes + if t.timestamps { fatpipe_core::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 });
+        opts.max_segment_bytes =
+            Some(t.mss_bytes + if t.timestamps { fatpipe_core::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 });
     }
     k.sender.snd_buffer_bytes = Some(t.snd_buffer_bytes);
     k.receiver.rcv_buffer_bytes = Some(t.rcv_buffer_bytes);
@@ -111,7 +118,10 @@ pub fn flow_knobs(spec: &FlowSpec, cc: &Value, available: &[String], sysctl_valu
     // namespace), and raising the machine's would touch every other program: force instead.
     k.sender.force_buffers = true;
     k.receiver.force_buffers = true;
-    for (what, asked, ceiling) in [("snd_buffer", t.snd_buffer_bytes, "net.core.wmem_max"), ("rcv_buffer", t.rcv_buffer_bytes, "net.core.rmem_max")] {
+    for (what, asked, ceiling) in [
+        ("snd_buffer", t.snd_buffer_bytes, "net.core.wmem_max"),
+        ("rcv_buffer", t.rcv_buffer_bytes, "net.core.rmem_max"),
+    ] {
         if let Some(max) = sysctl_value(ceiling).filter(|&max| asked > max) {
             k.notes.push(format!(
                 "{what} {asked} bytes is above {ceiling} ({max}), where a plain setsockopt would be silently capped; the emulator forces it (SO_*BUFFORCE), and the kernel doubles it for its bookkeeping"
@@ -143,13 +153,19 @@ pub fn flow_knobs(spec: &FlowSpec, cc: &Value, available: &[String], sysctl_valu
         k.notes.push("dcr_div: Linux has no Delayed Congestion Response (its reordering detection adapts tcp_reordering instead)".into());
     }
     if t.max_ssthresh_segments > 0 {
-        k.notes.push(format!("max_ssthresh {}: Linux has no Limited Slow Start (removed in 3.x)", t.max_ssthresh_segments));
+        k.notes.push(format!(
+            "max_ssthresh {}: Linux has no Limited Slow Start (removed in 3.x)",
+            t.max_ssthresh_segments
+        ));
     }
     if t.newreno_impatient {
         k.notes.push("newreno_impatient: Linux rearms the retransmission timer on every ACK of new data (the Slow-but-Steady variant)".into());
     }
     if t.delayed_ack_timeout_ps != LINUX_DELACK_MIN_PS && t.delayed_ack {
-        k.notes.push(format!("delayed_ack_timeout {} ms: Linux adapts its delayed-ACK timer between 40 ms and 200 ms", t.delayed_ack_timeout_ps / PS_PER_MS));
+        k.notes.push(format!(
+            "delayed_ack_timeout {} ms: Linux adapts its delayed-ACK timer between 40 ms and 200 ms",
+            t.delayed_ack_timeout_ps / PS_PER_MS
+        ));
     }
     if t.ack_every_segments != LINUX_ACK_EVERY && t.delayed_ack {
         k.notes.push(format!("ack_every {}: Linux acknowledges every second full-sized segment", t.ack_every_segments));
@@ -198,7 +214,9 @@ pub fn flow_knobs(spec: &FlowSpec, cc: &Value, available: &[String], sysctl_valu
 fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &str) -> Option<String>) -> Vec<String> {
     let num = |key: &str| cc.get(key).and_then(Value::as_f64);
     let flag = |key: &str| cc.get(key).and_then(Value::as_bool);
-    let module_num = |module: &str, p: &str, default: f64| module_params(module, p).and_then(|v| v.trim().parse::<f64>().ok()).unwrap_or(default);
+    let module_num = |module: &str, p: &str, default: f64| {
+        module_params(module, p).and_then(|v| v.trim().parse::<f64>().ok()).unwrap_or(default)
+    };
     // (parameter, the scenario's value, the kernel's value)
     let mut checks: Vec<(&str, f64, f64)> = Vec::new();
     match algorithm {
@@ -212,8 +230,16 @@ fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &st
             // net/ipv4/tcp_cubic.c: beta = 717/1024, C = bic_scale x 10 / 1024 (41: 0.40).
             checks.push(("beta", num("beta").unwrap_or(0.7), module_num("tcp_cubic", "beta", 717.0) / 1024.0));
             checks.push(("c", num("c").unwrap_or(0.4), module_num("tcp_cubic", "bic_scale", 41.0) * 10.0 / 1024.0));
-            checks.push(("fast_convergence", f64::from(u8::from(flag("fast_convergence").unwrap_or(true))), module_num("tcp_cubic", "fast_convergence", 1.0)));
-            checks.push(("tcp_friendliness", f64::from(u8::from(flag("tcp_friendliness").unwrap_or(true))), module_num("tcp_cubic", "tcp_friendliness", 1.0)));
+            checks.push((
+                "fast_convergence",
+                f64::from(u8::from(flag("fast_convergence").unwrap_or(true))),
+                module_num("tcp_cubic", "fast_convergence", 1.0),
+            ));
+            checks.push((
+                "tcp_friendliness",
+                f64::from(u8::from(flag("tcp_friendliness").unwrap_or(true))),
+                module_num("tcp_cubic", "tcp_friendliness", 1.0),
+            ));
         }
         "bbr" => {
             // net/ipv4/tcp_bbr.c: bbr_high_gain 2885/1000 (739/256), bbr_cwnd_gain 2,
@@ -225,9 +251,18 @@ fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &st
             checks.push(("probe_rtt_duration_s", num("probe_rtt_duration_ps").unwrap_or(2e11) / PS_PER_S as f64, 0.2));
         }
         _ => {
-            let params: Vec<String> = cc.as_object().into_iter().flatten().filter(|(k, _)| *k != "algorithm").map(|(k, v)| format!("{k} = {v}")).collect();
+            let params: Vec<String> = cc
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| *k != "algorithm")
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
             if !params.is_empty() {
-                return vec![format!("{algorithm} parameters are the kernel module's own; the scenario's ({}) are not applied", params.join(", "))];
+                return vec![format!(
+                    "{algorithm} parameters are the kernel module's own; the scenario's ({}) are not applied",
+                    params.join(", ")
+                )];
             }
         }
     }
@@ -272,7 +307,10 @@ mod tests {
 
     #[test]
     fn cubic_defaults_need_no_note_but_the_recovery_one() {
-        let (spec, cc) = flow(tcp(), json!({"algorithm": "cubic", "c": 0.4, "beta": 0.7, "fast_convergence": true, "tcp_friendliness": true}));
+        let (spec, cc) = flow(
+            tcp(),
+            json!({"algorithm": "cubic", "c": 0.4, "beta": 0.7, "fast_convergence": true, "tcp_friendliness": true}),
+        );
         let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
         assert_eq!(k.congestion, "cubic");
         assert_eq!(k.sender.max_segment_bytes, Some(1460), "1448 + 12 timestamp bytes");
@@ -289,7 +327,10 @@ mod tests {
         t["recovery"] = json!("reno");
         t["max_ssthresh_segments"] = json!(100);
         t["initial_window_segments"] = json!(3);
-        let (spec, cc) = flow(t, json!({"algorithm": "cubic", "c": 0.4, "beta": 0.5, "fast_convergence": true, "tcp_friendliness": true}));
+        let (spec, cc) = flow(
+            t,
+            json!({"algorithm": "cubic", "c": 0.4, "beta": 0.5, "fast_convergence": true, "tcp_friendliness": true}),
+        );
         let k = flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None).unwrap();
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_sack"], "0");
         assert_eq!(k.sender_route.initcwnd, Some(3));
@@ -307,6 +348,8 @@ mod tests {
         let err = flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None).unwrap_err();
         assert!(err.contains("not available") && err.contains("available: reno bbr cubic"), "{err}");
         let (spec, cc) = flow(tcp(), json!({"algorithm": "fast", "alpha": 200, "beta": 212, "gamma": 0.5}));
-        assert!(flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None).unwrap_err().contains("no Linux implementation"));
+        assert!(flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None)
+            .unwrap_err()
+            .contains("no Linux implementation"));
     }
 }

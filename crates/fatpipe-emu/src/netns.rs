@@ -30,8 +30,11 @@ impl Namespace {
         std::thread::scope(|s| {
             s.spawn(|| {
                 // SAFETY: unshare affects only this helper thread's namespaces.
-                sys::check(unsafe { libc::unshare(libc::CLONE_NEWNET) }).map_err(|e| with_context(e, "unshare(CLONE_NEWNET)"))?;
-                let fd = sys::owned(unsafe { libc::open(c"/proc/thread-self/ns/net".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
+                sys::check(unsafe { libc::unshare(libc::CLONE_NEWNET) })
+                    .map_err(|e| with_context(e, "unshare(CLONE_NEWNET)"))?;
+                let fd = sys::owned(unsafe {
+                    libc::open(c"/proc/thread-self/ns/net".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)
+                })?;
                 let value = setup()?;
                 Ok((Namespace { name: name.to_string(), fd }, value))
             })
@@ -48,7 +51,9 @@ impl Namespace {
     /// Moves the calling thread into this namespace (sockets it then opens live here).
     pub fn enter(&self) -> io::Result<()> {
         // SAFETY: setns on a namespace descriptor we own; it moves only this thread.
-        sys::check(unsafe { libc::setns(self.fd.as_raw_fd(), libc::CLONE_NEWNET) }).map(drop).map_err(|e| with_context(e, "setns"))
+        sys::check(unsafe { libc::setns(self.fd.as_raw_fd(), libc::CLONE_NEWNET) })
+            .map(drop)
+            .map_err(|e| with_context(e, "setns"))
     }
 
     /// Runs `f` on a helper thread inside this namespace (the caller stays where it is).
@@ -110,7 +115,9 @@ pub struct Interfaces {
 impl Interfaces {
     pub fn new() -> io::Result<Interfaces> {
         // SAFETY: plain socket(2) call.
-        Ok(Interfaces { sock: sys::owned(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })? })
+        Ok(Interfaces {
+            sock: sys::owned(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?,
+        })
     }
 
     fn ifreq(name: &str) -> io::Result<libc::ifreq> {
@@ -127,7 +134,9 @@ impl Interfaces {
 
     fn ioctl(&self, request: libc::Ioctl, req: &mut libc::ifreq, what: &str) -> io::Result<()> {
         // SAFETY: the SIOC* requests used here read or write one ifreq.
-        sys::check(unsafe { libc::ioctl(self.sock.as_raw_fd(), request, req as *mut libc::ifreq) }).map(drop).map_err(|e| with_context(e, what))
+        sys::check(unsafe { libc::ioctl(self.sock.as_raw_fd(), request, req as *mut libc::ifreq) })
+            .map(drop)
+            .map_err(|e| with_context(e, what))
     }
 
     /// Brings the interface up.

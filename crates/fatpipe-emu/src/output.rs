@@ -26,15 +26,24 @@ pub const LATENESS_SHARE_OF_RTT: f64 = 0.01;
 
 pub fn document(emu: &Emulation, relay: RelayReport, sampler: SamplerOutput) -> Value {
     let epoch = emu.shared.epoch().expect("the run started");
-    let flows: Vec<Value> = emu
-        .flows
-        .iter()
-        .enumerate()
-        .map(|(i, f)| if f.ports.udp { udp_flow(f, &relay, i) } else { tcp_flow(f, &relay.flows[i], &sampler.finals[i], epoch) })
-        .collect();
+    let flows: Vec<Value> =
+        emu.flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                if f.ports.udp {
+                    udp_flow(f, &relay, i)
+                } else {
+                    tcp_flow(f, &relay.flows[i], &sampler.finals[i], epoch)
+                }
+            })
+            .collect();
     let limit = lateness_limit(&emu.scenario);
     let hosts: Vec<Value> = emu.hosts.iter().map(|h| host_counters(&h.ns)).collect();
-    let host_drops: u64 = hosts.iter().map(|h| h["tun_tx_dropped"].as_u64().unwrap_or(0) + h["tun_rx_dropped"].as_u64().unwrap_or(0)).sum();
+    let host_drops: u64 = hosts
+        .iter()
+        .map(|h| h["tun_tx_dropped"].as_u64().unwrap_or(0) + h["tun_rx_dropped"].as_u64().unwrap_or(0))
+        .sum();
     let p99 = relay.lateness.quantile_ps(0.99).unwrap_or(0);
     let kept_up = p99 <= limit && relay.delivery_errors == 0 && host_drops == 0;
     let emulation = json!({
@@ -97,7 +106,10 @@ fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Val
     e.insert("group".into(), json!(spec.group));
     e.insert("algorithm".into(), json!(granted_tx.as_ref().map(|g| g.congestion.clone())));
     e.insert("mss_bytes".into(), json!(tx.map(|i| i.snd_mss)));
-    e.insert("header_bytes".into(), json!(IPV4_TCP_HEADER_BYTES + if options & OPT_TIMESTAMPS != 0 { TCP_TIMESTAMPS_OPTION_BYTES } else { 0 }));
+    e.insert(
+        "header_bytes".into(),
+        json!(IPV4_TCP_HEADER_BYTES + if options & OPT_TIMESTAMPS != 0 { TCP_TIMESTAMPS_OPTION_BYTES } else { 0 }),
+    );
     e.insert("start_ps".into(), json!(spec.source.start_ps()));
     e.insert("end_ps".into(), json!(counters.last_read()));
     e.insert("completed".into(), json!(completed));
@@ -117,7 +129,10 @@ fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Val
         e.insert("cwnd_segments".into(), json!(i.snd_cwnd));
         e.insert("ssthresh_segments".into(), json!((i.snd_ssthresh < INFINITE_SSTHRESH).then_some(i.snd_ssthresh)));
         e.insert("srtt_ps".into(), json!((i.rtt_us > 0).then_some(i.rtt_us as u64 * PS_PER_US)));
-        e.insert("min_rtt_ps".into(), json!((i.min_rtt_us > 0 && i.min_rtt_us != u32::MAX).then_some(i.min_rtt_us as u64 * PS_PER_US)));
+        e.insert(
+            "min_rtt_ps".into(),
+            json!((i.min_rtt_us > 0 && i.min_rtt_us != u32::MAX).then_some(i.min_rtt_us as u64 * PS_PER_US)),
+        );
     } else {
         e.insert("bytes_sent".into(), json!(0));
     }

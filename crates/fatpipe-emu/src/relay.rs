@@ -224,7 +224,15 @@ pub struct Relay {
 impl Relay {
     /// The scenario's links, routes and splits; `ports` the hosts' devices; `captures`
     /// already created (their times are the run's, from time 0).
-    pub fn new(scenario: &Scenario, clock: Clock, shared: Arc<Shared>, ports: Vec<Port>, flow_ports: Vec<FlowPorts>, captures: Vec<Capture>, options: RelayOptions) -> Relay {
+    pub fn new(
+        scenario: &Scenario,
+        clock: Clock,
+        shared: Arc<Shared>,
+        ports: Vec<Port>,
+        flow_ports: Vec<FlowPorts>,
+        captures: Vec<Capture>,
+        options: RelayOptions,
+    ) -> Relay {
         let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
         let mut links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
         // The run starts once the connections are open (`start_run`); no outage before.
@@ -242,7 +250,8 @@ impl Relay {
             flow_by_ports.insert((p.udp, p.sender_port, p.receiver_port), f as u32);
             flow_by_ports.insert((p.udp, p.receiver_port, p.sender_port), f as u32);
         }
-        let (link_taps, node_taps) = fatpipe_core::capture::taps(&scenario.captures, &scenario.links, scenario.nodes.len());
+        let (link_taps, node_taps) =
+            fatpipe_core::capture::taps(&scenario.captures, &scenario.links, scenario.nodes.len());
         let mtu = scenario.links.iter().map(|l| l.mtu_bytes as usize).max().unwrap_or(1500).max(1500);
         let flows = vec![FlowNet::default(); flow_ports.len()];
         Relay {
@@ -516,7 +525,11 @@ impl Relay {
         let kind = if udp {
             PacketKind::Datagram
         } else if h.tcp_flags & ip::TCP_SYN != 0 {
-            if h.tcp_flags & ip::TCP_ACK != 0 { PacketKind::SynAck } else { PacketKind::Syn }
+            if h.tcp_flags & ip::TCP_ACK != 0 {
+                PacketKind::SynAck
+            } else {
+                PacketKind::Syn
+            }
         } else if h.payload_bytes > 0 {
             PacketKind::Data
         } else {
@@ -594,7 +607,9 @@ impl Relay {
                 net.datagram_bytes_lost += pkt.payload_bytes as u64;
                 self.shared.flows[pkt.flow as usize].lost.fetch_add(pkt.payload_bytes as u64, Ordering::Relaxed);
             }
-            PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => net.setup_packets_lost += 1,
+            PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => {
+                net.setup_packets_lost += 1
+            }
         }
     }
 
@@ -619,7 +634,9 @@ impl Epoll {
         for (i, p) in ports.iter().enumerate() {
             let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: i as u64 };
             // SAFETY: registers a descriptor we hold with a valid event.
-            sys::check(unsafe { libc::epoll_ctl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::EPOLL_CTL_ADD, p.tun, &mut ev) })?;
+            sys::check(unsafe {
+                libc::epoll_ctl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::EPOLL_CTL_ADD, p.tun, &mut ev)
+            })?;
         }
         let n = ports.len().max(1);
         Ok(Epoll { fd, events: vec![libc::epoll_event { events: 0, u64: 0 }; n], ready: Vec::with_capacity(n) })

@@ -36,7 +36,8 @@ fn attr(buf: &mut Vec<u8>, kind: u16, payload: &[u8]) {
 
 /// Adds (or replaces) the route to `dst`/32 through interface `ifname` with `metrics`.
 pub fn set_host_route(dst: [u8; 4], ifname: &str, metrics: &RouteMetrics) -> io::Result<()> {
-    let name = std::ffi::CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name"))?;
+    let name =
+        std::ffi::CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name"))?;
     // SAFETY: a NUL-terminated name.
     let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
     if ifindex == 0 {
@@ -65,13 +66,24 @@ pub fn set_host_route(dst: [u8; 4], ifname: &str, metrics: &RouteMetrics) -> io:
     msg[4..6].copy_from_slice(&RTM_NEWROUTE.to_ne_bytes());
     msg[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE).to_ne_bytes());
     msg[8..12].copy_from_slice(&1u32.to_ne_bytes()); // sequence
-    // SAFETY: plain socket(2).
-    let sock = sys::owned(unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE) })?;
+                                                     // SAFETY: plain socket(2).
+    let sock = sys::owned(unsafe {
+        libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE)
+    })?;
     // SAFETY: a zeroed sockaddr_nl addresses the kernel.
     let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
     // SAFETY: `msg` and the address are valid for the lengths given.
-    let sent = unsafe { libc::sendto(sock.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0, (&kernel as *const libc::sockaddr_nl).cast(), std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t) };
+    let sent = unsafe {
+        libc::sendto(
+            sock.as_raw_fd(),
+            msg.as_ptr().cast(),
+            msg.len(),
+            0,
+            (&kernel as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
     if sent < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -57,7 +57,13 @@ pub struct SamplerOutput {
 }
 
 /// Samples at 0, interval, 2 x interval ... up to the end, then once more at the end.
-pub fn run(flows: Vec<SampledFlow>, interval_ps: Time, schedule: Schedule, shared: Arc<Shared>, stop: &AtomicBool) -> SamplerOutput {
+pub fn run(
+    flows: Vec<SampledFlow>,
+    interval_ps: Time,
+    schedule: Schedule,
+    shared: Arc<Shared>,
+    stop: &AtomicBool,
+) -> SamplerOutput {
     crate::clock::tight_timer_slack();
     let mut series = FlowColumns::default();
     let mut finals = vec![FinalState::default(); flows.len()];
@@ -90,14 +96,24 @@ fn sample(all: &mut FlowColumns, t: Time, i: u32, f: &SampledFlow, shared: &Shar
     let tx = f.sender.get().and_then(|s| s.info().ok().map(|info| (s, info)));
     if f.udp || tx.is_none() {
         let bytes = &shared.flows[i as usize];
-        let in_network = bytes.entered.load(Ordering::Relaxed).saturating_sub(bytes.lost.load(Ordering::Relaxed) + bytes.delivered.load(Ordering::Relaxed));
+        let in_network = bytes
+            .entered
+            .load(Ordering::Relaxed)
+            .saturating_sub(bytes.lost.load(Ordering::Relaxed) + bytes.delivered.load(Ordering::Relaxed));
         c.cwnd_segments.push(-1);
         c.ssthresh_segments.push(-1);
         c.outstanding_bytes.push(if f.udp { in_network } else { 0 });
         c.srtt_ps.push(-1);
         c.delivered_bytes.push(if f.udp { read } else { 0 });
         c.sent_bytes.push(if f.udp { written } else { 0 });
-        for col in [&mut all.rttvar_ps, &mut all.retransmitted_segments, &mut all.lost_segments, &mut all.delivery_rate_bps, &mut all.pacing_rate_bps, &mut all.bytes_acked] {
+        for col in [
+            &mut all.rttvar_ps,
+            &mut all.retransmitted_segments,
+            &mut all.lost_segments,
+            &mut all.delivery_rate_bps,
+            &mut all.pacing_rate_bps,
+            &mut all.bytes_acked,
+        ] {
             col.push(-1);
         }
         return;
@@ -117,6 +133,10 @@ fn sample(all: &mut FlowColumns, t: Time, i: u32, f: &SampledFlow, shared: &Shar
     all.retransmitted_segments.push(info.total_retrans as i64);
     all.lost_segments.push(info.lost as i64);
     all.delivery_rate_bps.push((info.delivery_rate.saturating_mul(8)).min(i64::MAX as u64) as i64);
-    all.pacing_rate_bps.push(if info.pacing_rate == u64::MAX { -1 } else { info.pacing_rate.saturating_mul(8).min(i64::MAX as u64) as i64 });
+    all.pacing_rate_bps.push(if info.pacing_rate == u64::MAX {
+        -1
+    } else {
+        info.pacing_rate.saturating_mul(8).min(i64::MAX as u64) as i64
+    });
     all.bytes_acked.push(info.bytes_acked.min(i64::MAX as u64) as i64);
 }

@@ -22,7 +22,9 @@ pub fn owned(ret: libc::c_int) -> io::Result<OwnedFd> {
 
 pub fn setsockopt<T>(fd: &impl AsRawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
     // SAFETY: `value` points to a live T of the length given.
-    let ret = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t) };
+    let ret = unsafe {
+        libc::setsockopt(fd.as_raw_fd(), level, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t)
+    };
     check(ret).map(drop)
 }
 

@@ -31,7 +31,8 @@ fn every_burst_cycle_fails_once_the_receiver_stops_reading() {
     // 256 KB bursts every 20 ms into a 16 KB send buffer toward a receiver that never reads:
     // the first burst cannot be written before the second is due, nor any after it. Bursts
     // at 0, 20, ..., 300 ms: 16, of which every one but the first fails (source/burst.rs).
-    let small = TcpOptions { snd_buffer_bytes: Some(16 << 10), rcv_buffer_bytes: Some(16 << 10), ..TcpOptions::default() };
+    let small =
+        TcpOptions { snd_buffer_bytes: Some(16 << 10), rcv_buffer_bytes: Some(16 << 10), ..TcpOptions::default() };
     let (tx, _rx) = pair(&small, &small);
     let counters = Counters::default();
     let stop = AtomicBool::new(false);
@@ -95,7 +96,12 @@ fn udp_datagrams_leave_on_the_core_schedule() {
     let rx = UdpSocket::bind(LOOPBACK, 0).unwrap();
     let tx = UdpSocket::bind(LOOPBACK, 0).unwrap();
     tx.connect(LOOPBACK, rx.local_port().unwrap()).unwrap();
-    let source = SourceSpec::UdpCbr(UdpCbrConfig { start_ps: 0, stop_ps: Some(200 * PS_PER_MS), rate_bps: 10_000_000, payload_bytes: 1000 });
+    let source = SourceSpec::UdpCbr(UdpCbrConfig {
+        start_ps: 0,
+        stop_ps: Some(200 * PS_PER_MS),
+        rate_bps: 10_000_000,
+        payload_bytes: 1000,
+    });
     let flow = UdpFlow::new(0, 0, 1, UdpSchedule::of(&source).unwrap(), source.stop_ps(), 1_000_000_000, 38);
     let (sent, got) = (Counters::default(), Counters::default());
     let stop = AtomicBool::new(false);

@@ -86,7 +86,12 @@ impl Emulation {
     /// `realtime_priority`: run the relay under SCHED_FIFO (default True).
     #[new]
     #[pyo3(signature = (scenario_json, spin_margin_ps=None, realtime_priority=None))]
-    fn new(py: Python<'_>, scenario_json: &str, spin_margin_ps: Option<u64>, realtime_priority: Option<bool>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        scenario_json: &str,
+        spin_margin_ps: Option<u64>,
+        realtime_priority: Option<bool>,
+    ) -> PyResult<Self> {
         let mut options = EmuOptions::default();
         if let Some(m) = spin_margin_ps {
             options.spin_margin_ps = m;
@@ -100,7 +105,11 @@ impl Emulation {
 
     /// Starts the run (time 0 is a few milliseconds later).
     fn start(&mut self) -> PyResult<()> {
-        self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("the emulation is closed"))?.start().map_err(emu_error)
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("the emulation is closed"))?
+            .start()
+            .map_err(emu_error)
     }
 
     /// Waits up to `timeout_s` with the GIL released; True once the run has ended.

@@ -370,7 +370,8 @@ impl Bbr {
         } else if self.pacing_rate_bps < QUANTUM_TWO_SEGMENTS_BELOW_BPS {
             2 * mss
         } else {
-            let one_interval = (self.pacing_rate_bps as u128 * QUANTUM_INTERVAL_PS as u128 / 8 / PS_PER_S as u128) as u64;
+            let one_interval =
+                (self.pacing_rate_bps as u128 * QUANTUM_INTERVAL_PS as u128 / 8 / PS_PER_S as u128) as u64;
             one_interval.min(QUANTUM_MAX_BYTES)
         }
     }
@@ -593,7 +594,8 @@ impl Bbr {
         let bw = self.max_bw.get();
         if gain > 1.0 {
             // Probe until the flight reaches gain x BDP, unless losses say it will not fit.
-            full_length && (ack.newly_lost_bytes > 0 || prior_in_flight_segments >= self.inflight_segments(s, bw, gain) as u64)
+            full_length
+                && (ack.newly_lost_bytes > 0 || prior_in_flight_segments >= self.inflight_segments(s, bw, gain) as u64)
         } else {
             // Drain for a round trip, or less if the queue is already gone.
             full_length || prior_in_flight_segments <= self.inflight_segments(s, bw, 1.0) as u64
@@ -1062,7 +1064,10 @@ mod tests {
         assert!(saved > 200);
         // Once the flight is down to 4 segments, PROBE_RTT lasts 200 ms and at least a round.
         let lasted = d.run_until(300 * PS_PER_MS, BW_BPS, RTT_PS, Flight::Segments(3), |b| b.mode() != Mode::ProbeRtt);
-        assert!(lasted > DEFAULT_PROBE_RTT_DURATION_PS && lasted <= DEFAULT_PROBE_RTT_DURATION_PS + 2 * STEP_PS, "{lasted}");
+        assert!(
+            lasted > DEFAULT_PROBE_RTT_DURATION_PS && lasted <= DEFAULT_PROBE_RTT_DURATION_PS + 2 * STEP_PS,
+            "{lasted}"
+        );
         assert_eq!(d.bbr.mode(), Mode::ProbeBw);
         assert_eq!(d.bbr.min_rtt_stamp_ps, d.now, "RTprop counts as fresh again");
         assert!(d.s.cwnd >= saved.min(d.target_cwnd()), "the saved window is restored");

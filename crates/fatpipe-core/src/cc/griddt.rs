@@ -128,11 +128,20 @@ mod tests {
     use crate::time::PS_PER_MS;
 
     fn state(cwnd: u32, ssthresh: u32, mss: u32, min_rtt_ms: u64) -> CcState {
-        CcState { srtt: Some(min_rtt_ms * PS_PER_MS), min_rtt: Some(min_rtt_ms * PS_PER_MS), ..CcState::new(cwnd, ssthresh, mss) }
+        CcState {
+            srtt: Some(min_rtt_ms * PS_PER_MS),
+            min_rtt: Some(min_rtt_ms * PS_PER_MS),
+            ..CcState::new(cwnd, ssthresh, mss)
+        }
     }
 
     fn griddt(rtt_ref_ms: u64, cwnd_decr: u32) -> GridDt {
-        GridDt::new(GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: rtt_ref_ms * PS_PER_MS, cwnd_decr, byte_counting: true })
+        GridDt::new(GridDtConfig {
+            mss_ref_bytes: 1500,
+            rtt_ref_ps: rtt_ref_ms * PS_PER_MS,
+            cwnd_decr,
+            byte_counting: true,
+        })
     }
 
     #[test]
@@ -211,7 +220,9 @@ mod tests {
 
     #[test]
     fn validation_names_the_parameter() {
-        let e = GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: PS_PER_MS, cwnd_decr: 0, byte_counting: false }.validate().unwrap_err();
+        let e = GridDtConfig { mss_ref_bytes: 1500, rtt_ref_ps: PS_PER_MS, cwnd_decr: 0, byte_counting: false }
+            .validate()
+            .unwrap_err();
         assert!(e.starts_with("cwnd_decr: 0 is not allowed"), "{e}");
         let spec: crate::cc::CcSpec =
             serde_json::from_str(

@@ -216,7 +216,8 @@ impl HighSpeed {
     /// window `cwnd`, segments.
     pub fn aimd_at(&mut self, cwnd: u32) -> (u32, f64) {
         let a = self.seek(cwnd).a;
-        let b = if cwnd <= self.cfg.low_window { self.cfg.b(self.cfg.low_window as f64) } else { self.cfg.b(cwnd as f64) };
+        let b =
+            if cwnd <= self.cfg.low_window { self.cfg.b(self.cfg.low_window as f64) } else { self.cfg.b(cwnd as f64) };
         (a, b)
     }
 }

@@ -161,7 +161,8 @@ mod tests {
         assert!(NoccConfig { cwnd_segments: None }.validate().is_ok());
         let e = NoccConfig { cwnd_segments: Some(0) }.validate().unwrap_err();
         assert!(e.starts_with("cwnd_segments: 0 is not allowed"), "{e}");
-        for json in [r#"{"algorithm": "nocc", "cwnd_segments": null}"#, r#"{"algorithm": "nocc", "cwnd_segments": 64}"#] {
+        for json in [r#"{"algorithm": "nocc", "cwnd_segments": null}"#, r#"{"algorithm": "nocc", "cwnd_segments": 64}"#]
+        {
             let spec: crate::cc::CcSpec = serde_json::from_str(json).unwrap();
             assert_eq!(spec.build().name(), "nocc");
         }

@@ -208,7 +208,12 @@ mod tests {
     }
 
     fn ack(segments: u32, rtt: Time) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: (segments * MSS) as u64, rtt: Some(rtt), ..Default::default() }
+        AckSample {
+            acked_segments: segments,
+            acked_bytes: (segments * MSS) as u64,
+            rtt: Some(rtt),
+            ..Default::default()
+        }
     }
 
     /// ACKs of one segment each, all with the same RTT and a full window in flight, until a

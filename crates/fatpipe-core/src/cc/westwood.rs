@@ -118,7 +118,13 @@ pub struct PerAckFilter {
 
 impl PerAckFilter {
     pub fn new(cfg: &WestwoodConfig) -> Self {
-        PerAckFilter { tau_ps: cfg.filter_time_constant_ps, last_ack_ps: None, pending_bytes: 0, prev_sample: 0.0, estimate: 0.0 }
+        PerAckFilter {
+            tau_ps: cfg.filter_time_constant_ps,
+            last_ack_ps: None,
+            pending_bytes: 0,
+            prev_sample: 0.0,
+            estimate: 0.0,
+        }
     }
 
     /// a_k for a sampling interval `dt`.
@@ -178,7 +184,13 @@ pub struct PerRttFilter {
 
 impl PerRttFilter {
     pub fn new(cfg: &WestwoodPlusConfig) -> Self {
-        PerRttFilter { min_interval_ps: cfg.min_sample_interval_ps, window_start_ps: None, window_bytes: 0, last_rtt_ps: None, estimates: None }
+        PerRttFilter {
+            min_interval_ps: cfg.min_sample_interval_ps,
+            window_start_ps: None,
+            window_bytes: 0,
+            last_rtt_ps: None,
+            estimates: None,
+        }
     }
 }
 
@@ -304,7 +316,12 @@ mod tests {
     }
 
     fn ack(segments: u32, rtt: Time) -> AckSample {
-        AckSample { acked_segments: segments, acked_bytes: (segments * MSS) as u64, rtt: Some(rtt), ..Default::default() }
+        AckSample {
+            acked_segments: segments,
+            acked_bytes: (segments * MSS) as u64,
+            rtt: Some(rtt),
+            ..Default::default()
+        }
     }
 
     fn westwood() -> Westwood {
@@ -312,11 +329,20 @@ mod tests {
     }
 
     fn westwood_plus() -> WestwoodPlus {
-        WestwoodPlus::new(WestwoodPlusConfig { min_sample_interval_ps: LINUX_WESTWOOD_RTT_MIN_PS, byte_counting: false })
+        WestwoodPlus::new(WestwoodPlusConfig {
+            min_sample_interval_ps: LINUX_WESTWOOD_RTT_MIN_PS,
+            byte_counting: false,
+        })
     }
 
     /// Feeds one MSS-sized ACK every `gap` from `from` to `to`; returns the last ACK time.
-    fn ack_stream<E: BandwidthEstimator>(cc: &mut WestwoodFamily<E>, s: &mut CcState, from: Time, to: Time, gap: Time) -> Time {
+    fn ack_stream<E: BandwidthEstimator>(
+        cc: &mut WestwoodFamily<E>,
+        s: &mut CcState,
+        from: Time,
+        to: Time,
+        gap: Time,
+    ) -> Time {
         let mut t = from;
         while t <= to {
             s.now = t;
@@ -445,8 +471,14 @@ mod tests {
         assert_eq!(westwood().name(), "westwood");
         assert_eq!(westwood_plus().name(), "westwood_plus");
         for (json, name) in [
-            (r#"{"algorithm": "westwood", "filter_time_constant_ps": 1000000000000, "byte_counting": false}"#, "westwood"),
-            (r#"{"algorithm": "westwood_plus", "min_sample_interval_ps": 50000000000, "byte_counting": false}"#, "westwood_plus"),
+            (
+                r#"{"algorithm": "westwood", "filter_time_constant_ps": 1000000000000, "byte_counting": false}"#,
+                "westwood",
+            ),
+            (
+                r#"{"algorithm": "westwood_plus", "min_sample_interval_ps": 50000000000, "byte_counting": false}"#,
+                "westwood_plus",
+            ),
         ] {
             let spec: crate::cc::CcSpec = serde_json::from_str(json).unwrap();
             assert_eq!(spec.build().name(), name);

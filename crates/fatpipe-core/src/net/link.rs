@@ -285,8 +285,23 @@ mod tests {
     use crate::net::queue::droptail::DropTailConfig;
 
     fn link(delay_ps: Time, limit_packets: u64) -> Link {
-        let queue = QueueSpec::Droptail(DropTailConfig { limit_packets: Some(limit_packets), limit_bytes: None, cell_bytes: None, limit_cells: None });
-        let spec = LinkSpec { name: "l".into(), from: 0, to: 1, rate_bps: 100_000_000, delay_ps, framing_bytes: 38, mtu_bytes: 1500, queue, impairments: vec![] };
+        let queue = QueueSpec::Droptail(DropTailConfig {
+            limit_packets: Some(limit_packets),
+            limit_bytes: None,
+            cell_bytes: None,
+            limit_cells: None,
+        });
+        let spec = LinkSpec {
+            name: "l".into(),
+            from: 0,
+            to: 1,
+            rate_bps: 100_000_000,
+            delay_ps,
+            framing_bytes: 38,
+            mtu_bytes: 1500,
+            queue,
+            impairments: vec![],
+        };
         Link::new(spec, 1)
     }
 
@@ -319,7 +334,9 @@ mod tests {
     fn outage_windows_count_from_the_schedule_origin() {
         let mut l = link(0, 10);
         l.spec.impairments.clear();
-        l.impairments = vec![ImpairmentSpec::Outage(crate::net::impairment::outage::OutageConfig { windows_ps: vec![(100, 200)] }).build()];
+        l.impairments =
+            vec![ImpairmentSpec::Outage(crate::net::impairment::outage::OutageConfig { windows_ps: vec![(100, 200)] })
+                .build()];
         l.set_schedule_origin(Time::MAX);
         assert!(!matches!(l.offer(150, pkt(0)), Offered::Dropped(_)), "before the run starts, no outage");
         l.tx_done(l.tx_time(&pkt(0)) + 150);

@@ -77,7 +77,12 @@ mod tests {
             delay_ps: 0,
             framing_bytes: 0,
             mtu_bytes: 1500,
-            queue: QueueSpec::Droptail(DropTailConfig { limit_packets: None, limit_bytes: None, cell_bytes: None, limit_cells: None }),
+            queue: QueueSpec::Droptail(DropTailConfig {
+                limit_packets: None,
+                limit_bytes: None,
+                cell_bytes: None,
+                limit_cells: None,
+            }),
             impairments: Vec::new(),
         }
     }

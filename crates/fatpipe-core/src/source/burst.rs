@@ -35,7 +35,14 @@ impl BurstStats {
     /// The application hands `sender` a burst of `burst_bytes` and counts it, and the cycle as
     /// failed if the previous burst is not fully written yet (`TcpSender::write_burst`). Shared
     /// by this source and a paced HTTP server (`http.rs`).
-    pub fn write(&mut self, sender: &mut TcpSender, now: Time, burst_bytes: u64, carry_over: bool, out: &mut Vec<Packet>) {
+    pub fn write(
+        &mut self,
+        sender: &mut TcpSender,
+        now: Time,
+        burst_bytes: u64,
+        carry_over: bool,
+        out: &mut Vec<Packet>,
+    ) {
         let failed = sender.write_burst(now, burst_bytes, carry_over, out);
         self.bursts += 1;
         self.failed_cycles += u64::from(failed);

@@ -324,7 +324,13 @@ impl HttpSession {
 
     /// The server writes the next part of its response into `sender`: all of it, or with
     /// pacing one burst (counted in `bursts`). Returns when the next burst is due, if any.
-    pub fn write_response(&mut self, sender: &mut TcpSender, bursts: &mut BurstStats, now: Time, out: &mut Vec<Packet>) -> Option<Time> {
+    pub fn write_response(
+        &mut self,
+        sender: &mut TcpSender,
+        bursts: &mut BurstStats,
+        now: Time,
+        out: &mut Vec<Packet>,
+    ) -> Option<Time> {
         match self.cfg.server_pacing {
             None => {
                 // One blocking write of the whole object.

@@ -3,11 +3,11 @@
 
 pub mod bulk;
 pub mod burst;
+pub mod http;
 pub mod udp;
 pub mod udp_burst;
 pub mod udp_cbr;
 pub mod udp_onoff;
-pub mod http;
 
 use serde::Deserialize;
 

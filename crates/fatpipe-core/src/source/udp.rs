@@ -95,9 +95,28 @@ pub struct UdpFlow {
 }
 
 impl UdpFlow {
-    pub fn new(flow: u32, src: u32, dst: u32, mut schedule: UdpSchedule, stop_ps: Option<Time>, line_rate_bps: u64, line_framing_bytes: u32) -> Self {
+    pub fn new(
+        flow: u32,
+        src: u32,
+        dst: u32,
+        mut schedule: UdpSchedule,
+        stop_ps: Option<Time>,
+        line_rate_bps: u64,
+        line_framing_bytes: u32,
+    ) -> Self {
         let pending = schedule.next_datagram();
-        UdpFlow { flow, src, dst, schedule, stop_ps, line_rate_bps, line_framing_bytes, line_free_ps: 0, pending, stats: UdpStats::default() }
+        UdpFlow {
+            flow,
+            src,
+            dst,
+            schedule,
+            stop_ps,
+            line_rate_bps,
+            line_framing_bytes,
+            line_free_ps: 0,
+            pending,
+            stats: UdpStats::default(),
+        }
     }
 
     /// When the next datagram leaves, or None when the source has nothing more to send.

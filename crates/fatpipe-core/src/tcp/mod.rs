@@ -4,9 +4,9 @@
 pub mod config;
 pub mod handshake;
 pub mod ranges;
-pub mod receiver;
 pub mod rate;
 pub mod reader;
+pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;

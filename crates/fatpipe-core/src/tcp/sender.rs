@@ -497,7 +497,11 @@ impl TcpSender {
         if self.snd_max > self.snd_una && self.rto_deadline.is_none() {
             // RFC 6298 5.1: start the timer when data goes out and it is not running.
             self.rto_deadline = Some(now + self.rtt.rto());
-        } else if self.rwnd == 0 && self.snd_max == self.snd_una && self.written > self.snd_una && self.rto_deadline.is_none() {
+        } else if self.rwnd == 0
+            && self.snd_max == self.snd_una
+            && self.written > self.snd_una
+            && self.rto_deadline.is_none()
+        {
             // Data waits behind a zero window with nothing in flight: persist (Linux
             // tcp_check_probe_timer).
             self.persisting = true;
@@ -571,11 +575,8 @@ impl TcpSender {
         // Linux `tcp_is_cwnd_limited`: in slow start the window may grow while it is less than
         // twice what is in flight; in congestion avoidance only while the flight fills it.
         let flight = self.segments(self.snd_nxt - self.snd_una);
-        self.cc_state.cwnd_limited = if self.cc_state.in_slow_start() {
-            self.cc_state.cwnd < 2 * flight
-        } else {
-            flight >= self.cc_state.cwnd
-        };
+        self.cc_state.cwnd_limited =
+            if self.cc_state.in_slow_start() { self.cc_state.cwnd < 2 * flight } else { flight >= self.cc_state.cwnd };
     }
 
     /// RFC 6675 section 5 (C): while cwnd - pipe >= 1 SMSS, send lost holes first (NextSeg
@@ -747,7 +748,11 @@ impl TcpSender {
             self.on_duplicate_ack(now, out);
             if self.controls {
                 // Rate-based algorithms see every ACK, duplicates included (Linux cong_control).
-                let mut sample = AckSample { delivered_bytes: newly_sacked, prior_in_flight_bytes: prior_in_flight, ..Default::default() };
+                let mut sample = AckSample {
+                    delivered_bytes: newly_sacked,
+                    prior_in_flight_bytes: prior_in_flight,
+                    ..Default::default()
+                };
                 self.fill_rate_sample(now, &mut sample);
                 self.sync_cc_view(now);
                 self.cong_control(&sample);
@@ -938,7 +943,8 @@ impl TcpSender {
     fn take_newly_lost_bytes(&mut self) -> u64 {
         let mut lost = std::mem::take(&mut self.head_lost_bytes);
         if self.sack() {
-            let boundary = self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack);
+            let boundary =
+                self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack);
             let below = boundary.below.min(self.snd_max);
             let from = self.lost_reported_below.max(self.snd_una);
             if below > from {

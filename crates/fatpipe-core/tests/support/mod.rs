@@ -56,7 +56,12 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
         delay_ps,
         framing_bytes: 38,
         mtu_bytes: 1500,
-        queue: QueueSpec::Droptail(DropTailConfig { limit_packets: Some(limit), limit_bytes: None, cell_bytes: None, limit_cells: None }),
+        queue: QueueSpec::Droptail(DropTailConfig {
+            limit_packets: Some(limit),
+            limit_bytes: None,
+            cell_bytes: None,
+            limit_cells: None,
+        }),
         impairments: Vec::new(),
     };
     let node = |name: &str, kind| NodeSpec { name: name.into(), kind };
@@ -135,7 +140,12 @@ impl Harness {
     }
 
     /// A harness whose sender runs an algorithm built by the test (a probe of the core's hooks).
-    pub fn with_algorithm(tcp: TcpConfig, cc: Box<dyn CongestionControl>, rtt: Time, drop: Box<dyn FnMut(&Packet) -> bool>) -> Harness {
+    pub fn with_algorithm(
+        tcp: TcpConfig,
+        cc: Box<dyn CongestionControl>,
+        rtt: Time,
+        drop: Box<dyn FnMut(&Packet) -> bool>,
+    ) -> Harness {
         Harness {
             sender: TcpSender::new(0, 0, 1, &tcp, cc),
             receiver: TcpReceiver::new(0, 1, 0, &tcp),

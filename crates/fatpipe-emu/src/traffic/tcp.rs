@@ -58,23 +58,38 @@ fn socket(opts: &TcpOptions) -> io::Result<OwnedFd> {
         // missing algorithm gets a clear message rather than ENOENT.
         let bytes = name.as_bytes();
         // SAFETY: the option takes a byte string of the given length.
-        let ret = unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, bytes.as_ptr().cast(), bytes.len() as libc::socklen_t) };
+        let ret = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_CONGESTION,
+                bytes.as_ptr().cast(),
+                bytes.len() as libc::socklen_t,
+            )
+        };
         sys::check(ret).map_err(|e| crate::netns::with_context(e, &format!("TCP_CONGESTION {name}")))?;
     }
-    let (snd, rcv) = if opts.force_buffers { (libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE) } else { (libc::SO_SNDBUF, libc::SO_RCVBUF) };
-    for (asked, option, what) in [(opts.snd_buffer_bytes, snd, "SO_SNDBUF"), (opts.rcv_buffer_bytes, rcv, "SO_RCVBUF")] {
+    let (snd, rcv) = if opts.force_buffers {
+        (libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE)
+    } else {
+        (libc::SO_SNDBUF, libc::SO_RCVBUF)
+    };
+    for (asked, option, what) in [(opts.snd_buffer_bytes, snd, "SO_SNDBUF"), (opts.rcv_buffer_bytes, rcv, "SO_RCVBUF")]
+    {
         if let Some(bytes) = asked {
             let value = bytes.min(i32::MAX as u64 / 2) as libc::c_int;
             sys::setsockopt(&fd, libc::SOL_SOCKET, option, &value).map_err(|e| crate::netns::with_context(e, what))?;
         }
     }
     if let Some(mss) = opts.max_segment_bytes {
-        sys::setsockopt(&fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, &(mss as libc::c_int)).map_err(|e| crate::netns::with_context(e, "TCP_MAXSEG"))?;
+        sys::setsockopt(&fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, &(mss as libc::c_int))
+            .map_err(|e| crate::netns::with_context(e, "TCP_MAXSEG"))?;
     }
     if let Some(rate_bps) = opts.max_pacing_rate_bps {
         // The option takes bytes per second; ~0 is "no cap".
         let bytes_per_s: u64 = if rate_bps == u64::MAX { u64::MAX } else { rate_bps / 8 };
-        sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &bytes_per_s).map_err(|e| crate::netns::with_context(e, "SO_MAX_PACING_RATE"))?;
+        sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &bytes_per_s)
+            .map_err(|e| crate::netns::with_context(e, "SO_MAX_PACING_RATE"))?;
     }
     Ok(fd)
 }
@@ -82,7 +97,13 @@ fn socket(opts: &TcpOptions) -> io::Result<OwnedFd> {
 fn bind(fd: &OwnedFd, ip: [u8; 4], port: u16) -> io::Result<()> {
     let addr = sys::sockaddr_in(ip, port);
     // SAFETY: a valid sockaddr_in of its own length.
-    let ret = unsafe { libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) };
+    let ret = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
     sys::check(ret).map(drop).map_err(|e| crate::netns::with_context(e, &format!("bind {}:{port}", fmt_ip(ip))))
 }
 
@@ -113,7 +134,14 @@ impl TcpListener {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "no connection arrived"));
         }
         // SAFETY: accept4 on a listening socket; we take ownership of the new descriptor.
-        let fd = sys::owned(unsafe { libc::accept4(self.fd.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) })?;
+        let fd = sys::owned(unsafe {
+            libc::accept4(
+                self.fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            )
+        })?;
         Ok(TcpStream { fd })
     }
 }
@@ -121,20 +149,34 @@ impl TcpListener {
 impl TcpStream {
     /// Connects from `local_ip:local_port` to `remote_ip:remote_port`, waiting at most
     /// `timeout_ps` for the handshake.
-    pub fn connect(local: ([u8; 4], u16), remote: ([u8; 4], u16), opts: &TcpOptions, timeout_ps: Time) -> io::Result<TcpStream> {
+    pub fn connect(
+        local: ([u8; 4], u16),
+        remote: ([u8; 4], u16),
+        opts: &TcpOptions,
+        timeout_ps: Time,
+    ) -> io::Result<TcpStream> {
         let fd = socket(opts)?;
         bind(&fd, local.0, local.1)?;
         sys::set_nonblocking(&fd)?;
         let addr = sys::sockaddr_in(remote.0, remote.1);
         // SAFETY: a valid sockaddr_in of its own length.
-        let ret = unsafe { libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) };
+        let ret = unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
         if ret < 0 {
             let err = io::Error::last_os_error();
             if err.raw_os_error() != Some(libc::EINPROGRESS) {
                 return Err(err);
             }
             if !sys::wait_ready(fd.as_raw_fd(), libc::POLLOUT, timeout_ps / 1000)? {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, format!("connect to {}:{} timed out", fmt_ip(remote.0), remote.1)));
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("connect to {}:{} timed out", fmt_ip(remote.0), remote.1),
+                ));
             }
             let (so_error, _) = sys::getsockopt::<libc::c_int>(&fd, libc::SOL_SOCKET, libc::SO_ERROR)?;
             if so_error != 0 {
@@ -196,7 +238,13 @@ pub enum Writer {
 /// Burst mode counts a failed burst cycle as fatpipe-core's `BurstStats::write` does: when
 /// a period starts and the previous burst is not fully written (the send buffer was full),
 /// the cycle failed; its unwritten rest is dropped, or with `carry_over` written first.
-pub fn send(stream: &TcpStream, writer: Writer, schedule: &Schedule, counters: &Counters, stop: &AtomicBool) -> io::Result<()> {
+pub fn send(
+    stream: &TcpStream,
+    writer: Writer,
+    schedule: &Schedule,
+    counters: &Counters,
+    stop: &AtomicBool,
+) -> io::Result<()> {
     if !schedule.sleep_until(schedule.start_ps, stop) {
         return Ok(());
     }
@@ -231,7 +279,11 @@ pub fn send(stream: &TcpStream, writer: Writer, schedule: &Schedule, counters: &
                 }
                 // As fatpipe-core's burst source: a burst at start + k x period while that is
                 // within the run (its last instant included) and before the stop time.
-                if stop.load(Ordering::Relaxed) || next > schedule.end_ps || stopped(next) || !schedule.clock.reached(next) {
+                if stop.load(Ordering::Relaxed)
+                    || next > schedule.end_ps
+                    || stopped(next)
+                    || !schedule.clock.reached(next)
+                {
                     break;
                 }
                 let failed = pending > 0;
@@ -277,7 +329,9 @@ fn write_some(stream: &TcpStream, data: &[u8], schedule: &Schedule, deadline: Ti
 /// One non-blocking send: the bytes the send buffer took (0 if it is full).
 fn send_now(stream: &TcpStream, data: &[u8]) -> io::Result<u64> {
     // SAFETY: `data` is readable for its length; MSG_NOSIGNAL: a reset peer gives EPIPE.
-    let n = unsafe { libc::send(stream.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+    let n = unsafe {
+        libc::send(stream.as_raw_fd(), data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
+    };
     if n < 0 {
         let err = io::Error::last_os_error();
         return match err.kind() {
@@ -292,7 +346,14 @@ fn send_now(stream: &TcpStream, data: &[u8]) -> io::Result<u64> {
 /// or at most `drain_rate_bps` (the same lazy reader as fatpipe-core's, `AppReader`), and
 /// with `quick_ack` asks the kernel to acknowledge at once after every read (Linux has no
 /// switch for delayed ACKs; TCP_QUICKACK lasts until the kernel's own heuristics return).
-pub fn receive(stream: &TcpStream, drain_rate_bps: Option<u64>, quick_ack: bool, schedule: &Schedule, counters: &Counters, stop: &AtomicBool) -> io::Result<()> {
+pub fn receive(
+    stream: &TcpStream,
+    drain_rate_bps: Option<u64>,
+    quick_ack: bool,
+    schedule: &Schedule,
+    counters: &Counters,
+    stop: &AtomicBool,
+) -> io::Result<()> {
     let mut buf = vec![0u8; CHUNK_BYTES];
     let mut reader = drain_rate_bps.map(AppReader::new);
     let mut read_total: u64 = 0;
@@ -347,4 +408,3 @@ pub fn receive(stream: &TcpStream, drain_rate_bps: Option<u64>, quick_ack: bool,
 fn stream_inq(stream: &TcpStream) -> io::Result<u64> {
     stream.ioctl_int(libc::FIONREAD)
 }
-

@@ -24,8 +24,15 @@ impl UdpSocket {
         sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &RECEIVE_BUFFER_BYTES)?;
         let addr = sys::sockaddr_in(ip, port);
         // SAFETY: a valid sockaddr_in of its own length.
-        let ret = unsafe { libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) };
-        sys::check(ret).map_err(|e| crate::netns::with_context(e, &format!("bind UDP {}:{port}", super::tcp::fmt_ip(ip))))?;
+        let ret = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        sys::check(ret)
+            .map_err(|e| crate::netns::with_context(e, &format!("bind UDP {}:{port}", super::tcp::fmt_ip(ip))))?;
         Ok(UdpSocket { fd })
     }
 
@@ -38,7 +45,13 @@ impl UdpSocket {
     pub fn connect(&self, ip: [u8; 4], port: u16) -> io::Result<()> {
         let addr = sys::sockaddr_in(ip, port);
         // SAFETY: a valid sockaddr_in of its own length.
-        let ret = unsafe { libc::connect(self.fd.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) };
+        let ret = unsafe {
+            libc::connect(
+                self.fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
         sys::check(ret).map(drop)
     }
 }
@@ -46,7 +59,13 @@ impl UdpSocket {
 /// Sends the flow's datagrams, each when `flow` says it is due (the schedule is computed from
 /// the due times, never from when the thread woke, so the rate does not drift). Each
 /// datagram's payload starts with its number (8 bytes, big-endian), as iperf's does.
-pub fn send(sock: &UdpSocket, mut flow: UdpFlow, schedule: &Schedule, counters: &Counters, stop: &AtomicBool) -> io::Result<()> {
+pub fn send(
+    sock: &UdpSocket,
+    mut flow: UdpFlow,
+    schedule: &Schedule,
+    counters: &Counters,
+    stop: &AtomicBool,
+) -> io::Result<()> {
     let mut buf = vec![0u8; 65_536];
     let mut number: u64 = 0;
     while let Some(due) = flow.next_departure() {

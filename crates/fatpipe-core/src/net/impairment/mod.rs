@@ -39,7 +39,9 @@ impl ImpairmentSpec {
     pub fn build(&self) -> Impairment {
         match self {
             ImpairmentSpec::Bernoulli(c) => Impairment::Bernoulli(c.clone()),
-            ImpairmentSpec::GilbertElliott(c) => Impairment::GilbertElliott(gilbert_elliott::GilbertElliott::new(c.clone())),
+            ImpairmentSpec::GilbertElliott(c) => {
+                Impairment::GilbertElliott(gilbert_elliott::GilbertElliott::new(c.clone()))
+            }
             ImpairmentSpec::Outage(c) => Impairment::Outage(c.clone()),
         }
     }

@@ -283,7 +283,13 @@ mod tests {
         for k in 1..100_000 {
             let c = k as f64 * p_b;
             let p_a: f64 = if wait {
-                if c < 1.0 { 0.0 } else if c < 2.0 { p_b / (2.0 - c) } else { 1.0 }
+                if c < 1.0 {
+                    0.0
+                } else if c < 2.0 {
+                    p_b / (2.0 - c)
+                } else {
+                    1.0
+                }
             } else if c < 1.0 {
                 p_b / (1.0 - c)
             } else {
@@ -396,15 +402,18 @@ mod tests {
         cfg.gentle = true;
         let n = 100_000;
         // Between the thresholds: the same decisions, marks instead of drops (same seed).
-        let (drops, _) = signals_at_queue(&mut Red::new(config(10.0, 50.0, 1.0), 1_000_000_000, Rng::new(5)), 30, n, true);
+        let (drops, _) =
+            signals_at_queue(&mut Red::new(config(10.0, 50.0, 1.0), 1_000_000_000, Rng::new(5)), 30, n, true);
         let (ecn_drops, marks) = signals_at_queue(&mut Red::new(cfg.clone(), 1_000_000_000, Rng::new(5)), 30, n, true);
         assert_eq!(ecn_drops, 0);
         assert_eq!(marks as usize, drops);
         // Packets that are not ECN-capable are still dropped.
-        let (plain_drops, plain_marks) = signals_at_queue(&mut Red::new(cfg.clone(), 1_000_000_000, Rng::new(5)), 30, n, false);
+        let (plain_drops, plain_marks) =
+            signals_at_queue(&mut Red::new(cfg.clone(), 1_000_000_000, Rng::new(5)), 30, n, false);
         assert_eq!((plain_drops, plain_marks), (drops, 0));
         // The gentle region marks too (ns-2); above 2 max_th every packet is dropped.
-        let (gentle_drops, gentle_marks) = signals_at_queue(&mut Red::new(cfg.clone(), 1_000_000_000, Rng::new(5)), 55, n, true);
+        let (gentle_drops, gentle_marks) =
+            signals_at_queue(&mut Red::new(cfg.clone(), 1_000_000_000, Rng::new(5)), 55, n, true);
         assert_eq!(gentle_drops, 0);
         assert!(gentle_marks > 0);
         let (forced, forced_marks) = signals_at_queue(&mut Red::new(cfg, 1_000_000_000, Rng::new(5)), 100, 1000, true);
