@@ -3,6 +3,8 @@
 ::
 
     fatpipe run SCENARIO.toml [-o OUTDIR] [--seed N] [--no-plots] [--quiet]
+    fatpipe emulate SCENARIO.toml [-o OUTDIR] [--seed N] [--no-plots] [--quiet]
+    fatpipe compare RUN_A RUN_B [...] [-o OUTDIR] [--labels A,B,...]
     fatpipe validate SCENARIO.toml [--json]
     fatpipe reference [--update docs/scenario.md]
     fatpipe report OUTDIR [-o FILE.html]
@@ -14,8 +16,9 @@
 Every user mistake -- an invalid scenario, a missing or unreadable file, a TOML syntax
 error, an unwritable output directory, a bad argument -- prints one line
 ``fatpipe: error: <message>`` on stderr and exits with status 2; never a traceback.
-Status 1 means the simulation could not run (the compiled core is missing), or, for a
-sweep, that some of its runs failed or were invalid; 130 means interrupted.
+Status 1 means the simulation could not run (the compiled core is missing; an emulation
+without root or whose system calls failed), or, for a sweep, that some of its runs failed
+or were invalid; 130 means interrupted (143: an emulation ended by SIGTERM).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class CliError(Exception):
@@ -90,18 +94,39 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Run a scenario; write summary.json, scenario.json, time series (Parquet) "
         "and plots into the output directory, and print a summary.",
     )
-    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file, or - to read it from standard input")
-    p.add_argument(
-        "-o",
-        "--output",
-        metavar="OUTDIR",
-        help="output directory, created if needed (default: runs/<scenario name>); written whole at the end",
-    )
-    p.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
-    p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
-    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    _add_run_arguments(p, "runs/<scenario name>")
     _add_run_report_flags(p)
     p.set_defaults(func=_cmd_run)
+
+    p = commands.add_parser(
+        "emulate",
+        help="run a scenario in real time with real Linux TCP (root)",
+        description="Run a scenario's flows on the Linux kernel's TCP: every host becomes a "
+        "network namespace, the scenario's links, queues and impairments are fatpipe's own, "
+        "driven in real time. Writes the same files as `fatpipe run` (summary.json with an "
+        "emulation section, time series with TCP_INFO, plots, captures). Needs root "
+        "(CAP_SYS_ADMIN, CAP_NET_ADMIN). See docs/emulation.md.",
+    )
+    _add_run_arguments(p, "runs/<scenario name>-emulated")
+    p.add_argument("--spin-margin", type=_microseconds, metavar="US",
+                   help="the relay wakes this many microseconds before each event and spins to it (default 0: "
+                   "sleep to it); tighter release timing for more CPU")
+    p.add_argument("--no-realtime-priority", action="store_true",
+                   help="leave the relay and the applications at normal priority instead of SCHED_FIFO")
+    p.set_defaults(func=_cmd_emulate)
+
+    p = commands.add_parser(
+        "compare",
+        help="put runs side by side (e.g. simulated against emulated)",
+        description="Compare run directories (fatpipe run / fatpipe emulate): per flow goodput, "
+        "retransmissions and timeouts with their differences relative to the first run; cwnd, "
+        "throughput and queue overlaid on one time axis (PNG); one HTML page. Writes "
+        "OUTDIR/compare.html, compare.json and the plots.",
+    )
+    p.add_argument("runs", metavar="RUN", nargs="+", help="run directories, the first is the reference")
+    p.add_argument("-o", "--output", metavar="OUTDIR", help="output directory (default: runs/compare)")
+    p.add_argument("--labels", type=_label_list, metavar="A,B,...", help="names of the runs in tables and legends (default: directory names)")
+    p.set_defaults(func=_cmd_compare)
 
     p = commands.add_parser(
         "validate",
@@ -234,6 +259,25 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_run_arguments(p: argparse.ArgumentParser, default_output: str) -> None:
+    """The arguments `fatpipe run` and `fatpipe emulate` share."""
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file, or - to read it from standard input")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUTDIR",
+        help=f"output directory, created if needed (default: {default_output}); written whole at the end",
+    )
+    p.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
+    p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace OUTDIR if it holds files (without it a non-empty OUTDIR is refused)",
+    )
+
+
 def _add_run_report_flags(p: argparse.ArgumentParser) -> None:
     """`fatpipe run`'s reporting flags, after iperf3 (-J, -i) and ns-3 conventions."""
     p.add_argument(
@@ -248,11 +292,6 @@ def _add_run_report_flags(p: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help='report every flow\'s transfer, goodput, retransmissions and cwnd every DURATION of '
         'simulated time while the run goes on, as iperf3 -i does (e.g. "1s")',
-    )
-    p.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace OUTDIR if it holds files (without it a non-empty OUTDIR is refused)",
     )
 
 
@@ -282,6 +321,23 @@ def _plot_list(text: str) -> List[str]:
             + ", ".join(_plot_names())
         )
     return names
+
+
+def _microseconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: expected microseconds from 0 to 10000")
+    return value
+
+
+def _label_list(text: str) -> List[str]:
+    labels = [x.strip() for x in text.split(",")]
+    if not all(labels) or len(set(labels)) != len(labels):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed: expected distinct, non-empty comma-separated names")
+    return labels
 
 
 def _seconds(text: str) -> float:
@@ -314,6 +370,24 @@ def _load(path: str) -> Loaded:
         raise CliError(f"{path}: cannot read: {err.strerror or err}") from None
 
 
+def _staging(outdir: Path, overwrite: bool) -> Path:
+    """The staging directory a run is written into, beside OUTDIR, after checking OUTDIR
+    (empty, or ``overwrite``). Everything, captures included, goes there and is renamed
+    into place at the end (outdir.publish): an interrupted run leaves OUTDIR as it was."""
+    from .outdir import check_target, staging_dir
+
+    try:
+        check_target(outdir, overwrite)
+    except FileExistsError as err:
+        raise CliError(f"output directory {err}") from None
+    try:
+        return staging_dir(outdir)
+    except PermissionError as err:
+        raise CliError(f"output directory {outdir}: not writable: {err.strerror or err}") from None
+    except OSError as err:
+        raise CliError(f"output directory {outdir}: cannot create: {err.strerror or err}") from None
+
+
 def _prepare_outdir(outdir: Path) -> None:
     """Creates the output directory and proves it writable before a long run starts."""
     try:
@@ -335,23 +409,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     label = "<stdin>" if args.scenario == "-" else args.scenario
     # Imported only to run: validation needs neither pandas nor the compiled core. The core
     # is imported before the output directory is made, so a missing build leaves nothing.
-    from .outdir import check_target, discard, publish, staging_dir
+    from .outdir import discard, publish
     from .runner import import_core, run
 
     import_core()
     outdir = Path(args.output) if args.output else Path("runs") / loaded.core["name"]
-    try:
-        check_target(outdir, args.overwrite)
-    except FileExistsError as err:
-        raise CliError(f"output directory {err}") from None
-    try:
-        # Everything, captures included, is written beside OUTDIR and renamed into place
-        # at the end: an interrupted run leaves OUTDIR as it was.
-        staging = staging_dir(outdir)
-    except PermissionError as err:
-        raise CliError(f"output directory {outdir}: not writable: {err.strerror or err}") from None
-    except OSError as err:
-        raise CliError(f"output directory {outdir}: cannot create: {err.strerror or err}") from None
+    staging = _staging(outdir, args.overwrite)
     try:
         plots = loaded.plots and not args.no_plots
         progress = not args.quiet and not args.json and sys.stderr.isatty()
@@ -390,6 +453,42 @@ def _interval_report(args: argparse.Namespace, loaded: Loaded) -> Any:
     if args.quiet and not args.json:
         return None
     return IntervalReport(loaded.core, args.interval, keep=args.json)
+
+
+def _cmd_emulate(args: argparse.Namespace) -> int:
+    from .emulate.command import emulate_command
+
+    return emulate_command(args)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import CompareError, compare
+
+    if len(args.runs) < 2:
+        raise CliError("compare: give at least two run directories")
+    if args.labels is not None and len(args.labels) != len(args.runs):
+        raise CliError(f"--labels: {len(args.labels)} names for {len(args.runs)} runs; give one per run")
+    runs = [_read_run(r) for r in args.runs]
+    outdir = Path(args.output) if args.output else Path("runs") / "compare"
+    _prepare_outdir(outdir)
+    labels = args.labels or _run_labels(args.runs)
+    try:
+        comparison = compare(runs, labels, outdir)
+    except CompareError as err:
+        raise CliError(str(err)) from None
+    except OSError as err:
+        raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
+    print(comparison.table_text())
+    print(f"comparison: {outdir / 'compare.html'}")
+    return EXIT_OK
+
+
+def _run_labels(paths: Sequence[str]) -> List[str]:
+    """Directory names, made distinct with their parents' where two are equal."""
+    names = [Path(p).resolve().name for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    return [str(Path(Path(p).resolve().parent.name) / Path(p).resolve().name) for p in paths]
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -614,11 +713,13 @@ def _summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None
     links can have."""
     duration_s = summary["duration_s"]
     speed = f", {duration_s / wall_s:.3g}x real time" if wall_s > 0 else ""
-    lines = [
-        f"{summary['name']}: {duration_s:g} s simulated in {wall_s:.1f} s wall{speed}, "
-        f"{summary['events']:,} events, seed {summary['seed']}",
-        "",
-    ]
+    if "emulation" in summary:
+        head = (f"{summary['name']}: {duration_s:g} s emulated with Linux {summary['emulation']['kernel']} "
+                f"({wall_s:.1f} s wall with setup), {summary['events']:,} link events, seed {summary['seed']}")
+    else:
+        head = (f"{summary['name']}: {duration_s:g} s simulated in {wall_s:.1f} s wall{speed}, "
+                f"{summary['events']:,} events, seed {summary['seed']}")
+    lines = [head, ""]
     # TCP counts retransmissions and timeouts, UDP lost datagrams: "-" where a flow's
     # transport has no such count; the lost column only when there is a UDP flow, window
     # reductions without loss (local congestion, ECN) only when there were any.

@@ -15,7 +15,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .plots import PLOTS, PlotUnavailable
 from .result import DROP_CAUSES, Result
@@ -156,6 +156,33 @@ def _captures_list(result: Result) -> str:
     rows = [[html.escape(c["name"]), f'<a href="{html.escape(c["path"])}">{html.escape(c["path"])}</a>',
              _fmt(c["packets_written"]), _fmt(c["packets_not_written"])] for c in caps]
     return "<h2>Packet captures</h2>" + _table(["point", "file", "packets", "not written (limit)"], rows)
+
+
+def _emulation_section(s: Dict[str, Any]) -> str:
+    """An emulated run's timing and what its kernel granted and could not do
+    (docs/emulation.md); nothing for a simulated run."""
+    e = s.get("emulation")
+    if not e:
+        return ""
+    late = e["release_lateness"]
+    us = lambda ps: _fmt(None if ps is None else ps / 1e6)  # noqa: E731
+    kept = "kept up with real time" if e["kept_up"] else "<strong>did not keep up with real time: results are marked</strong>"
+    rows = []
+    for f in s["flows"]:
+        k = f.get("emulation", {})
+        if "snd_buffer_asked_bytes" in k:
+            rows.append([html.escape(f["name"]), html.escape(str(k.get("congestion_control"))), _fmt(k["snd_buffer_asked_bytes"]),
+                         _fmt(k.get("snd_buffer_granted_bytes")), _fmt(k["rcv_buffer_asked_bytes"]), _fmt(k.get("rcv_buffer_granted_bytes")),
+                         _fmt(k.get("max_receiver_window_bytes"))])
+    notes = "".join(f"<li>{html.escape(f['name'])}: {html.escape(n)}</li>" for f in s["flows"] for n in f.get("emulation", {}).get("notes", []))
+    return (
+        f"<h2>Emulation</h2><p>Real Linux TCP in network namespaces over fatpipe's links; {kept}. Release lateness: "
+        f"median {us(late['median_ps'])} us, 99th percentile {us(late['p99_ps'])} us (limit {us(late['limit_p99_ps'])} us), "
+        f"maximum {us(late['max_ps'])} us over {_fmt(late['packets'])} packets.</p>"
+        + (_table(["flow", "kernel algorithm", "snd_buffer asked", "granted", "rcv_buffer asked", "granted",
+                   "largest window announced"], rows) if rows else "")
+        + (f'<p class="note">Where the kernel departs from the scenario:</p><ul class="note">{notes}</ul>' if notes else "")
+    )
 
 
 def _png(draw: Callable[[Path], str]) -> Tuple[str, str]:
@@ -303,8 +330,9 @@ def write_report(run_dir: PathLike, path: Optional[PathLike] = None) -> Path:
 <style>{_STYLE}</style></head>
 <body>
 <h1>fatpipe report: {name}</h1>
-<p>{_fmt(s.get("duration_s"))} s simulated, seed {_fmt(s.get("seed"))}, {_fmt(s.get("events"))} events,
+<p>{_fmt(s.get("duration_s"))} s {"emulated with Linux " + html.escape(str(s["emulation"].get("kernel"))) if "emulation" in s else "simulated"}, seed {_fmt(s.get("seed"))}, {_fmt(s.get("events"))} events,
 total goodput {_fmt(s.get("total_goodput_bps"), 1e6)} Mb/s. fatpipe {html.escape(str(s.get("fatpipe_version", "")))}.</p>
+{_emulation_section(s)}
 <h2>Flows</h2>
 {_flows_table(result)}
 <h2>Links</h2>

@@ -254,7 +254,16 @@ class Result:
             "throughput_bps": _rate_per_interval(codes, len(names), delivered, time_ps),
             "send_rate_bps": _rate_per_interval(codes, len(names), sent, time_ps),
         }
-        return pd.DataFrame({c: columns[c] for c in FLOW_SERIES_COLUMNS}, copy=False)
+        ordered = {c: columns[c] for c in FLOW_SERIES_COLUMNS}
+        # Columns only some runs have (an emulation's TCP_INFO series), after the others:
+        # picoseconds as seconds, and a negative value (not measured) as NaN.
+        for key in list(cols):
+            values = _where_negative_nan(cols.pop(key))
+            if key.endswith("_ps"):
+                ordered[f"{key[:-3]}_s"] = values / PS_PER_S
+            else:
+                ordered[key] = values if np.isnan(values).any() else values.astype(np.int64)
+        return pd.DataFrame(ordered, copy=False)
 
     def _build_requests(self, cols: Optional[Mapping[str, Any]]) -> pd.DataFrame:
         if not cols or not len(cols.get("flow", ())):
@@ -446,7 +455,9 @@ def _groups(flows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             "completed": all(f["completed"] for f in streams),
         }
         for key in GROUP_SUMS:
-            row[key] = sum(f[key] for f in streams)
+            # A count not every stream has (an emulated run measures no fast retransmits)
+            # is not summed into a number.
+            row[key] = sum(f[key] for f in streams) if all(key in f for f in streams) else None
         groups.append(row)
     return groups
 

@@ -14,14 +14,14 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from .core import CoreUnavailableError, import_core
 from .result import Result
 from .scenario import Loaded, ScenarioError, load
 from .units import PS_PER_S, U64_MAX, plain_scalar
 
-__all__ = ["run", "import_core", "CoreUnavailableError", "PROGRESS_CHUNKS"]
+__all__ = ["run", "prepare", "import_core", "with_capture_paths", "CoreUnavailableError", "PROGRESS_CHUNKS"]
 
 #: The run is advanced in about this many steps: enough for a smooth progress bar, few
 #: enough that the per-call overhead is nothing next to the simulation.
@@ -33,6 +33,20 @@ ScenarioSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 def _is_normalized(doc: Mapping[str, Any]) -> bool:
     # A normalized document has base-unit keys that the user format never has.
     return "duration_ps" in doc and "nodes" in doc
+
+
+def prepare(scenario: Union[ScenarioSource, Loaded], seed: Optional[int] = None) -> Loaded:
+    """The scenario validated and normalized (a private copy), with ``seed`` if given."""
+    loaded = _prepare(scenario)
+    if seed is not None:
+        seed = plain_scalar(seed)  # np.uint64(7) is the seed 7
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
+            raise ScenarioError(
+                f"seed: {seed!r} is not allowed: expected a whole number from 0 to {U64_MAX}",
+                "seed",
+            )
+        loaded.core["seed"] = seed
+    return loaded
 
 
 def _prepare(scenario: Union[ScenarioSource, Loaded]) -> Loaded:
@@ -72,28 +86,10 @@ def run(
         ScenarioError: the scenario is invalid (one line naming the field).
         CoreUnavailableError: ``fatpipe._core`` is not built.
     """
-    loaded = _prepare(scenario)
+    loaded = prepare(scenario, seed)
     core_doc = loaded.core
-    if seed is not None:
-        seed = plain_scalar(seed)  # np.uint64(7) is the seed 7
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
-            raise ScenarioError(
-                f"seed: {seed!r} is not allowed: expected a whole number from 0 to {U64_MAX}",
-                "seed",
-            )
-        core_doc["seed"] = seed
     core = import_core()
-    sim_doc = core_doc
-    capture_files: Dict[str, str] = {}
-    if loaded.captures:
-        directory = Path(capture_dir) if capture_dir is not None else Path(tempfile.mkdtemp(prefix="fatpipe-capture-"))
-        directory.mkdir(parents=True, exist_ok=True)
-        sim_doc = dict(core_doc)
-        sim_doc["captures"] = []
-        for spec in loaded.captures:
-            path = directory / f"{spec['name']}.pcap"
-            capture_files[spec["name"]] = str(path)
-            sim_doc["captures"].append(dict(spec, path=str(path)))
+    sim_doc, capture_files = with_capture_paths(loaded, capture_dir)
     try:
         sim = core.Simulation(json.dumps(sim_doc))
     except ValueError as err:
@@ -106,6 +102,26 @@ def run(
         if entry.get("error"):
             raise OSError(entry["error"])
     return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files, copy_scenario=False)
+
+
+def with_capture_paths(
+    loaded: Loaded, capture_dir: Optional[Union[str, "os.PathLike[str]"]]
+) -> Tuple[Dict[str, Any], Dict[str, str]]:
+    """The core's document with the scenario's captures given files ``<point>.pcap`` in
+    ``capture_dir`` (by default a new temporary directory), and those files by point name.
+    Without captures, the document as it is."""
+    capture_files: Dict[str, str] = {}
+    if not loaded.captures:
+        return loaded.core, capture_files
+    directory = Path(capture_dir) if capture_dir is not None else Path(tempfile.mkdtemp(prefix="fatpipe-capture-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    doc = dict(loaded.core)
+    doc["captures"] = []
+    for spec in loaded.captures:
+        path = directory / f"{spec['name']}.pcap"
+        capture_files[spec["name"]] = str(path)
+        doc["captures"].append(dict(spec, path=str(path)))
+    return doc, capture_files
 
 
 def _advance(

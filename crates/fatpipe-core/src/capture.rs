@@ -48,6 +48,32 @@ pub struct CaptureSpec {
     pub snaplen_bytes: u32,
 }
 
+/// Which captures see what: per link, the captures of what it starts to transmit (a link
+/// capture, and a host capture on the host's outgoing links); per node, those of what is
+/// delivered to it (a host capture).
+pub fn taps(
+    specs: &[CaptureSpec],
+    links: &[crate::net::link::LinkSpec],
+    nodes: usize,
+) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    let mut link_taps = vec![Vec::new(); links.len()];
+    let mut node_taps = vec![Vec::new(); nodes];
+    for (c, spec) in specs.iter().enumerate() {
+        match spec.point {
+            CapturePoint::Host { node } => {
+                node_taps[node as usize].push(c as u32);
+                for (l, link) in links.iter().enumerate() {
+                    if link.from == node {
+                        link_taps[l].push(c as u32);
+                    }
+                }
+            }
+            CapturePoint::Link { link } => link_taps[link as usize].push(c as u32),
+        }
+    }
+    (link_taps, node_taps)
+}
+
 /// What the capture needs to know of a flow to build its headers.
 #[derive(Clone, Copy, Debug)]
 pub struct FlowWire {
@@ -121,11 +147,7 @@ impl Capture {
 
     /// Records `pkt` seen at `now`, if inside the capture's window and limit.
     pub fn record(&mut self, now: Time, pkt: &Packet, wire: &FlowWire) {
-        if now < self.spec.start_ps || self.spec.stop_ps.is_some_and(|s| now >= s) {
-            return;
-        }
-        if self.spec.max_packets.is_some_and(|m| self.packets_written >= m) {
-            self.packets_not_written += 1;
+        if !self.admit(now) {
             return;
         }
         self.ip_id = self.ip_id.wrapping_add(1);
@@ -134,10 +156,43 @@ impl Capture {
         // Zero payload up to the snap length, or headers cut at it, as tcpdump -s would.
         let incl = (orig_len as usize).min(self.spec.snaplen_bytes as usize);
         self.frame.resize(incl, 0);
+        self.write_record(now, orig_len);
+    }
+
+    /// Records a real IPv4 packet seen at `now` going from node `src` to node `dst` (the
+    /// emulator's captures): the packet's own bytes behind the Ethernet header a simulated
+    /// capture of those nodes has, cut at the snap length.
+    pub fn record_ip(&mut self, now: Time, src: u32, dst: u32, ip_packet: &[u8]) {
+        if !self.admit(now) {
+            return;
+        }
+        self.frame.clear();
+        push_ethernet_header(&mut self.frame, src, dst);
+        let orig_len = (self.frame.len() + ip_packet.len()) as u32;
+        let keep = (self.spec.snaplen_bytes as usize).saturating_sub(self.frame.len()).min(ip_packet.len());
+        self.frame.extend_from_slice(&ip_packet[..keep]);
+        self.write_record(now, orig_len);
+    }
+
+    /// Whether a packet seen at `now` is captured: inside the window, under the limit
+    /// (counting the ones over it).
+    fn admit(&mut self, now: Time) -> bool {
+        if now < self.spec.start_ps || self.spec.stop_ps.is_some_and(|s| now >= s) {
+            return false;
+        }
+        if self.spec.max_packets.is_some_and(|m| self.packets_written >= m) {
+            self.packets_not_written += 1;
+            return false;
+        }
+        true
+    }
+
+    /// Writes `frame` as one record stamped `now`, of a packet `orig_len` bytes long.
+    fn write_record(&mut self, now: Time, orig_len: u32) {
         let mut rec = [0u8; 16];
         rec[0..4].copy_from_slice(&((now / 1_000_000_000_000) as u32).to_le_bytes());
         rec[4..8].copy_from_slice(&(((now % 1_000_000_000_000) / 1000) as u32).to_le_bytes());
-        rec[8..12].copy_from_slice(&(incl as u32).to_le_bytes());
+        rec[8..12].copy_from_slice(&(self.frame.len() as u32).to_le_bytes());
         rec[12..16].copy_from_slice(&orig_len.to_le_bytes());
         if let Err(e) = self.out.write_all(&rec).and_then(|()| self.out.write_all(&self.frame)) {
             self.fail(e);
@@ -156,6 +211,13 @@ impl Capture {
             self.error = Some(format!("captures: cannot write {}: {e}", self.spec.path));
         }
     }
+}
+
+/// The Ethernet header of a frame from node `src` to node `dst` carrying IPv4.
+fn push_ethernet_header(frame: &mut Vec<u8>, src: u32, dst: u32) {
+    frame.extend_from_slice(&node_mac(dst));
+    frame.extend_from_slice(&node_mac(src));
+    frame.extend_from_slice(&0x0800u16.to_be_bytes());
 }
 
 /// One's-complement sum of 16-bit big-endian words (RFC 1071), not yet folded.
@@ -182,9 +244,7 @@ fn fold(mut acc: u32) -> u16 {
 pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u16) {
     frame.clear();
     let udp = pkt.kind == PacketKind::Datagram;
-    frame.extend_from_slice(&node_mac(pkt.dst));
-    frame.extend_from_slice(&node_mac(pkt.src));
-    frame.extend_from_slice(&0x0800u16.to_be_bytes());
+    push_ethernet_header(frame, pkt.src, pkt.dst);
     // IPv4
     let ip_start = frame.len();
     let total_len = pkt.ip_bytes as u16;

@@ -5,6 +5,8 @@
 //! packet in flight: a link keeps its in-flight packets in a FIFO with one pending event for
 //! the head, and timers keep at most one live entry each (see `timer.rs`).
 
+use crate::net::link::{Departed, Link};
+use crate::packet::Packet;
 use crate::time::Time;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -98,6 +100,38 @@ impl EventQueue {
 
     pub fn len(&self) -> usize {
         self.heap.len()
+    }
+
+    /// Link `l`'s `LinkTxDone` at `now`: schedules the end of the next serialization and the
+    /// departed packet's arrival. Returns whether a next packet started (its captures see it)
+    /// and the departed packet if a link without delay delivered it at once.
+    #[inline]
+    pub fn link_tx_done(&mut self, link: &mut Link, l: u32, now: Time) -> (bool, Option<Packet>) {
+        let done = link.tx_done(now);
+        if let Some(t) = done.next_done_at {
+            self.schedule(t, Event::LinkTxDone(l));
+        }
+        let arrived = match done.departed {
+            Departed::Arrived(pkt) => Some(pkt),
+            Departed::Propagating { arrival, head } => {
+                if head {
+                    self.schedule(arrival, Event::LinkArrival(l));
+                }
+                None
+            }
+        };
+        (done.next_done_at.is_some(), arrived)
+    }
+
+    /// Link `l`'s `LinkArrival`: its head packet reaches the far node (returned with it); the
+    /// next packet's arrival is scheduled.
+    #[inline]
+    pub fn link_arrival(&mut self, link: &mut Link, l: u32) -> (Packet, u32) {
+        let (pkt, next) = link.pop_arrival();
+        if let Some(t) = next {
+            self.schedule(t, Event::LinkArrival(l));
+        }
+        (pkt, link.spec.to)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -164,6 +164,33 @@ impl Packet {
     }
 }
 
+/// Packets for unit tests of network elements.
+#[cfg(test)]
+pub mod testing {
+    use super::*;
+
+    /// A data segment of flow 0 from node 0 to node 1: `ip_bytes` with 40 header bytes.
+    pub fn data(seq: u64, ip_bytes: u32) -> Packet {
+        Packet {
+            flow: 0,
+            conn: 0,
+            src: 0,
+            dst: 1,
+            kind: PacketKind::Data,
+            seq,
+            payload_bytes: ip_bytes - 40,
+            ip_bytes,
+            ack: 0,
+            window_bytes: 0,
+            sack: Default::default(),
+            ts_val: 0,
+            ts_ecr: 0,
+            retransmission: false,
+            ecn: Default::default(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

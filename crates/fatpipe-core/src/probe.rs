@@ -4,6 +4,8 @@
 //! declared with `columns!`, which also gives each its list of columns (`into_columns`): the
 //! field names are the column names Python receives, defined once.
 
+use crate::net::Link;
+use crate::time::Time;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -122,6 +124,20 @@ pub struct FlowCounters {
     /// -1 before the first RTT sample (always for a UDP flow).
     pub srtt_ps: Vec<i64>,
 }
+}
+
+impl QueueSeries {
+    /// One sample of every link at `now` (the simulation's probe and the emulator's).
+    pub fn sample(&mut self, now: Time, links: &[Link]) {
+        for (i, link) in links.iter().enumerate() {
+            self.time_ps.push(now);
+            self.link.push(i as u32);
+            self.queue_packets.push(link.queue().len_packets() as u64);
+            self.queue_bytes.push(link.queue().len_bytes());
+            self.drops_packets.push(link.stats.drops_packets);
+            self.departed_bytes.push(link.stats.bytes_sent);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 use crate::capture::{Capture, FlowWire};
 use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue, TimerKind};
-use crate::net::link::Link;
+use crate::net::link::{Link, Offered};
 use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
@@ -171,13 +171,7 @@ impl Simulation {
         let routes = scenario.validate()?;
         jittered_flows(&mut scenario);
         let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
-        let splits: Vec<Split> = scenario.splits.iter().map(|s| Split::new(s, scenario.seed)).collect();
-        let mut split_of = vec![None; links.len()];
-        for (i, s) in scenario.splits.iter().enumerate() {
-            for &l in &s.links {
-                split_of[l as usize] = Some(i as u32);
-            }
-        }
+        let (splits, split_of) = crate::net::split::groups(&scenario.splits, links.len(), scenario.seed);
         let flows: Vec<Flow> = scenario
             .flows
             .iter()
@@ -266,23 +260,9 @@ impl Simulation {
                 }
             })
             .collect();
-        let mut link_taps = vec![Vec::new(); links.len()];
-        let mut node_taps = vec![Vec::new(); scenario.nodes.len()];
-        let mut captures = Vec::with_capacity(scenario.captures.len());
-        for (c, spec) in scenario.captures.iter().enumerate() {
-            match spec.point {
-                crate::capture::CapturePoint::Host { node } => {
-                    node_taps[node as usize].push(c as u32);
-                    for (l, link) in links.iter().enumerate() {
-                        if link.spec.from == node {
-                            link_taps[l].push(c as u32);
-                        }
-                    }
-                }
-                crate::capture::CapturePoint::Link { link } => link_taps[link as usize].push(c as u32),
-            }
-            captures.push(Capture::create(spec.clone())?);
-        }
+        let (link_taps, node_taps) = crate::capture::taps(&scenario.captures, &scenario.links, scenario.nodes.len());
+        let captures =
+            scenario.captures.iter().map(|spec| Capture::create(spec.clone())).collect::<Result<Vec<_>, _>>()?;
         let flow_series = series(&scenario, scenario.flows.len(), FlowSeries::reserve);
         let queue_series = series(&scenario, scenario.links.len(), QueueSeries::reserve);
         Ok(Simulation {
@@ -343,12 +323,7 @@ impl Simulation {
         match event {
             Event::LinkTxDone(l) => self.on_tx_done(l),
             Event::LinkArrival(l) => {
-                let link = &mut self.links[l as usize];
-                let (_, pkt) = link.propagating.pop_front().expect("arrival event without packet");
-                if let Some(&(next, _)) = link.propagating.front() {
-                    self.events.schedule(next, Event::LinkArrival(l));
-                }
-                let to = link.spec.to;
+                let (pkt, to) = self.events.link_arrival(&mut self.links[l as usize], l);
                 self.arrive(to, pkt);
             }
             Event::Timer(f, kind) => self.on_timer(f, kind),
@@ -453,26 +428,13 @@ impl Simulation {
     }
 
     fn on_tx_done(&mut self, l: u32) {
-        let now = self.now;
-        let link = &mut self.links[l as usize];
-        let pkt = link.transmitting.take().expect("tx done without packet");
-        if let Some(next) = link.queue.dequeue(now) {
-            let done = link.start_tx(now, next);
-            self.events.schedule(done, Event::LinkTxDone(l));
-            if !self.link_taps[l as usize].is_empty() {
-                self.tap(l, true, &next);
-            }
+        let (started, arrived) = self.events.link_tx_done(&mut self.links[l as usize], l, self.now);
+        if started {
+            self.tap_transmitting(l);
         }
-        let link = &mut self.links[l as usize];
-        let to = link.spec.to;
-        if link.spec.delay_ps == 0 {
+        if let Some(pkt) = arrived {
+            let to = self.links[l as usize].spec.to;
             self.arrive(to, pkt);
-        } else {
-            let arrival = now + link.spec.delay_ps;
-            link.propagating.push_back((arrival, pkt));
-            if link.propagating.len() == 1 {
-                self.events.schedule(arrival, Event::LinkArrival(l));
-            }
         }
         if !self.iface_waiters[l as usize].is_empty() {
             self.wake_interface_waiters(l);
@@ -571,34 +533,22 @@ impl Simulation {
             // Routes lead to one member of a group of parallel links; the packet draws its own.
             l = self.splits[s as usize].choose();
         }
-        let now = self.now;
-        let link = &mut self.links[l as usize];
-        if link.impaired(now, &pkt) {
-            self.count_drop(&pkt);
-            return;
+        match self.links[l as usize].offer(self.now, pkt) {
+            Offered::Started { done_at } => {
+                self.events.schedule(done_at, Event::LinkTxDone(l));
+                self.tap_transmitting(l);
+            }
+            Offered::Queued => {}
+            Offered::Dropped(dropped) => self.count_drop(&dropped),
         }
-        if link.transmitting.is_none() {
-            match link.queue.on_idle_arrival(now, pkt) {
-                Ok(next) => {
-                    let done = link.start_tx(now, next);
-                    self.events.schedule(done, Event::LinkTxDone(l));
-                    if !self.link_taps[l as usize].is_empty() {
-                        self.tap(l, true, &next);
-                    }
-                }
-                Err((dropped, why)) => {
-                    link.record_drop(&dropped, why);
-                    self.count_drop(&dropped);
-                }
-            }
-        } else {
-            match link.queue.enqueue(now, pkt) {
-                Ok(()) => link.note_queue_length(),
-                Err((dropped, why)) => {
-                    link.record_drop(&dropped, why);
-                    self.count_drop(&dropped);
-                }
-            }
+    }
+
+    /// Hands the packet link `l` starts to serialize to the link's captures, if any.
+    #[inline]
+    fn tap_transmitting(&mut self, l: u32) {
+        if !self.link_taps[l as usize].is_empty() {
+            let pkt = *self.links[l as usize].transmitting().expect("just started");
+            self.tap(l, true, &pkt);
         }
     }
 
@@ -741,15 +691,7 @@ impl Simulation {
             fs.delivered_bytes.push(flow.delivered_bytes());
             fs.sent_bytes.push(s.stats.bytes_sent);
         }
-        let qs = &mut self.queue_series;
-        for (i, link) in self.links.iter().enumerate() {
-            qs.time_ps.push(now);
-            qs.link.push(i as u32);
-            qs.queue_packets.push(link.queue.len_packets() as u64);
-            qs.queue_bytes.push(link.queue.len_bytes());
-            qs.drops_packets.push(link.stats.drops_packets);
-            qs.departed_bytes.push(link.stats.bytes_sent);
-        }
+        self.queue_series.sample(now, &self.links);
     }
 
     /// The summary as JSON (`report` is the typed one).

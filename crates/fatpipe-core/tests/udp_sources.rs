@@ -227,7 +227,11 @@ fn datagrams_in_flight_are_those_on_the_links() {
     let on_links: u64 = sim
         .links
         .iter()
-        .map(|l| l.queue.len_packets() as u64 + u64::from(l.transmitting.is_some()) + l.propagating.len() as u64)
+        .map(|l| {
+            l.queue().len_packets() as u64
+                + u64::from(l.transmitting().is_some())
+                + l.propagating_packets().count() as u64
+        })
         .sum();
     let st = stats(&sim, 0);
     assert!(st.datagrams_lost > 1000, "{st:?}");

@@ -1,15 +1,16 @@
 //! Python bindings of fatpipe-core, built by maturin as `fatpipe._core`.
 //!
 //! Thin on purpose: the Python package validates scenarios and shapes results; this module
-//! only builds a simulation from a normalized scenario (JSON), advances it with the GIL
-//! released, and hands back its results: the summary as one small JSON object, the time
-//! series and request tables as columns whose memory numpy views without a copy
-//! (`Column.__array_interface__`), so a run's largest data is never copied or turned into
-//! Python objects.
+//! only builds a simulation (or an emulation, fatpipe-emu) from a normalized scenario
+//! (JSON), advances it with the GIL released, and hands back its results: the summary as one
+//! small JSON object, the time series and request tables as columns whose memory numpy views
+//! without a copy (`Column.__array_interface__`), so a run's largest data is never copied or
+//! turned into Python objects.
 
 use fatpipe_core::probe::Column as CoreColumn;
 use fatpipe_core::{Scenario, Simulation as CoreSimulation};
-use pyo3::exceptions::PyValueError;
+use fatpipe_emu::{Emulation as CoreEmulation, Error as EmuError, Options as EmuOptions};
+use pyo3::exceptions::{PyOSError, PyPermissionError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -122,6 +123,113 @@ fn check(scenario_json: &str) -> PyResult<()> {
     scenario.validate().map(|_| ()).map_err(PyValueError::new_err)
 }
 
+/// A real-time emulation of a normalized scenario (fatpipe-emu, docs/emulation.md): hosts as
+/// network namespaces, the scenario's links in a relay, real Linux TCP. Built (namespaces,
+/// connections) by the constructor; `start`, then `wait` until it returns True, then
+/// `finish`. `close` (or dropping the object) stops every thread and removes the namespaces.
+#[pyclass(module = "fatpipe._core")]
+struct Emulation {
+    inner: Option<CoreEmulation>,
+}
+
+fn emu_error(e: EmuError) -> PyErr {
+    match e {
+        EmuError::Privileges(m) => PyPermissionError::new_err(m),
+        EmuError::Scenario(m) => PyValueError::new_err(m),
+        EmuError::System(m) => PyOSError::new_err(m),
+    }
+}
+
+impl Emulation {
+    fn get(&self) -> PyResult<&CoreEmulation> {
+        self.inner.as_ref().ok_or_else(|| PyRuntimeError::new_err("the emulation is closed"))
+    }
+}
+
+#[pymethods]
+impl Emulation {
+    /// `spin_margin_ps`: the relay wakes this early and spins to each event (None: the
+    /// default, 0);
+    /// `realtime_priority`: run the relay under SCHED_FIFO (default True).
+    #[new]
+    #[pyo3(signature = (scenario_json, spin_margin_ps=None, realtime_priority=None))]
+    fn new(
+        py: Python<'_>,
+        scenario_json: &str,
+        spin_margin_ps: Option<u64>,
+        realtime_priority: Option<bool>,
+    ) -> PyResult<Self> {
+        let mut options = EmuOptions::default();
+        if let Some(m) = spin_margin_ps {
+            options.spin_margin_ps = m;
+        }
+        if let Some(r) = realtime_priority {
+            options.realtime_priority = r;
+        }
+        let inner = py.detach(|| CoreEmulation::new(scenario_json, options)).map_err(emu_error)?;
+        Ok(Emulation { inner: Some(inner) })
+    }
+
+    /// Starts the run (time 0 is a few milliseconds later).
+    fn start(&mut self) -> PyResult<()> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("the emulation is closed"))?
+            .start()
+            .map_err(emu_error)
+    }
+
+    /// Waits up to `timeout_s` with the GIL released; True once the run has ended.
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {
+        let inner = self.get()?;
+        let timeout_ps = (timeout_s.max(0.0) * 1e12) as u64;
+        Ok(py.detach(|| inner.wait(timeout_ps)))
+    }
+
+    /// Time into the run, picoseconds.
+    #[getter]
+    fn progress_ps(&self) -> PyResult<u64> {
+        Ok(self.get()?.progress_ps())
+    }
+
+    #[getter]
+    fn duration_ps(&self) -> PyResult<u64> {
+        Ok(self.get()?.duration_ps())
+    }
+
+    /// Asks every thread to stop (an interrupted run).
+    fn stop(&self) -> PyResult<()> {
+        self.get()?.stop();
+        Ok(())
+    }
+
+    /// The hosts' namespaces while the emulation lives: [(host, path, inode)].
+    fn namespaces(&self) -> PyResult<Vec<(String, String, u64)>> {
+        Ok(self.get()?.namespaces())
+    }
+
+    /// Waits for the end and returns {"summary", "flow_series", "queue_series"} as a dict;
+    /// the emulation is closed after.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("the emulation is closed"))?;
+        let text = py.detach(|| inner.finish().map(|v| v.to_string())).map_err(emu_error)?;
+        py.import("json")?.call_method1("loads", (text,))
+    }
+
+    /// Stops every thread and removes the namespaces (idempotent).
+    fn close(&mut self, py: Python<'_>) {
+        if let Some(inner) = self.inner.take() {
+            py.detach(move || drop(inner));
+        }
+    }
+}
+
+/// The kernel's congestion control algorithms (tcp_available_congestion_control).
+#[pyfunction]
+fn available_congestion_control() -> Vec<String> {
+    fatpipe_emu::emulation::available_algorithms()
+}
+
 /// Version of the Rust core.
 #[pyfunction]
 fn version() -> &'static str {
@@ -133,6 +241,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<Column>()?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_class::<Emulation>()?;
+    m.add_function(wrap_pyfunction!(available_congestion_control, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -76,6 +76,19 @@ impl Split {
     }
 }
 
+/// The scenario's groups with their generators, and for each of `links` links the group it
+/// belongs to (what a driver needs to replace a routed member by a draw).
+pub fn groups(specs: &[SplitSpec], links: usize, seed: u64) -> (Vec<Split>, Vec<Option<u32>>) {
+    let splits = specs.iter().map(|s| Split::new(s, seed)).collect();
+    let mut split_of = vec![None; links];
+    for (i, s) in specs.iter().enumerate() {
+        for &l in &s.links {
+            split_of[l as usize] = Some(i as u32);
+        }
+    }
+    (splits, split_of)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

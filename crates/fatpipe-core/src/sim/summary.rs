@@ -4,7 +4,9 @@
 //! test double, against. Field comments are the schema's descriptions.
 
 use super::{Flow, Simulation};
+use crate::capture::Capture;
 use crate::cc::INFINITE_SSTHRESH;
+use crate::net::link::Link;
 use crate::probe::{FlowCounters, FlowSeries, QueueSeries};
 use crate::source::http::RequestTable;
 use crate::source::udp::UdpFlow;
@@ -213,6 +215,48 @@ pub struct CaptureSummary {
     pub error: Option<String>,
 }
 
+impl LinkSummary {
+    /// A link's entry in the summary at `now` (the simulation's and the emulator's).
+    pub fn of(l: &Link, now: Time) -> LinkSummary {
+        let st = &l.stats;
+        let red = l.queue().red_parameters();
+        LinkSummary {
+            name: l.spec.name.clone(),
+            from: l.spec.from,
+            to: l.spec.to,
+            rate_bps: l.spec.rate_bps,
+            delay_ps: l.spec.delay_ps,
+            packets_sent: st.packets_sent,
+            bytes_sent: st.bytes_sent,
+            busy_ps: l.busy_ps_until(now),
+            drops_packets: st.drops_packets,
+            drops_bytes: st.drops_bytes,
+            early_drops_packets: st.early_drops_packets,
+            impairment_drops_packets: st.impairment_drops_packets,
+            outage_drops_packets: st.outage_drops_packets,
+            ecn_marks: l.queue().ecn_marks(),
+            max_queue_packets: st.max_queue_packets,
+            max_queue_bytes: st.max_queue_bytes,
+            red_min_th_packets: red.map(|r| r.0),
+            red_max_th_packets: red.map(|r| r.1),
+            red_w_q: red.map(|r| r.2),
+        }
+    }
+}
+
+impl CaptureSummary {
+    /// A capture's entry in the summary.
+    pub fn of(c: &Capture) -> CaptureSummary {
+        CaptureSummary {
+            name: c.spec.name.clone(),
+            path: c.spec.path.clone(),
+            packets_written: c.packets_written,
+            packets_not_written: c.packets_not_written,
+            error: c.error.clone(),
+        }
+    }
+}
+
 impl Simulation {
     /// The summary of the run so far.
     pub fn report(&self) -> Summary {
@@ -220,38 +264,8 @@ impl Simulation {
             Some(udp) => FlowSummary::Udp(udp_summary(f, udp)),
             None => FlowSummary::Tcp(Box::new(self.tcp_summary(f, spec.group.clone()))),
         });
-        let links = self.links.iter().map(|l| {
-            let st = &l.stats;
-            let red = l.queue.red_parameters();
-            LinkSummary {
-                name: l.spec.name.clone(),
-                from: l.spec.from,
-                to: l.spec.to,
-                rate_bps: l.spec.rate_bps,
-                delay_ps: l.spec.delay_ps,
-                packets_sent: st.packets_sent,
-                bytes_sent: st.bytes_sent,
-                busy_ps: l.busy_ps_until(self.now),
-                drops_packets: st.drops_packets,
-                drops_bytes: st.drops_bytes,
-                early_drops_packets: st.early_drops_packets,
-                impairment_drops_packets: st.impairment_drops_packets,
-                outage_drops_packets: st.outage_drops_packets,
-                ecn_marks: l.queue.ecn_marks(),
-                max_queue_packets: st.max_queue_packets,
-                max_queue_bytes: st.max_queue_bytes,
-                red_min_th_packets: red.map(|r| r.0),
-                red_max_th_packets: red.map(|r| r.1),
-                red_w_q: red.map(|r| r.2),
-            }
-        });
-        let captures = self.captures.iter().map(|c| CaptureSummary {
-            name: c.spec.name.clone(),
-            path: c.spec.path.clone(),
-            packets_written: c.packets_written,
-            packets_not_written: c.packets_not_written,
-            error: c.error.clone(),
-        });
+        let links = self.links.iter().map(|l| LinkSummary::of(l, self.now));
+        let captures = self.captures.iter().map(CaptureSummary::of);
         Summary {
             name: self.scenario.name.clone(),
             seed: self.scenario.seed,

@@ -70,13 +70,14 @@ impl ImpairmentSpec {
 }
 
 impl Impairment {
-    /// Whether the packet entering the link at `now` is lost, and why.
+    /// Whether the packet entering the link at `run_time` (time since the run's start; None
+    /// before it, when no scheduled outage applies) is lost, and why.
     #[inline]
-    pub fn drops(&mut self, now: Time, _pkt: &Packet, rng: &mut Rng) -> Option<LossCause> {
+    pub fn drops(&mut self, run_time: Option<Time>, _pkt: &Packet, rng: &mut Rng) -> Option<LossCause> {
         let lost = match self {
             Impairment::Bernoulli(b) => b.drops(rng),
             Impairment::GilbertElliott(g) => g.drops(rng),
-            Impairment::Outage(o) => return o.covers(now).then_some(LossCause::Outage),
+            Impairment::Outage(o) => return run_time.is_some_and(|t| o.covers(t)).then_some(LossCause::Outage),
         };
         lost.then_some(LossCause::Random)
     }

@@ -112,6 +112,7 @@ impl QueueDiscipline for DropTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::testing::data as pkt;
 
     fn no_limits() -> DropTailConfig {
         DropTailConfig { limit_packets: None, limit_bytes: None, cell_bytes: None, limit_cells: None }
@@ -145,10 +146,6 @@ mod tests {
             assert_eq!(via_queue, admitted);
             assert_eq!(direct.len_packets(), 0, "nothing stays queued");
         }
-    }
-
-    fn pkt(seq: u64, ip_bytes: u32) -> Packet {
-        crate::net::queue::test_packet(seq, ip_bytes)
     }
 
     #[test]

@@ -83,28 +83,6 @@ impl QueueSpec {
     }
 }
 
-/// A data packet of `ip_bytes` with sequence number `seq`, for the disciplines' tests.
-#[cfg(test)]
-pub(crate) fn test_packet(seq: u64, ip_bytes: u32) -> Packet {
-    Packet {
-        flow: 0,
-        conn: 0,
-        src: 0,
-        dst: 1,
-        kind: crate::packet::PacketKind::Data,
-        seq,
-        payload_bytes: ip_bytes - 40,
-        ip_bytes,
-        ack: 0,
-        window_bytes: 0,
-        sack: Default::default(),
-        ts_val: 0,
-        ts_ecr: 0,
-        retransmission: false,
-        ecn: Default::default(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,7 +118,7 @@ mod tests {
         // queue that has just dropped an arrival at an idle link sees the idle period go on
         // from that moment (RED's idle decay).
         let mut q = RefuseAll::default();
-        assert!(q.on_idle_arrival(7, test_packet(0, 1500)).is_err());
+        assert!(q.on_idle_arrival(7, crate::packet::testing::data(0, 1500)).is_err());
         assert_eq!(q.dequeues, vec![7]);
     }
 }

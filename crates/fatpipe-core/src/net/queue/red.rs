@@ -282,7 +282,7 @@ mod tests {
     use crate::time::PS_PER_MS;
 
     fn pkt(ip_bytes: u32) -> Packet {
-        crate::net::queue::test_packet(0, ip_bytes)
+        crate::packet::testing::data(0, ip_bytes)
     }
 
     fn config(min_th: f64, max_th: f64, w_q: f64) -> RedConfig {

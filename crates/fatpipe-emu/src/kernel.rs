@@ -1,0 +1,355 @@
+//! From a flow of the scenario to the Linux knobs that give its TCP settings, and an honest
+//! note for every setting Linux has no knob for.
+//!
+//! Per socket: TCP_CONGESTION, SO_SNDBUF, SO_RCVBUF, TCP_MAXSEG, SO_MAX_PACING_RATE, and
+//! TCP_QUICKACK after each read for delayed_ack = false. Per host namespace (sysctls, which
+//! Linux keeps per network namespace): SACK, timestamps, window scaling, ECN, the duplicate
+//! ACK threshold (tcp_reordering), the RTO bounds, slow start after idle, the pacing ratios,
+//! and the buffer ceilings. Per route (in the sender's namespace, to the receiver): the
+//! initial window (initcwnd) and a fixed initial ssthresh. Two flows that need different
+//! values of a host-wide sysctl cannot share the host: that is an error naming both.
+
+use crate::traffic::tcp::TcpOptions;
+use fatpipe_core::scenario::FlowSpec;
+use fatpipe_core::tcp::config::Recovery;
+use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Linux's initial window (TCP_INIT_CWND, include/net/tcp.h).
+pub const LINUX_INITIAL_WINDOW: u32 = 10;
+/// Linux's delayed-ACK floor (TCP_DELACK_MIN) and initial RTO (TCP_TIMEOUT_INIT).
+pub const LINUX_DELACK_MIN_PS: Time = 40 * PS_PER_MS;
+pub const LINUX_INITIAL_RTO_PS: Time = PS_PER_S;
+/// Linux ACKs at least every second full-sized segment (__tcp_ack_snd_check).
+pub const LINUX_ACK_EVERY: u32 = 2;
+/// tcp_rto_max_ms accepts 1 s to 120 s (Documentation/networking/ip-sysctl.rst).
+const RTO_MAX_RANGE_MS: (u64, u64) = (1_000, 120_000);
+
+/// The scenario's algorithm names and the Linux modules that implement them. Linux's
+/// "westwood" is Westwood+ (net/ipv4/tcp_westwood.c: "TCP Westwood+"), so the original
+/// Westwood has no counterpart; FAST, GridDT and the no-congestion-control stack have none
+/// in mainline either.
+pub fn linux_name(algorithm: &str) -> Option<&'static str> {
+    Some(match algorithm {
+        "reno" => "reno",
+        "cubic" => "cubic",
+        "bbr" => "bbr",
+        "bic" => "bic",
+        "htcp" => "htcp",
+        "highspeed" => "highspeed",
+        "scalable" => "scalable",
+        "vegas" => "vegas",
+        "westwood_plus" => "westwood",
+        _ => return None,
+    })
+}
+
+/// Route metrics for the path to the flow's receiver (rtnetlink RTA_METRICS).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouteMetrics {
+    pub initcwnd: Option<u32>,
+    pub initrwnd: Option<u32>,
+    /// A fixed (locked) initial ssthresh, segments.
+    pub ssthresh: Option<u32>,
+}
+
+impl RouteMetrics {
+    pub fn is_empty(&self) -> bool {
+        *self == RouteMetrics::default()
+    }
+}
+
+/// Everything the emulator sets for one TCP flow.
+#[derive(Clone, Debug, Default)]
+pub struct FlowKnobs {
+    /// The kernel's name of the algorithm.
+    pub congestion: String,
+    pub sender: TcpOptions,
+    pub receiver: TcpOptions,
+    /// Sysctls of the sender's and the receiver's namespaces.
+    pub sender_sysctls: BTreeMap<&'static str, String>,
+    pub receiver_sysctls: BTreeMap<&'static str, String>,
+    /// Sender's route to the receiver, receiver's route back.
+    pub sender_route: RouteMetrics,
+    pub receiver_route: RouteMetrics,
+    /// The receiving application re-arms TCP_QUICKACK after every read.
+    pub quick_ack: bool,
+    /// What the kernel does differently from what the flow asks, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// The knobs for TCP flow `spec`, whose normalized `cc` table is `cc` (for its parameters);
+/// `available` is the kernel's tcp_available_congestion_control; `sysctl_value` reads a
+/// numeric sysctl, None if absent (the RTO bounds came in Linux 6.11 and 6.15).
+pub fn flow_knobs(
+    spec: &FlowSpec,
+    cc: &Value,
+    available: &[String],
+    sysctl_value: &dyn Fn(&str) -> Option<u64>,
+    module_params: &dyn Fn(&str, &str) -> Option<String>,
+) -> Result<FlowKnobs, String> {
+    let sysctl_exists = |key: &str| sysctl_value(key).is_some();
+    let t = spec.tcp.as_ref().ok_or("a TCP flow needs tcp settings")?;
+    let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
+    let list = available.join(" ");
+    let Some(linux) = linux_name(algorithm) else {
+        return Err(format!(
+            "congestion control {algorithm:?} has no Linux implementation to emulate; the kernel offers: {list} (/proc/sys/net/ipv4/tcp_available_congestion_control)"
+        ));
+    };
+    if !available.iter().any(|a| a == linux) {
+        return Err(format!(
+            "congestion control {algorithm:?} (Linux {linux:?}) is not available in this kernel; available: {list} (/proc/sys/net/ipv4/tcp_available_congestion_control); load it (modprobe tcp_{linux}) or choose one of those"
+        ));
+    }
+    let mut k = FlowKnobs { congestion: linux.to_string(), ..FlowKnobs::default() };
+    k.notes.extend(parameter_notes(algorithm, cc, module_params));
+    for opts in [&mut k.sender, &mut k.receiver] {
+        opts.congestion = Some(linux.to_string());
+        // TCP_MAXSEG clamps the MSS without options; with timestamps Linux then carries 12
+        // bytes fewer per segment (tcp_current_mss), which is the scenario's mss.
+        opts.max_segment_bytes =
+            Some(t.mss_bytes + if t.timestamps { fatpipe_core::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 });
+    }
+    k.sender.snd_buffer_bytes = Some(t.snd_buffer_bytes);
+    k.receiver.rcv_buffer_bytes = Some(t.rcv_buffer_bytes);
+    // A namespace cannot raise net.core.rmem_max / wmem_max (read-only outside the initial
+    // namespace), and raising the machine's would touch every other program: force instead.
+    k.sender.force_buffers = true;
+    k.receiver.force_buffers = true;
+    for (what, asked, ceiling) in [
+        ("snd_buffer", t.snd_buffer_bytes, "net.core.wmem_max"),
+        ("rcv_buffer", t.rcv_buffer_bytes, "net.core.rmem_max"),
+    ] {
+        if let Some(max) = sysctl_value(ceiling).filter(|&max| asked > max) {
+            k.notes.push(format!(
+                "{what} {asked} bytes is above {ceiling} ({max}), where a plain setsockopt would be silently capped; the emulator forces it (SO_*BUFFORCE), and the kernel doubles it for its bookkeeping"
+            ));
+        }
+    }
+    let bool01 = |b: bool| if b { "1" } else { "0" }.to_string();
+    for sysctls in [&mut k.sender_sysctls, &mut k.receiver_sysctls] {
+        sysctls.insert("net.ipv4.tcp_window_scaling", bool01(t.window_scaling));
+        sysctls.insert("net.ipv4.tcp_timestamps", bool01(t.timestamps));
+        sysctls.insert("net.ipv4.tcp_sack", bool01(t.recovery == Recovery::Sack));
+    }
+    // ECN: the sender asks for it (1); a receiver always accepts (Linux's default 2).
+    k.sender_sysctls.insert("net.ipv4.tcp_ecn", if t.ecn { "1" } else { "2" }.to_string());
+    match t.recovery {
+        Recovery::Sack | Recovery::Newreno => {}
+        Recovery::Reno | Recovery::Tahoe => k.notes.push(format!(
+            "recovery {:?}: Linux has only SACK-based and NewReno recovery; without SACK (tcp_sack = 0) it recovers as NewReno (RFC 6582)",
+            format!("{:?}", t.recovery).to_lowercase()
+        )),
+    }
+    if t.recovery == Recovery::Sack {
+        k.notes.push("recovery sack: Linux adds RACK-TLP (RFC 8985), proportional rate reduction (RFC 6937) and undo on DSACK and timestamps (RFC 2883, 3522, 5682) to RFC 6675".into());
+    }
+    if t.fack {
+        k.notes.push("fack: Linux removed FACK in 4.15 (RACK replaces it)".into());
+    }
+    if t.dcr_div.is_some() {
+        k.notes.push("dcr_div: Linux has no Delayed Congestion Response (its reordering detection adapts tcp_reordering instead)".into());
+    }
+    if t.max_ssthresh_segments > 0 {
+        k.notes.push(format!(
+            "max_ssthresh {}: Linux has no Limited Slow Start (removed in 3.x)",
+            t.max_ssthresh_segments
+        ));
+    }
+    if t.newreno_impatient {
+        k.notes.push("newreno_impatient: Linux rearms the retransmission timer on every ACK of new data (the Slow-but-Steady variant)".into());
+    }
+    if t.delayed_ack_timeout_ps != LINUX_DELACK_MIN_PS && t.delayed_ack {
+        k.notes.push(format!(
+            "delayed_ack_timeout {} ms: Linux adapts its delayed-ACK timer between 40 ms and 200 ms",
+            t.delayed_ack_timeout_ps / PS_PER_MS
+        ));
+    }
+    if t.ack_every_segments != LINUX_ACK_EVERY && t.delayed_ack {
+        k.notes.push(format!("ack_every {}: Linux acknowledges every second full-sized segment", t.ack_every_segments));
+    }
+    k.quick_ack = !t.delayed_ack;
+    if k.quick_ack {
+        k.notes.push("delayed_ack = false: Linux cannot turn delayed ACKs off; the receiver sets TCP_QUICKACK after every read, which the kernel honours only until its own heuristics return".into());
+    }
+    if t.dupack_threshold != 3 {
+        k.sender_sysctls.insert("net.ipv4.tcp_reordering", t.dupack_threshold.to_string());
+    }
+    if t.initial_rto_ps != LINUX_INITIAL_RTO_PS {
+        k.notes.push(format!("initial_rto {} ms: Linux's is 1 s (TCP_TIMEOUT_INIT)", t.initial_rto_ps / PS_PER_MS));
+    }
+    if sysctl_exists("net.ipv4.tcp_rto_min_us") {
+        k.sender_sysctls.insert("net.ipv4.tcp_rto_min_us", (t.min_rto_ps / PS_PER_US).max(1).to_string());
+    } else if t.min_rto_ps != 200 * PS_PER_MS {
+        k.notes.push("min_rto: this kernel has no net.ipv4.tcp_rto_min_us (Linux 6.11); its floor is 200 ms".into());
+    }
+    let max_rto_ms = t.max_rto_ps / PS_PER_MS;
+    if sysctl_exists("net.ipv4.tcp_rto_max_ms") && (RTO_MAX_RANGE_MS.0..=RTO_MAX_RANGE_MS.1).contains(&max_rto_ms) {
+        k.sender_sysctls.insert("net.ipv4.tcp_rto_max_ms", max_rto_ms.to_string());
+    } else if max_rto_ms != RTO_MAX_RANGE_MS.1 {
+        k.notes.push(format!("max_rto {max_rto_ms} ms: not settable here (net.ipv4.tcp_rto_max_ms takes 1 s to 120 s, Linux 6.15); the kernel's is 120 s"));
+    }
+    k.sender_sysctls.insert("net.ipv4.tcp_slow_start_after_idle", bool01(t.slow_start_after_idle));
+    if let Some(gain) = t.pacing_gain {
+        // Linux paces at tcp_pacing_ss_ratio (slow start) or tcp_pacing_ca_ratio percent of
+        // cwnd / srtt once pacing is on; SO_MAX_PACING_RATE turns it on without fq.
+        let percent = (gain * 100.0).round().max(1.0) as u64;
+        k.sender_sysctls.insert("net.ipv4.tcp_pacing_ss_ratio", percent.to_string());
+        k.sender_sysctls.insert("net.ipv4.tcp_pacing_ca_ratio", percent.to_string());
+        k.sender.max_pacing_rate_bps = Some(u64::MAX);
+    }
+    if t.initial_window_segments != LINUX_INITIAL_WINDOW {
+        k.sender_route.initcwnd = Some(t.initial_window_segments);
+        // The receiver must announce room for it: its initial window is 10 segments too.
+        k.receiver_route.initrwnd = Some(t.initial_window_segments.max(LINUX_INITIAL_WINDOW));
+    }
+    k.sender_route.ssthresh = t.initial_ssthresh_segments;
+    Ok(k)
+}
+
+/// Notes for the algorithm's parameters that differ from what the kernel runs (module
+/// parameters are machine-wide, so the emulator never changes them).
+fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &str) -> Option<String>) -> Vec<String> {
+    let num = |key: &str| cc.get(key).and_then(Value::as_f64);
+    let flag = |key: &str| cc.get(key).and_then(Value::as_bool);
+    let module_num = |module: &str, p: &str, default: f64| {
+        module_params(module, p).and_then(|v| v.trim().parse::<f64>().ok()).unwrap_or(default)
+    };
+    // (parameter, the scenario's value, the kernel's value)
+    let mut checks: Vec<(&str, f64, f64)> = Vec::new();
+    match algorithm {
+        "reno" => {
+            checks.push(("a", num("a").unwrap_or(1.0), 1.0));
+            checks.push(("b", num("b").unwrap_or(0.5), 0.5));
+            // tcp_reno_cong_avoid grows by the segments an ACK covers: byte counting.
+            checks.push(("byte_counting", f64::from(u8::from(flag("byte_counting").unwrap_or(false))), 1.0));
+        }
+        "cubic" => {
+            // net/ipv4/tcp_cubic.c: beta = 717/1024, C = bic_scale x 10 / 1024 (41: 0.40).
+            checks.push(("beta", num("beta").unwrap_or(0.7), module_num("tcp_cubic", "beta", 717.0) / 1024.0));
+            checks.push(("c", num("c").unwrap_or(0.4), module_num("tcp_cubic", "bic_scale", 41.0) * 10.0 / 1024.0));
+            checks.push((
+                "fast_convergence",
+                f64::from(u8::from(flag("fast_convergence").unwrap_or(true))),
+                module_num("tcp_cubic", "fast_convergence", 1.0),
+            ));
+            checks.push((
+                "tcp_friendliness",
+                f64::from(u8::from(flag("tcp_friendliness").unwrap_or(true))),
+                module_num("tcp_cubic", "tcp_friendliness", 1.0),
+            ));
+        }
+        "bbr" => {
+            // net/ipv4/tcp_bbr.c: bbr_high_gain 2885/1000 (739/256), bbr_cwnd_gain 2,
+            // bbr_bw_rtts 10, bbr_min_rtt_win_sec 10, bbr_probe_rtt_mode_ms 200.
+            checks.push(("high_gain", num("high_gain").unwrap_or(2.885), 739.0 / 256.0));
+            checks.push(("cwnd_gain", num("cwnd_gain").unwrap_or(2.0), 2.0));
+            checks.push(("bw_window_rounds", num("bw_window_rounds").unwrap_or(10.0), 10.0));
+            checks.push(("min_rtt_window_s", num("min_rtt_window_ps").unwrap_or(1e13) / PS_PER_S as f64, 10.0));
+            checks.push(("probe_rtt_duration_s", num("probe_rtt_duration_ps").unwrap_or(2e11) / PS_PER_S as f64, 0.2));
+        }
+        _ => {
+            let params: Vec<String> = cc
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| *k != "algorithm")
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            if !params.is_empty() {
+                return vec![format!(
+                    "{algorithm} parameters are the kernel module's own; the scenario's ({}) are not applied",
+                    params.join(", ")
+                )];
+            }
+        }
+    }
+    checks
+        .into_iter()
+        // Within 1 %: Linux's fixed-point constants (717/1024 for 0.7) are the same values.
+        .filter(|(_, asked, linux)| (asked - linux).abs() > 0.01 * linux.abs().max(1e-9))
+        .map(|(p, asked, linux)| match p {
+            "byte_counting" => "byte_counting = false: Linux's reno grows by the segments each ACK covers (byte counting, RFC 3465)".to_string(),
+            _ => format!("{algorithm} {p} = {asked}: the kernel runs {linux:.4} (a module parameter for the whole machine, not changed)"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn flow(tcp: Value, cc: Value) -> (FlowSpec, Value) {
+        let spec: FlowSpec = serde_json::from_value(json!({
+            "name": "f", "src": 0, "dst": 3,
+            "source": {"kind": "bulk", "start_ps": 0, "stop_ps": null, "bytes": null},
+            "tcp": tcp, "cc": null,
+        }))
+        .unwrap();
+        (spec, cc)
+    }
+
+    fn tcp() -> Value {
+        json!({"mss_bytes": 1448, "initial_window_segments": 10, "rcv_buffer_bytes": 8388608, "snd_buffer_bytes": 8388608,
+            "window_scaling": true, "timestamps": true, "delayed_ack": true, "delayed_ack_timeout_ps": 40_000_000_000u64,
+            "ack_every_segments": 2, "dupack_threshold": 3, "newreno_impatient": false, "ecn": false, "recovery": "sack",
+            "fack": false, "dcr_div": null, "max_ssthresh_segments": 0, "initial_ssthresh_segments": null,
+            "receiver_drain_rate_bps": null, "pacing_gain": null, "min_rto_ps": 200_000_000_000u64,
+            "max_rto_ps": 120_000_000_000_000u64, "initial_rto_ps": 1_000_000_000_000u64, "handshake": false, "slow_start_after_idle": true})
+    }
+
+    fn available() -> Vec<String> {
+        ["reno", "bbr", "cubic"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn cubic_defaults_need_no_note_but_the_recovery_one() {
+        let (spec, cc) = flow(
+            tcp(),
+            json!({"algorithm": "cubic", "c": 0.4, "beta": 0.7, "fast_convergence": true, "tcp_friendliness": true}),
+        );
+        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
+        assert_eq!(k.congestion, "cubic");
+        assert_eq!(k.sender.max_segment_bytes, Some(1460), "1448 + 12 timestamp bytes");
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_sack"], "1");
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_rto_min_us"], "200000");
+        assert!(k.sender_route.is_empty());
+        assert_eq!(k.notes.len(), 1, "{:?}", k.notes);
+        assert!(k.notes[0].starts_with("recovery sack"));
+    }
+
+    #[test]
+    fn settings_linux_lacks_are_noted() {
+        let mut t = tcp();
+        t["recovery"] = json!("reno");
+        t["max_ssthresh_segments"] = json!(100);
+        t["initial_window_segments"] = json!(3);
+        let (spec, cc) = flow(
+            t,
+            json!({"algorithm": "cubic", "c": 0.4, "beta": 0.5, "fast_convergence": true, "tcp_friendliness": true}),
+        );
+        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None).unwrap();
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_sack"], "0");
+        assert_eq!(k.sender_route.initcwnd, Some(3));
+        let text = k.notes.join("\n");
+        assert!(text.contains("cubic beta = 0.5: the kernel runs 0.7002"), "{text}");
+        assert!(text.contains("recovers as NewReno") && text.contains("Limited Slow Start"), "{text}");
+        // 8 MiB asked, 4 MiB ceiling: the plain setsockopt would be capped, so it is forced.
+        assert!(text.contains("rcv_buffer 8388608 bytes is above net.core.rmem_max (4194304)"), "{text}");
+        assert!(k.receiver.force_buffers && k.sender.force_buffers);
+    }
+
+    #[test]
+    fn a_missing_algorithm_lists_the_available_ones() {
+        let (spec, cc) = flow(tcp(), json!({"algorithm": "highspeed"}));
+        let err = flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None).unwrap_err();
+        assert!(err.contains("not available") && err.contains("available: reno bbr cubic"), "{err}");
+        let (spec, cc) = flow(tcp(), json!({"algorithm": "fast", "alpha": 200, "beta": 212, "gamma": 0.5}));
+        assert!(flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None)
+            .unwrap_err()
+            .contains("no Linux implementation"));
+    }
+}

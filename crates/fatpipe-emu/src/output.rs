@@ -1,0 +1,263 @@
+//! The results of an emulated run, in the document a simulation's `finish` returns
+//! (docs/core-interface.md) so that the Python side writes the same files.
+//!
+//! A flow's entry has the keys a real stack can fill -- from TCP_INFO, from the
+//! applications, and from the relay, which saw every packet -- and leaves out the rest
+//! (docs/emulation.md lists them): a missing key is "not measured", never zero. Emulation
+//! facts (what the kernel granted, the notes, timing) go under `emulation`.
+
+use crate::emulation::{Emulation, FlowState};
+use crate::relay::{FlowNet, RelayReport};
+use crate::sampler::{FinalState, SamplerOutput};
+use crate::traffic::tcp_info::{Field, INFINITE_SSTHRESH, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
+use fatpipe_core::net::routing::routing_table;
+use fatpipe_core::packet::{IPV4_TCP_HEADER_BYTES, IPV4_UDP_HEADER_BYTES, TCP_TIMESTAMPS_OPTION_BYTES};
+use fatpipe_core::scenario::Scenario;
+use fatpipe_core::source::SourceSpec;
+use fatpipe_core::time::{Time, PS_PER_US};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
+
+/// The release lateness a run may reach at its 99th percentile and still count as kept up:
+/// 1 % of the shortest round-trip propagation delay of its flows (what an RTT sample may be
+/// off by), but at least this floor (the wake-up delay of a loaded virtual machine).
+pub const LATENESS_FLOOR_PS: Time = 100 * PS_PER_US;
+pub const LATENESS_SHARE_OF_RTT: f64 = 0.01;
+
+pub fn document(emu: &Emulation, relay: RelayReport, sampler: SamplerOutput) -> Value {
+    let epoch = emu.shared.epoch().expect("the run started");
+    let flows: Vec<Value> =
+        emu.flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                if f.ports.udp {
+                    udp_flow(f, &relay, i)
+                } else {
+                    tcp_flow(f, &relay.flows[i], &sampler.finals[i], epoch)
+                }
+            })
+            .collect();
+    let limit = lateness_limit(&emu.scenario);
+    let hosts: Vec<Value> = emu.hosts.iter().map(|h| host_counters(&h.ns)).collect();
+    let host_drops: u64 = hosts
+        .iter()
+        .map(|h| h["tun_tx_dropped"].as_u64().unwrap_or(0) + h["tun_rx_dropped"].as_u64().unwrap_or(0))
+        .sum();
+    let p99 = relay.lateness.quantile_ps(0.99).unwrap_or(0);
+    let kept_up = p99 <= limit && relay.delivery_errors == 0 && host_drops == 0;
+    let emulation = json!({
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+        "available_congestion_control": emu.available,
+        "setup_ps": emu.setup_ps,
+        "kept_up": kept_up,
+        "release_lateness": {
+            "packets": relay.lateness.count(),
+            "median_ps": relay.lateness.quantile_ps(0.5),
+            "p99_ps": relay.lateness.quantile_ps(0.99),
+            "max_ps": (relay.lateness.count() > 0).then_some(relay.lateness.max_ps()),
+            "limit_p99_ps": limit,
+        },
+        "relay": {
+            "realtime_priority": relay.realtime_priority,
+            "spin_margin_ps": emu.options.spin_margin_ps,
+            "cpu_s": relay.cpu_s,
+            "foreign_packets": relay.foreign_packets,
+            "other_packets": relay.other_packets,
+            "delivery_errors": relay.delivery_errors,
+        },
+        "hosts": hosts,
+        "notes": emu.notes,
+    });
+    json!({
+        "summary": {
+            "name": emu.scenario.name,
+            "seed": emu.scenario.seed,
+            "duration_ps": emu.scenario.duration_ps,
+            "events": relay.events,
+            "flows": flows,
+            "links": relay.links,
+            "captures": relay.captures,
+            "emulation": emulation,
+        },
+        "flow_series": sampler.series,
+        "queue_series": relay.queue_series,
+    })
+}
+
+fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Value {
+    let spec = &f.spec;
+    let t = spec.tcp();
+    let counters = &f.counters;
+    let read = counters.read.load(Ordering::Relaxed);
+    let tx = last.sender.map(|s| s.info);
+    let rx = last.receiver;
+    let granted_tx = f.sender.get().and_then(|s| s.granted().ok());
+    let granted_rx = f.receiver.get().and_then(|s| s.granted().ok());
+    let knobs = f.knobs.as_ref().expect("TCP flows have knobs");
+    let options = tx.map(|i| i.options).unwrap_or(0);
+    let completed = match &spec.source {
+        SourceSpec::Bulk(b) => b.bytes.is_some_and(|bytes| read >= bytes),
+        _ => false,
+    };
+    let mut e = Map::new();
+    e.insert("name".into(), json!(spec.name));
+    e.insert("transport".into(), json!("tcp"));
+    e.insert("group".into(), json!(spec.group));
+    e.insert("algorithm".into(), json!(granted_tx.as_ref().map(|g| g.congestion.clone())));
+    e.insert("mss_bytes".into(), json!(tx.map(|i| i.snd_mss)));
+    e.insert(
+        "header_bytes".into(),
+        json!(IPV4_TCP_HEADER_BYTES + if options & OPT_TIMESTAMPS != 0 { TCP_TIMESTAMPS_OPTION_BYTES } else { 0 }),
+    );
+    e.insert("start_ps".into(), json!(spec.source.start_ps()));
+    e.insert("end_ps".into(), json!(counters.last_read()));
+    e.insert("completed".into(), json!(completed));
+    e.insert("bytes_delivered".into(), json!(rx.map_or(0, |r| r.info.bytes_received)));
+    e.insert("bytes_read".into(), json!(read));
+    e.insert("bytes_written".into(), json!(counters.written.load(Ordering::Relaxed)));
+    if let Some(s) = last.sender {
+        let i = s.info;
+        if s.has(Field::BytesSent) {
+            e.insert("bytes_sent".into(), json!(i.bytes_sent));
+        }
+        e.insert("segments_sent".into(), json!(i.data_segs_out));
+        e.insert("segments_retransmitted".into(), json!(i.total_retrans));
+        if s.has(Field::TotalRto) {
+            e.insert("timeouts".into(), json!(i.total_rto));
+        }
+        e.insert("cwnd_segments".into(), json!(i.snd_cwnd));
+        e.insert("ssthresh_segments".into(), json!((i.snd_ssthresh < INFINITE_SSTHRESH).then_some(i.snd_ssthresh)));
+        e.insert("srtt_ps".into(), json!((i.rtt_us > 0).then_some(i.rtt_us as u64 * PS_PER_US)));
+        e.insert(
+            "min_rtt_ps".into(),
+            json!((i.min_rtt_us > 0 && i.min_rtt_us != u32::MAX).then_some(i.min_rtt_us as u64 * PS_PER_US)),
+        );
+    } else {
+        e.insert("bytes_sent".into(), json!(0));
+    }
+    if let Some(r) = rx.filter(|r| r.has(Field::RcvOooPack)) {
+        e.insert("out_of_order_segments".into(), json!(r.info.rcv_ooopack));
+    }
+    let is_burst = matches!(spec.source, SourceSpec::Burst(_));
+    e.insert("bursts".into(), json!(counters.bursts.load(Ordering::Relaxed)));
+    e.insert("failed_burst_cycles".into(), json!(counters.failed_cycles.load(Ordering::Relaxed)));
+    e.insert("data_packets_lost".into(), json!(net.data_packets_lost));
+    e.insert("data_bytes_lost".into(), json!(net.data_bytes_lost));
+    e.insert("retransmissions_lost".into(), json!(net.retransmissions_lost));
+    e.insert("ack_packets_lost".into(), json!(net.ack_packets_lost));
+    e.insert("setup_packets_lost".into(), json!(net.setup_packets_lost));
+    e.insert("first_send_ps".into(), json!(net.first_data_ps.map(|t| t.saturating_sub(epoch))));
+    e.insert("connections".into(), json!(1));
+    e.insert("syn_retransmits".into(), json!(net.syns.saturating_sub(1)));
+    e.insert("synack_retransmits".into(), json!(net.synacks.saturating_sub(1)));
+    let writer = if is_burst { "burst" } else { "bulk" };
+    e.insert(
+        "emulation".into(),
+        json!({
+            "writer": writer,
+            "congestion_control": granted_tx.as_ref().map(|g| g.congestion.clone()),
+            "congestion_control_asked": knobs.congestion,
+            "mss_asked_bytes": t.mss_bytes,
+            "snd_buffer_asked_bytes": t.snd_buffer_bytes,
+            "snd_buffer_granted_bytes": granted_tx.as_ref().map(|g| g.snd_buffer_bytes),
+            "rcv_buffer_asked_bytes": t.rcv_buffer_bytes,
+            "rcv_buffer_granted_bytes": granted_rx.as_ref().map(|g| g.rcv_buffer_bytes),
+            "max_receiver_window_bytes": last.max_peer_window_bytes,
+            "negotiated": {
+                "timestamps": options & OPT_TIMESTAMPS != 0,
+                "sack": options & OPT_SACK != 0,
+                "window_scaling": options & OPT_WSCALE != 0,
+                "ecn": options & OPT_ECN != 0,
+            },
+            "wire_data_segments": net.data_segments,
+            "wire_retransmitted_segments": net.retransmitted_segments,
+            "notes": knobs.notes,
+        }),
+    );
+    Value::Object(e)
+}
+
+fn udp_flow(f: &FlowState, relay: &RelayReport, i: usize) -> Value {
+    let spec = &f.spec;
+    let net = &relay.flows[i];
+    let c = &f.counters;
+    let sent = c.datagrams_sent.load(Ordering::Relaxed);
+    let received = c.datagrams_received.load(Ordering::Relaxed);
+    json!({
+        "name": spec.name,
+        "transport": "udp",
+        "source": spec.source.kind(),
+        "payload_bytes": spec.source.udp_payload_bytes(),
+        "header_bytes": IPV4_UDP_HEADER_BYTES,
+        "start_ps": spec.source.start_ps(),
+        "end_ps": c.last_read(),
+        "bytes_sent": c.written.load(Ordering::Relaxed),
+        "bytes_delivered": c.read.load(Ordering::Relaxed),
+        "bytes_lost": net.datagram_bytes_lost,
+        "datagrams_sent": sent,
+        "datagrams_received": received,
+        "datagrams_lost": net.datagrams_lost,
+        "datagrams_in_flight_at_end": relay.datagrams_in_flight[i],
+        "emulation": {
+            // Sent by the application but never seen by the relay, or delivered by the relay
+            // and never read: lost inside the hosts' kernels.
+            "datagrams_dropped_in_hosts": sent.saturating_sub(net.datagrams_entered) + net.datagrams_delivered.saturating_sub(received),
+        },
+    })
+}
+
+/// The lateness limit of `LATENESS_SHARE_OF_RTT` for the scenario's flows.
+fn lateness_limit(scenario: &Scenario) -> Time {
+    let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
+    let one_way = |mut from: u32, to: u32| -> Time {
+        let mut delay = 0;
+        for _ in 0..scenario.nodes.len() {
+            if from == to {
+                break;
+            }
+            let Some(l) = routes[from as usize][to as usize] else { break };
+            let link = &scenario.links[l as usize];
+            delay += link.delay_ps;
+            from = link.to;
+        }
+        delay
+    };
+    let min_rtt = scenario.flows.iter().map(|f| one_way(f.src, f.dst) + one_way(f.dst, f.src)).min().unwrap_or(0);
+    ((min_rtt as f64 * LATENESS_SHARE_OF_RTT) as Time).max(LATENESS_FLOOR_PS)
+}
+
+/// A host's kernel counters at the end: its TUN device's drops (/proc/net/dev) and every
+/// non-zero TCP extended counter (/proc/net/netstat TcpExt: fast retransmits, loss probes,
+/// undos...), read from inside its namespace.
+fn host_counters(ns: &crate::netns::Namespace) -> Value {
+    let read = ns.run(|| {
+        let dev = std::fs::read_to_string("/proc/thread-self/net/dev")?;
+        let netstat = std::fs::read_to_string("/proc/thread-self/net/netstat")?;
+        Ok((dev, netstat))
+    });
+    let mut out = json!({"name": ns.name, "namespace_inode": ns.inode().ok()});
+    let Ok((dev, netstat)) = read else { return out };
+    for line in dev.lines() {
+        let Some((name, rest)) = line.split_once(':') else { continue };
+        if name.trim() == crate::tun::DEVICE {
+            let v: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            // Receive: bytes packets errs drop ...; transmit from the 9th column on.
+            if v.len() >= 12 {
+                out["tun_rx_dropped"] = json!(v[3]);
+                out["tun_tx_dropped"] = json!(v[11]);
+            }
+        }
+    }
+    let lines: Vec<&str> = netstat.lines().filter(|l| l.starts_with("TcpExt:")).collect();
+    if let [names, values] = lines[..] {
+        let counters: Map<String, Value> = names
+            .split_whitespace()
+            .zip(values.split_whitespace())
+            .skip(1)
+            .filter_map(|(k, v)| v.parse::<u64>().ok().filter(|&n| n > 0).map(|n| (k.to_string(), json!(n))))
+            .collect();
+        out["tcp_ext"] = Value::Object(counters);
+    }
+    out
+}

@@ -1,0 +1,195 @@
+"""Running a scenario in the emulator (``fatpipe._core.Emulation``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
+from contextlib import contextmanager
+
+from ..result import Result
+from ..runner import ScenarioSource, import_core, prepare, with_capture_paths
+from ..scenario import Loaded, ScenarioError
+from ..units import PS_PER_S
+
+__all__ = ["emulate", "EmulationError", "PrivilegeError", "check_privileges", "lateness_line", "notes_lines"]
+
+#: Linux capabilities an emulation needs: CAP_SYS_ADMIN (network namespaces) and
+#: CAP_NET_ADMIN (TUN devices, interface settings); bit numbers of linux/capability.h.
+CAP_NET_ADMIN = 12
+CAP_SYS_ADMIN = 21
+#: How often the progress bar and Ctrl-C are looked at, seconds.
+POLL_S = 0.1
+
+
+class EmulationError(RuntimeError):
+    """The emulation could not run or did not finish (a system call failed, a connection
+    did not open, the run was stopped)."""
+
+
+class PrivilegeError(EmulationError):
+    """The process lacks root (CAP_SYS_ADMIN and CAP_NET_ADMIN)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived during an emulation (handled like Ctrl-C: everything is stopped and
+    removed before the process exits)."""
+
+
+def check_privileges() -> None:
+    """Raises :class:`PrivilegeError` unless the process has CAP_SYS_ADMIN and
+    CAP_NET_ADMIN (root has both)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            line = next((x for x in f if x.startswith("CapEff:")), "CapEff: 0")
+        caps = int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        caps = 0
+    need = (1 << CAP_SYS_ADMIN) | (1 << CAP_NET_ADMIN)
+    if caps & need != need:
+        raise PrivilegeError(
+            "fatpipe emulate needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network "
+            "namespaces and TUN devices: run it as root, e.g. sudo fatpipe emulate SCENARIO.toml -o OUTDIR"
+        )
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While the emulation runs, SIGTERM raises :class:`Terminated` in the main thread (by
+    default it would end Python without running any cleanup)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def emulate(
+    scenario: Union[ScenarioSource, Loaded],
+    seed: Optional[int] = None,
+    progress: bool = False,
+    spin_margin_us: Optional[float] = None,
+    realtime_priority: bool = True,
+    on_start: Optional[Callable[[Any], None]] = None,
+    capture_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+) -> Result:
+    """Runs a scenario in real time with real Linux TCP and returns its
+    :class:`~fatpipe.result.Result`.
+
+    Args:
+        scenario: a TOML file path, a dict in the scenario format, or a normalized scenario.
+        seed: overrides the scenario's seed (the links' random loss, RED and parallel paths
+            draw from it; the kernels' own randomness is not seeded).
+        progress: a progress bar of the run's seconds on stderr.
+        spin_margin_us: the relay wakes this early before each event and polls
+            (default 0: it sleeps to the event).
+        realtime_priority: run the relay (and, below it, the applications) under SCHED_FIFO
+            (default True).
+        on_start: called with the ``_core.Emulation`` once the run has started (tests
+            read its namespaces).
+        capture_dir: where the scenario's captures are written (as for :func:`fatpipe.run`;
+            by default a new temporary directory).
+
+    Raises:
+        ScenarioError: the scenario is invalid, or asks for what the emulator or the kernel
+            cannot do (one line naming the flow and what is available).
+        PrivilegeError: not root.
+        EmulationError: a system failure, or the run did not finish.
+        KeyboardInterrupt: Ctrl-C or SIGTERM; everything was stopped and removed first.
+    """
+    loaded = prepare(scenario, seed)
+    core = import_core()
+    check_privileges()
+    doc, capture_files = with_capture_paths(loaded, capture_dir)
+    options: Dict[str, Any] = {"realtime_priority": realtime_priority}
+    if spin_margin_us is not None:
+        options["spin_margin_ps"] = int(round(spin_margin_us * 1e6))
+    with _sigterm_as_interrupt():
+        emulation = _build(core, json.dumps(doc), options)
+        try:
+            emulation.start()
+            if on_start is not None:
+                on_start(emulation)
+            _wait(emulation, loaded.core, progress)
+            try:
+                output = emulation.finish()
+            except OSError as err:
+                raise EmulationError(str(err)) from None
+        finally:
+            emulation.close()
+    for entry in output["summary"].get("captures", []):
+        if entry.get("error"):
+            raise EmulationError(entry["error"])
+    return Result(output, loaded.core, plots=loaded.plots, capture_files=capture_files)
+
+
+def _build(core: Any, doc_json: str, options: Mapping[str, Any]) -> Any:
+    try:
+        return core.Emulation(doc_json, **options)
+    except PermissionError as err:
+        raise PrivilegeError(f"fatpipe emulate: {err}") from None
+    except ValueError as err:
+        raise ScenarioError(str(err)) from None
+    except OSError as err:
+        raise EmulationError(str(err)) from None
+
+
+def _wait(emulation: Any, core_doc: Mapping[str, Any], progress: bool) -> None:
+    bar = None
+    duration_s = int(emulation.duration_ps) / PS_PER_S
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=duration_s,
+            desc=f"{core_doc.get('name', 'run')} (emulated)",
+            unit="s",
+            file=sys.stderr,
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]",
+            leave=False,
+        )
+    try:
+        while not emulation.wait(POLL_S):
+            if bar is not None:
+                bar.n = int(emulation.progress_ps) / PS_PER_S
+                bar.refresh()
+    except KeyboardInterrupt:
+        emulation.stop()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def lateness_line(summary: Mapping[str, Any]) -> str:
+    """The run's release lateness in one line."""
+    e = summary["emulation"]
+    late = e["release_lateness"]
+
+    def us(ps: Optional[int]) -> str:
+        return "-" if ps is None else f"{ps / 1e6:.0f} us" if ps < 10**10 else f"{ps / 1e9:.1f} ms"
+
+    return (
+        f"release lateness: median {us(late['median_ps'])}, p99 {us(late['p99_ps'])}, max {us(late['max_ps'])} "
+        f"over {late['packets']:,} packets (p99 limit {us(late['limit_p99_ps'])})"
+    )
+
+
+def notes_lines(summary: Mapping[str, Any]) -> List[str]:
+    """Where the kernel departs from what the flows asked, one line per distinct note,
+    naming the flows it applies to."""
+    by_note: Dict[str, List[str]] = {}
+    for flow in summary["flows"]:
+        for note in flow.get("emulation", {}).get("notes", []):
+            by_note.setdefault(note, []).append(flow["name"])
+    return [f"{', '.join(flows)}: {note}" for note, flows in by_note.items()]

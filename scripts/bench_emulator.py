@@ -1,0 +1,50 @@
+"""The rates `fatpipe emulate` sustains on this machine: one cubic flow over a dumbbell of
+rate R x 20 ms RTT with a 1-BDP drop-tail queue, for 10 s each, at 100 Mb/s, 500 Mb/s,
+1 Gb/s and 2 Gb/s. Prints goodput against the payload capacity, the release lateness and
+whether the run kept up, and the relay thread's CPU use (docs/benchmarks.md records it).
+
+    sudo python3 scripts/bench_emulator.py [--rates 100Mbps,1Gbps] [--duration 10s] [--rtt 20ms]
+                                           [--no-realtime-priority] [--spin-margin US]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fatpipe.emulate import emulate
+from fatpipe.units import parse_duration, parse_rate
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="100Mbps,500Mbps,1Gbps,2Gbps")
+    parser.add_argument("--duration", default="10s")
+    parser.add_argument("--rtt", default="20ms")
+    parser.add_argument("--no-realtime-priority", action="store_true", help="as fatpipe emulate's option")
+    parser.add_argument("--spin-margin", type=float, metavar="US", help="as fatpipe emulate's option")
+    args = parser.parse_args()
+    duration_s = parse_duration(args.duration) / 1e12
+    print("| bottleneck | goodput (Mb/s) | of capacity | lateness median / p99 / max (us) | kept up | relay CPU (% of a core) |")
+    print("|---|---|---|---|---|---|")
+    for rate in args.rates.split(","):
+        rate_bps = parse_rate(rate)
+        result = emulate({
+            "name": f"bench-{rate}",
+            "duration": args.duration,
+            "topology": {"shape": "dumbbell", "bottleneck_rate": rate, "rtt": args.rtt, "queue": {"limit_bdp": 1.0}},
+            "flows": [{"name": "cubic", "cc": "cubic"}],
+            "output": {"plots": False, "sample_interval": "100ms"},
+        }, realtime_priority=not args.no_realtime_priority, spin_margin_us=args.spin_margin)
+        flow = result.summary["flows"][0]
+        e = result.summary["emulation"]
+        late = e["release_lateness"]
+        capacity = rate_bps * 1448 / (1448 + 52 + 38)
+        print(f"| {rate} | {flow['goodput_bps'] / 1e6:.1f} | {100 * flow['goodput_bps'] / capacity:.1f} % | "
+              f"{late['median_ps'] / 1e6:.0f} / {late['p99_ps'] / 1e6:.0f} / {late['max_ps'] / 1e6:.0f} | "
+              f"{'yes' if e['kept_up'] else 'no'} | {100 * e['relay']['cpu_s'] / duration_s:.0f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
