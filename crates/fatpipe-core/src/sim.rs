@@ -562,7 +562,7 @@ impl Simulation {
                 flow.losses.data_packets += 1;
                 flow.losses.data_payload_bytes += pkt.payload_bytes as u64;
                 flow.losses.retransmissions += u64::from(pkt.retransmission);
-                let in_slow_start = flow.sender.stats.slow_start_end_seq.is_none_or(|end| pkt.end_seq() <= end);
+                let in_slow_start = flow.sender.milestones.slow_start_end_seq.is_none_or(|end| pkt.end_seq() <= end);
                 if in_slow_start && !pkt.retransmission {
                     flow.losses.slow_start_data_packets += 1;
                 }

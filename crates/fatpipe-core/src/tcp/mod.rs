@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod handshake;
+pub mod milestones;
 pub mod ranges;
 pub mod rate;
 pub mod reader;
@@ -12,6 +13,7 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod send_delay;
 pub mod sender;
+pub mod stats;
 
 pub use config::TcpConfig;
 pub use handshake::Handshake;

@@ -1,24 +1,15 @@
-//! The TCP sender: windowing, RTT and retransmission timeout, pacing, and loss recovery.
+//! The TCP sender: windowing, RTT and retransmission timeout, pacing, and the hand-over to
+//! its loss detection and recovery stack.
 //!
-//! Loss recovery lives here, not in the congestion control algorithms (as in Linux), in four
-//! variants chosen per flow (`Recovery`):
-//! - Tahoe: fast retransmit on the `dupack_threshold`-th duplicate ACK, then slow start from
-//!   one segment, resending from the first unacknowledged byte (go-back-N);
-//! - Reno (RFC 5681 3.2): fast retransmit and fast recovery with window inflation, left on the
-//!   first ACK of new data, so several losses in a window usually end in a timeout;
-//! - NewReno (RFC 6582): fast recovery lasts until everything outstanding at the loss is
-//!   acknowledged; each partial ACK retransmits the next hole. The `recover` guard prevents
-//!   repeated fast retransmits. Every partial ACK restarts the retransmission timer
-//!   ("Slow-but-Steady", as Linux and ns-2) unless the "Impatient" variant is chosen;
-//! - SACK (RFC 2018, RFC 6675): a scoreboard (`scoreboard.rs`) says which holes are lost;
-//!   during recovery cwnd = ssthresh and segments go out while pipe < cwnd, lost holes first
-//!   (NextSeg), then new data; optional FACK loss detection.
-//!
-//! Delayed Congestion Response (document 004) raises the duplicate-ACK threshold to cwnd/div
-//! and sends a new segment per duplicate ACK meanwhile.
-//! A retransmission timeout (RFC 6298, Karn, exponential backoff) sets cwnd to one segment;
-//! without SACK the sender goes back to the first unacknowledged byte, with SACK it resends
-//! the holes (every unSACKed byte counts as lost, as in Linux).
+//! Loss detection and recovery are the TCP core's, not the congestion control's (as in
+//! Linux), in one of two stacks chosen per flow (`Stack`, set by the scenario's profile),
+//! each in `tcp/recovery/`: the RFC stack (`rfc.rs`, with one file per variant: Tahoe,
+//! Reno, NewReno, RFC 6675 SACK) and the Linux stack (`linux.rs` and the files it names:
+//! RACK-TLP, PRR, undo, adaptive reordering). This file holds what both share: the
+//! connection's state, the application's writes, the send window and the emission of a
+//! segment, pacing, RTT sampling helpers, the persist timer, and the reports to the
+//! milestone observer (`milestones.rs`); `send`, `on_ack`, `on_rto_timer` and `enter_cwr` hand over to the
+//! flow's stack.
 //!
 //! Window reduction without a loss (Linux `tcp_enter_cwr`, state CWR) has two causes: the
 //! host's interface queue refusing a segment (local congestion, see `set_tx_budget`) and,
@@ -36,66 +27,17 @@
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
 
 use super::config::{Recovery, RtoEstimator, Stack, TcpConfig};
+use super::milestones::{Milestones, SenderView};
 use super::rate::RateSampler;
 use super::recovery::linux::LinuxState;
 use super::recovery::prr::WindowReduction;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::send_delay::RandomSendDelay;
+pub use super::stats::SenderStats;
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::{transmission_time, Time, PS_PER_S};
-
-#[derive(Clone, Debug, Default)]
-pub struct SenderStats {
-    /// Data segments put on the wire, retransmissions included.
-    pub segments_sent: u64,
-    pub segments_retransmitted: u64,
-    /// Payload bytes put on the wire, retransmissions included.
-    pub bytes_sent: u64,
-    /// Recoveries started by duplicate ACKs or SACK information (fast retransmits).
-    pub fast_retransmits: u64,
-    pub timeouts: u64,
-    pub dupacks_received: u64,
-    pub acks_received: u64,
-    /// When the first data segment went out.
-    pub first_send_ps: Option<Time>,
-    /// The end of the first slow start (a loss, or cwnd reaching ssthresh), the segments
-    /// sent before it and the highest sequence sent by then (document 003's slow-start time
-    /// and loss rate during slow start).
-    pub slow_start_end_ps: Option<Time>,
-    pub slow_start_segments_sent: u64,
-    pub slow_start_end_seq: Option<u64>,
-    /// The first congestion event (fast retransmit, timeout or other window reduction), the
-    /// cwnd just before it, and when cwnd, back in the open state, regained 95% and 100% of
-    /// that cwnd (document 003's recovery time).
-    pub first_loss_ps: Option<Time>,
-    pub first_loss_cwnd_segments: u32,
-    pub recovered_95_ps: Option<Time>,
-    pub recovered_ps: Option<Time>,
-    /// Times the host's interface queue refused a segment of this flow after accepting the
-    /// one before: how often the queue filled up on the sender (retries refused while it
-    /// stays full are not counted again).
-    pub local_congestion_events: u64,
-    /// Entries into CWR (window reduced without a loss: local congestion or ECN).
-    pub cwr_entries: u64,
-    /// ACKs received with ECN-Echo set.
-    pub ecn_echoes: u64,
-    /// Zero-window probes sent by the persist timer.
-    pub zero_window_probes: u64,
-    /// Linux stack: ACKs carrying a D-SACK block (RFC 2883).
-    pub dsacks_received: u64,
-    /// Linux stack: window reductions taken back as spurious (DSACK, Eifel, F-RTO).
-    pub undos: u64,
-    /// Linux stack: timeouts F-RTO found spurious (RFC 5682).
-    pub spurious_timeouts: u64,
-    /// Linux stack: tail loss probes sent (RFC 8985 section 7), and those that repaired a
-    /// loss without a recovery.
-    pub loss_probes: u64,
-    pub loss_probe_recoveries: u64,
-    /// Linux stack: deliveries out of order that showed the path reorders.
-    pub reordering_events: u64,
-}
 
 pub struct TcpSender {
     pub(crate) flow: u32,
@@ -197,6 +139,8 @@ pub struct TcpSender {
     /// The head retransmission of a recovery was refused by the interface: send it first.
     pub(crate) head_rtx_pending: bool,
     pub stats: SenderStats,
+    /// Document 003's milestones, watched from outside the recovery (`milestones.rs`).
+    pub milestones: Milestones,
     /// The loss detection and recovery in force (`tcp/recovery/`); the Linux stack's state.
     pub(crate) stack: Stack,
     pub(crate) lx: LinuxState,
@@ -292,6 +236,7 @@ impl TcpSender {
             last_refused: false,
             head_rtx_pending: false,
             stats: SenderStats::default(),
+            milestones: Milestones::default(),
             stack: cfg.stack,
             lx: LinuxState::new(cfg.dupack_threshold.max(1)),
             limited_transmit: cfg.limited_transmit,
@@ -442,7 +387,7 @@ impl TcpSender {
         }
     }
 
-    fn segments(&self, bytes: u64) -> u32 {
+    pub(crate) fn segments(&self, bytes: u64) -> u32 {
         bytes.div_ceil(self.mss as u64) as u32
     }
 
@@ -455,47 +400,33 @@ impl TcpSender {
         self.cc_state.last_send_ps = self.last_data_sent_ps;
     }
 
-    pub(crate) fn set_ca_state(&mut self, now: Time, state: CaState) {
-        if state != CaState::Open && self.stats.first_loss_ps.is_none() {
-            self.end_first_slow_start(now);
-            self.stats.first_loss_ps = Some(now);
-            self.stats.first_loss_cwnd_segments = self.prior_cwnd.max(1);
+    /// What the milestone observer sees of this sender.
+    pub(crate) fn milestone_view(&self, now: Time) -> SenderView {
+        SenderView {
+            now,
+            cwnd: self.cc_state.cwnd,
+            ssthresh: self.cc_state.ssthresh,
+            ca_state: self.ca_state,
+            new_segments_sent: self.stats.segments_sent - self.stats.segments_retransmitted,
+            snd_max: self.snd_max,
+            started: self.stats.first_send_ps.is_some(),
         }
+    }
+
+    /// An ACK has been processed: the milestone observer looks (until it has seen them all).
+    pub(crate) fn note_milestones(&mut self, now: Time) {
+        if !self.milestones.done() {
+            let view = self.milestone_view(now);
+            self.milestones.after_ack(&view);
+        }
+    }
+
+    pub(crate) fn set_ca_state(&mut self, now: Time, state: CaState) {
         self.ca_state = state;
+        let view = self.milestone_view(now);
+        self.milestones.on_state(&view, self.prior_cwnd);
         self.sync_cc_view(now);
         self.cc.set_state(&mut self.cc_state, state);
-    }
-
-    /// Records the end of the first slow start (once).
-    fn end_first_slow_start(&mut self, now: Time) {
-        if self.stats.slow_start_end_ps.is_none() && self.stats.first_send_ps.is_some() {
-            self.stats.slow_start_end_ps = Some(now);
-            // New data only: the retransmission that ends slow start may already be out.
-            self.stats.slow_start_segments_sent = self.stats.segments_sent - self.stats.segments_retransmitted;
-            self.stats.slow_start_end_seq = Some(self.snd_max);
-        }
-    }
-
-    /// Slow start's end by growth, and recovery from the first congestion event (document
-    /// 003's measures): checked after every ACK, so the times are exact.
-    pub(crate) fn note_milestones(&mut self, now: Time) {
-        let cwnd = self.cc_state.cwnd;
-        if self.stats.slow_start_end_ps.is_none() && cwnd >= self.cc_state.ssthresh {
-            self.end_first_slow_start(now);
-        }
-        if self.stats.first_loss_ps.is_some() && self.stats.recovered_ps.is_none() && self.ca_state == CaState::Open {
-            let target = self.stats.first_loss_cwnd_segments as u64;
-            if self.stats.recovered_95_ps.is_none() && 100 * cwnd as u64 >= 95 * target {
-                self.stats.recovered_95_ps = Some(now);
-            }
-            if cwnd as u64 >= target {
-                self.stats.recovered_ps = Some(now);
-            }
-        }
-    }
-
-    fn sack(&self) -> bool {
-        self.recovery == Recovery::Sack
     }
 
     /// Bytes in the network (Linux `tcp_packets_in_flight`): with SACK the RFC 6675 pipe,
@@ -509,14 +440,6 @@ impl TcpSender {
             self.scoreboard.pipe(self.snd_una, self.snd_max, lost)
         } else {
             self.snd_max - self.snd_una
-        }
-    }
-
-    /// The duplicate-ACK threshold in force: with DCR, max(dupthresh, cwnd / dcr_div).
-    fn dupthresh(&self) -> u32 {
-        match self.dcr_div {
-            Some(div) => self.dupack_threshold.max(self.cc_state.cwnd / div),
-            None => self.dupack_threshold,
         }
     }
 
@@ -560,17 +483,9 @@ impl TcpSender {
         }
         self.pacing_deadline = None;
         self.refused = false;
-        if self.stack == Stack::Linux {
-            self.send_linux(now, out);
-        } else {
-            if self.head_rtx_pending {
-                self.retransmit_first_unacked(now, out);
-            }
-            if self.sack() && matches!(self.ca_state, CaState::Recovery | CaState::Loss) {
-                self.send_sack_recovery(now, out);
-            } else {
-                self.send_window(now, out);
-            }
+        match self.stack {
+            Stack::Linux => self.send_linux(now, out),
+            Stack::Rfc => self.send_rfc(now, out),
         }
         if let Some(d) = &mut self.send_delay {
             d.end_pass();
@@ -671,39 +586,6 @@ impl TcpSender {
             if self.cc_state.in_slow_start() { self.cc_state.cwnd < 2 * flight } else { flight >= self.cc_state.cwnd };
     }
 
-    /// RFC 6675 section 5 (C): while cwnd - pipe >= 1 SMSS, send lost holes first (NextSeg
-    /// rule 1), then new data (rule 2).
-    fn send_sack_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let mss = self.mss as u64;
-        let lost = self.scoreboard.loss_boundary(self.snd_una, mss, self.dupthresh() as u64, self.fack);
-        let mut pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, lost);
-        let cwnd_bytes = self.cc_state.cwnd as u64 * mss;
-        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
-        while pipe + mss <= cwnd_bytes {
-            if self.paced_out(now) {
-                break;
-            }
-            if let Some((seq, len)) = self.scoreboard.next_lost_hole(self.snd_una, self.snd_max, lost, mss) {
-                if !self.emit(now, seq, len as u32, out) {
-                    break;
-                }
-                self.scoreboard.on_retransmit(seq, len);
-                pipe += len;
-            } else if self.snd_max < new_data_end {
-                let len = (new_data_end - self.snd_max).min(mss);
-                if (len < mss && self.snd_max + len < self.written) || !self.emit(now, self.snd_max, len as u32, out) {
-                    break;
-                }
-                self.snd_max += len;
-                self.snd_nxt = self.snd_max;
-                pipe += len;
-            } else {
-                break;
-            }
-        }
-        self.cc_state.cwnd_limited = pipe + mss > cwnd_bytes;
-    }
-
     /// Sends one segment, if the host's interface queue takes it; returns false, having
     /// changed nothing but the refusal mark, when it does not (the caller stops sending).
     #[must_use]
@@ -775,264 +657,14 @@ impl TcpSender {
         true
     }
 
-    fn retransmit_first_unacked(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let len = (self.snd_max - self.snd_una).min(self.mss as u64);
-        // Refused by the interface: sent first on the next pass (Linux keeps it marked lost).
-        self.head_rtx_pending = len > 0 && !self.emit(now, self.snd_una, len as u32, out);
-        if len > 0 && !self.head_rtx_pending {
-            if self.sack() {
-                self.scoreboard.on_retransmit(self.snd_una, len);
-            } else if self.rate.is_some() {
-                // Without SACK the head is the one segment known lost (Linux marks it so).
-                self.head_lost_bytes += len;
-            }
-        }
-    }
-
     /// Handles one arriving ACK.
     pub fn on_ack(&mut self, now: Time, ack_pkt: &Packet, out: &mut Vec<Packet>) {
         debug_assert_eq!(ack_pkt.kind, PacketKind::Ack);
-        if self.stack == Stack::Linux {
-            self.on_ack_linux(now, ack_pkt, out);
-            return;
-        }
-        self.stats.acks_received += 1;
-        self.ts_recent = self.ts_recent.max(ack_pkt.ts_val);
-        let ack = ack_pkt.ack;
-        if ack > self.snd_max {
-            return; // acknowledges data never sent (RFC 793): ignore
-        }
-        let window_changed = ack_pkt.window_bytes as u64 != self.rwnd;
-        if ack >= self.snd_una {
-            // An older ACK (reordered) must not bring back an older window (RFC 9293 SND.WL2).
-            self.rwnd = ack_pkt.window_bytes as u64;
-        }
-        if self.persisting && self.rwnd > 0 {
-            // The window opened: the timer is the retransmission timer again.
-            self.persisting = false;
-            self.persist_backoff = 0;
-            self.rto_deadline = None;
-        }
-        let prior_in_flight = self.in_flight_bytes();
-
-        let mut newly_sacked = 0;
-        // Bytes the cumulative ACK covers that were SACKed before: delivered already.
-        let mut sacked_before = 0;
-        if self.sack() {
-            if ack > self.snd_una {
-                sacked_before = self.scoreboard.on_cumulative_ack(self.snd_una, ack);
-            }
-            let una = ack.max(self.snd_una);
-            let rate = &mut self.rate;
-            for (s, e) in ack_pkt.sack.iter(ack) {
-                newly_sacked += self.scoreboard.on_sack_block(s, e.min(self.snd_max), una, |a, b| {
-                    if let Some(r) = rate.as_mut() {
-                        r.on_sacked(a, b);
-                    }
-                });
-            }
-        }
-        if let Some(r) = &mut self.rate {
-            r.on_cumulative_ack(ack);
-        }
-
-        if ack > self.snd_una {
-            self.on_new_ack(now, ack_pkt, newly_sacked, sacked_before, prior_in_flight, out);
-        } else if ack == self.snd_una && self.snd_max > self.snd_una && !window_changed {
-            // A duplicate ACK (RFC 5681 section 2).
-            self.stats.dupacks_received += 1;
-            self.dupacks += 1;
-            self.cc_state.delivered_bytes += newly_sacked;
-            self.on_duplicate_ack(now, out);
-            if self.controls {
-                // Rate-based algorithms see every ACK, duplicates included (Linux cong_control).
-                let mut sample = AckSample {
-                    delivered_bytes: newly_sacked,
-                    prior_in_flight_bytes: prior_in_flight,
-                    ..Default::default()
-                };
-                self.fill_rate_sample(now, &mut sample);
-                self.sync_cc_view(now);
-                self.cong_control(&sample);
-            }
-        }
-        if self.ecn && ack_pkt.ecn.has(Ecn::ECE) && ack >= self.snd_una {
-            // RFC 3168 6.1.2: respond to ECN-Echo as to a loss, at most once per window; in
-            // recovery the window is being reduced already (Linux tcp_try_to_open).
-            self.stats.ecn_echoes += 1;
-            self.enter_cwr(now);
-        }
-        if self.stats.recovered_ps.is_none() {
-            self.note_milestones(now);
-        }
-        self.send(now, out);
-    }
-
-    fn on_duplicate_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
-        match self.ca_state {
-            CaState::Recovery => {
-                if matches!(self.recovery, Recovery::Reno | Recovery::Newreno) && !self.controls {
-                    // Each duplicate ACK means a segment left the network: inflate
-                    // (RFC 5681 3.2 step 4).
-                    self.cc_state.cwnd = self.cc_state.cwnd.saturating_add(1);
-                }
-            }
-            CaState::Open | CaState::Cwr | CaState::Loss => {
-                let open = self.ca_state != CaState::Loss;
-                // Classic Reno has no guard: three more duplicate ACKs start another recovery.
-                let guarded = !(self.recovery == Recovery::Reno && open);
-                let past_recover = !guarded || self.recover.is_none_or(|r| self.snd_una >= r);
-                let sack_says_lost = self.sack()
-                    && open
-                    && self
-                        .scoreboard
-                        .loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack)
-                        .below
-                        > self.snd_una;
-                if past_recover
-                    && (self.dupacks >= self.dupthresh() || sack_says_lost)
-                    && (open || self.recovery != Recovery::Sack)
-                {
-                    self.enter_recovery(now, out);
-                }
-            }
+        match self.stack {
+            Stack::Linux => self.on_ack_linux(now, ack_pkt, out),
+            Stack::Rfc => self.on_ack_rfc(now, ack_pkt, out),
         }
     }
-
-    fn on_new_ack(
-        &mut self,
-        now: Time,
-        ack_pkt: &Packet,
-        newly_sacked: u64,
-        sacked_before: u64,
-        prior_in_flight: u64,
-        out: &mut Vec<Packet>,
-    ) {
-        let ack = ack_pkt.ack;
-        let acked_bytes = ack - self.snd_una;
-        let rtt_sample = if self.timestamps {
-            Some(now.saturating_sub(ack_pkt.ts_ecr))
-        } else {
-            match self.timed_segment {
-                Some((end, sent)) if ack >= end => {
-                    self.timed_segment = None;
-                    Some(now - sent)
-                }
-                _ => None,
-            }
-        };
-        if let Some(r) = rtt_sample {
-            self.rtt.sample(r);
-        }
-        // Each byte is delivered once: SACKed bytes counted when SACKed, not again when the
-        // cumulative ACK passes them (Linux counts SACKed segments out of `delivered` in
-        // tcp_clean_rtx_queue). The window grows by these (Linux tcp_cong_avoid's acked_sacked).
-        let delivered_bytes = acked_bytes - sacked_before + newly_sacked;
-        let sample = AckSample {
-            acked_segments: self.segments(acked_bytes),
-            delivered_segments: self.segments(delivered_bytes),
-            acked_bytes,
-            rtt: rtt_sample,
-            delivered_bytes,
-            prior_in_flight_bytes: prior_in_flight,
-            is_ack_delayed: self.ack_maybe_delayed(
-                ack,
-                acked_bytes,
-                sacked_before + newly_sacked,
-                ack_pkt.ecn.has(Ecn::ECE),
-            ),
-            ..Default::default()
-        };
-        self.snd_una = ack;
-        if self.snd_nxt < ack {
-            // After go-back-N the receiver may already hold data we were about to resend.
-            self.snd_nxt = ack;
-        }
-        self.cc_state.delivered_bytes += sample.delivered_bytes;
-        let mut sample = sample;
-        self.fill_rate_sample(now, &mut sample);
-        self.sync_cc_view(now);
-        self.cc.pkts_acked(&mut self.cc_state, &sample);
-        let controls = self.controls;
-
-        let mut restart_timer = true;
-        match self.ca_state {
-            CaState::Recovery => {
-                let full = self.recover.is_some_and(|r| ack >= r);
-                match self.recovery {
-                    Recovery::Reno => {
-                        // RFC 5681 3.2 step 6: the first new ACK ends recovery; deflate.
-                        if !controls {
-                            self.cc_state.cwnd = self.cc_state.ssthresh;
-                        }
-                        self.exit_recovery(now);
-                    }
-                    Recovery::Newreno | Recovery::Tahoe if full => {
-                        // Full ACK: deflate to min(ssthresh, FlightSize + 1 segment) so that
-                        // the window does not release a burst (RFC 6582 3.2 step 3, option 1).
-                        if !controls {
-                            let flight = self.segments(self.snd_max - self.snd_una).max(1);
-                            self.cc_state.cwnd = self.cc_state.ssthresh.min(flight + 1);
-                        }
-                        self.exit_recovery(now);
-                    }
-                    Recovery::Newreno | Recovery::Tahoe => {
-                        // Partial ACK: the next hole is lost too. Retransmit it, deflate by what
-                        // was acknowledged and add back one segment (RFC 6582 3.2 step 5).
-                        self.retransmit_first_unacked(now, out);
-                        if !controls {
-                            let cwnd = self.cc_state.cwnd.saturating_sub(sample.acked_segments);
-                            let add_back = u32::from(acked_bytes >= self.mss as u64);
-                            self.cc_state.cwnd = (cwnd + add_back).max(1);
-                        }
-                        restart_timer = !self.newreno_impatient || self.first_partial_ack;
-                        self.first_partial_ack = false;
-                    }
-                    Recovery::Sack if full => {
-                        // cwnd stays at ssthresh, where recovery set it (RFC 6675 section 5).
-                        self.exit_recovery(now);
-                    }
-                    Recovery::Sack => {}
-                }
-            }
-            CaState::Loss => {
-                self.dupacks = 0;
-                if self.recover.is_some_and(|r| ack >= r) {
-                    self.set_ca_state(now, CaState::Open);
-                }
-                if !controls {
-                    self.cc.cong_avoid(&mut self.cc_state, &sample);
-                }
-            }
-            CaState::Cwr => {
-                // No growth while reduced. CWR ends once data sent after the reduction is
-                // acknowledged (Linux: snd_una past high_seq, so that a CWR flag has reached
-                // the receiver); cwnd stays at ssthresh, where entering CWR put it.
-                self.dupacks = 0;
-                if ack > self.cwr_high_seq {
-                    self.set_ca_state(now, CaState::Open);
-                    if !controls {
-                        self.cc.cong_avoid(&mut self.cc_state, &sample);
-                    }
-                }
-            }
-            CaState::Open => {
-                self.dupacks = 0;
-                if !controls {
-                    self.cc.cong_avoid(&mut self.cc_state, &sample);
-                }
-            }
-        }
-        if controls {
-            self.cong_control(&sample);
-        }
-        if self.snd_una == self.snd_max {
-            self.rto_deadline = None; // RFC 6298 5.2
-        } else if restart_timer {
-            self.rto_deadline = Some(now + self.rtt.rto()); // RFC 6298 5.3
-        }
-    }
-
     /// Remembers a segment shorter than the MSS sent with nothing else outstanding (Linux keeps
     /// `end_seq - snd_una` per segment, `tx.in_flight`); a retransmission forgets it.
     pub(crate) fn note_lone_runt(&mut self, seq: u64, end: u64, retransmission: bool) {
@@ -1070,24 +702,6 @@ impl TcpSender {
         }
     }
 
-    /// Bytes marked lost since the last report (Linux `tp->lost` minus its value before the
-    /// ACK). With SACK a hole is lost once it falls below the loss boundary; each hole is
-    /// reported once, when the boundary first passes it.
-    fn take_newly_lost_bytes(&mut self) -> u64 {
-        let mut lost = std::mem::take(&mut self.head_lost_bytes);
-        if self.sack() {
-            let boundary =
-                self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack);
-            let below = boundary.below.min(self.snd_max);
-            let from = self.lost_reported_below.max(self.snd_una);
-            if below > from {
-                lost += self.scoreboard.unsacked_bytes(from, below);
-                self.lost_reported_below = below;
-            }
-        }
-        lost
-    }
-
     /// Hands an ACK to an algorithm that controls cwnd itself, and lets it mark the rate
     /// samples of what follows as application-limited (BBR's PROBE_RTT).
     pub(crate) fn cong_control(&mut self, sample: &AckSample) {
@@ -1095,62 +709,6 @@ impl TcpSender {
         if self.cc.marks_app_limited() {
             if let Some(r) = &mut self.rate {
                 r.mark_app_limited(self.cc_state.delivered_bytes, self.snd_max - self.snd_una);
-            }
-        }
-    }
-
-    fn exit_recovery(&mut self, now: Time) {
-        self.head_rtx_pending = false;
-        self.cc_state.cwnd_cnt = 0;
-        self.dupacks = 0;
-        self.set_ca_state(now, CaState::Open);
-    }
-
-    /// Duplicate ACKs (or SACK information) signal a loss.
-    fn enter_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
-        self.stats.fast_retransmits += 1;
-        self.sync_cc_view(now);
-        let dupthresh = self.dupthresh();
-        if self.ca_state != CaState::Cwr {
-            self.prior_cwnd = self.cc_state.cwnd;
-            self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
-            self.ecn_cwr_pending = self.ecn;
-        }
-        // From CWR the window was reduced for this window of data already: ssthresh stays
-        // (Linux tcp_enter_recovery only recomputes it below CWR).
-        self.recover = Some(self.snd_max);
-        self.cc_state.cwnd_cnt = 0;
-        let controls = self.controls;
-        match self.recovery {
-            Recovery::Tahoe => {
-                // Slow start from one segment, resending from the hole (go-back-N).
-                if !controls {
-                    self.cc_state.cwnd = 1;
-                }
-                if self.rate.is_some() {
-                    self.head_lost_bytes += (self.snd_max - self.snd_una).min(self.mss as u64);
-                }
-                self.snd_nxt = self.snd_una;
-                self.timed_segment = None;
-                self.set_ca_state(now, CaState::Loss);
-            }
-            Recovery::Reno | Recovery::Newreno => {
-                self.retransmit_first_unacked(now, out);
-                // RFC 5681 3.2 step 3: inflate by the segments that have left the network.
-                if !controls {
-                    self.cc_state.cwnd = self.cc_state.ssthresh.saturating_add(dupthresh);
-                }
-                self.first_partial_ack = true;
-                self.set_ca_state(now, CaState::Recovery);
-            }
-            Recovery::Sack => {
-                self.scoreboard.start_recovery(self.snd_una);
-                if !controls {
-                    self.cc_state.cwnd = self.cc_state.ssthresh; // RFC 6675 section 5 step 4.2
-                }
-                // The first hole goes out at once, lost by the rule or not (RFC 6675 step 4.3).
-                self.retransmit_first_unacked(now, out);
-                self.set_ca_state(now, CaState::Recovery);
             }
         }
     }
@@ -1167,27 +725,12 @@ impl TcpSender {
     /// Rate Reduction (RFC 6937). The immediate cut sends nothing until the flight falls
     /// below the new window instead of one segment per two ACKs meanwhile: the same data
     /// per round trip, sent later in it.
-    fn enter_cwr(&mut self, now: Time) {
-        if self.stack == Stack::Linux {
-            self.lx_enter_cwr(now);
-            return;
+    pub(crate) fn enter_cwr(&mut self, now: Time) {
+        match self.stack {
+            Stack::Linux => self.lx_enter_cwr(now),
+            Stack::Rfc => self.enter_cwr_rfc(now),
         }
-        if self.ca_state != CaState::Open {
-            return;
-        }
-        self.stats.cwr_entries += 1;
-        self.sync_cc_view(now);
-        self.prior_cwnd = self.cc_state.cwnd;
-        self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
-        if !self.controls {
-            self.cc_state.cwnd = self.cc_state.cwnd.min(self.cc_state.ssthresh).max(1);
-        }
-        self.cc_state.cwnd_cnt = 0;
-        self.cwr_high_seq = self.snd_max;
-        self.ecn_cwr_pending = self.ecn;
-        self.set_ca_state(now, CaState::Cwr);
     }
-
     /// The persist interval: the RTO (at least min_rto), doubled per unanswered probe, at most
     /// max_rto (Linux `tcp_probe0_when`).
     fn persist_interval(&self) -> Time {
@@ -1228,52 +771,9 @@ impl TcpSender {
             self.send_zero_window_probe(now, out);
             return;
         }
-        if self.stack == Stack::Linux {
-            self.on_xmit_timer_linux(now, out);
-            return;
+        match self.stack {
+            Stack::Linux => self.on_xmit_timer_linux(now, out),
+            Stack::Rfc => self.on_rto_timer_rfc(now, out),
         }
-        if self.snd_una == self.snd_max {
-            return;
-        }
-        self.stats.timeouts += 1;
-        self.sync_cc_view(now);
-        if self.ca_state != CaState::Loss {
-            self.prior_cwnd = self.cc_state.cwnd;
-        }
-        if self.ca_state == CaState::Open {
-            // After a first timeout only: a repeated timeout must not lower ssthresh again
-            // (RFC 5681 eq. 4 applies to the first retransmission), and in fast recovery it
-            // was already reduced for this congestion event.
-            self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
-        }
-        // Loss window of one segment, then slow start (RFC 5681 3.1).
-        self.cc_state.cwnd = 1;
-        self.cc_state.cwnd_cnt = 0;
-        self.recover = Some(self.snd_max);
-        self.dupacks = 0;
-        if self.sack() {
-            // Resend every hole; SACKed data stays delivered (as Linux's tcp_enter_loss).
-            self.scoreboard.mark_all_lost(self.snd_una, self.snd_max);
-            // Losses marked by a timeout are counted at the timeout, not by the next ACK.
-            self.lost_reported_below = self.snd_max;
-        } else {
-            // A cumulative-ACK sender can only go back to the first unacknowledged byte.
-            self.snd_nxt = self.snd_una;
-        }
-        self.timed_segment = None;
-        self.head_rtx_pending = false;
-        self.ecn_cwr_pending = self.ecn;
-        self.rtt.back_off();
-        self.set_ca_state(now, CaState::Loss);
-        let sent_before = out.len();
-        self.send(now, out);
-        if self.rwnd == 0 && out.len() == sent_before && self.snd_nxt == self.snd_una {
-            // The head goes out even with the window closed (Linux tcp_retransmit_skb), so a
-            // lost window update cannot leave the flow waiting for ever.
-            let len = (self.snd_max - self.snd_una).min(self.mss as u64);
-            self.retransmit_first_unacked(now, out);
-            self.snd_nxt += len;
-        }
-        self.rto_deadline = Some(now + self.rtt.rto());
     }
 }

@@ -190,9 +190,7 @@ impl TcpSender {
         let delivered = (self.lx.delivered - prior_delivered) as u32;
         let newly_lost = (self.lx.lost - prior_lost) as u32;
         self.lx_cong_control(now, &f, &t, rtt, delivered, newly_lost, prior_in_flight, out);
-        if self.stats.recovered_ps.is_none() {
-            self.note_milestones(now);
-        }
+        self.note_milestones(now);
         if self.snd_una == self.snd_max {
             self.rto_deadline = None;
             self.lx.pending = XmitTimer::Retransmission;

@@ -11,12 +11,18 @@
 //!   `tcp_fastretrans_alert`), and the window after each ACK (`tcp_cong_control`);
 //! - `linux_send.rs`: the send loop and the timer slot (RTO, reordering timer, loss probe).
 //!
-//! The RFC stack's variants live in `tcp/sender.rs`.
+//! The RFC stack (`Stack::Rfc`) has its shared ACK path in `rfc.rs` and one file per recovery
+//! variant: `tahoe.rs`, `reno.rs`, `newreno.rs`, `rfc6675.rs` (SACK).
 
 pub mod linux;
 pub mod linux_send;
 pub mod loss_detection;
+pub mod newreno;
 pub mod prr;
 pub mod rack;
+pub mod reno;
+pub mod rfc;
+pub mod rfc6675;
 pub mod rtx_queue;
+pub mod tahoe;
 pub mod undo;

@@ -1,0 +1,72 @@
+//! SACK-based loss recovery as RFC 6675 writes it (with RFC 2018's option): the scoreboard
+//! (`tcp/scoreboard.rs`) says which holes are lost -- by the duplicate-ACK threshold counted
+//! in SACKed segments above a hole (IsLost), or with FACK by the forward-most SACK --
+//! recovery sets cwnd = ssthresh, and segments go out while pipe < cwnd: lost holes first
+//! (NextSeg rule 1), then new data (rule 2). Recovery ends when an ACK covers `recover`.
+//! The RFC stack's shared ACK path is in `rfc.rs`.
+
+use crate::cc::CaState;
+use crate::packet::Packet;
+use crate::tcp::TcpSender;
+use crate::time::Time;
+
+impl TcpSender {
+    /// RFC 6675 section 5 steps 4.1-4.3 (ssthresh set by the caller).
+    pub(crate) fn sack_enter_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.scoreboard.start_recovery(self.snd_una);
+        if !self.controls {
+            self.cc_state.cwnd = self.cc_state.ssthresh; // step 4.2
+        }
+        // The first hole goes out at once, lost by the rule or not (step 4.3).
+        self.retransmit_first_unacked(now, out);
+        self.set_ca_state(now, CaState::Recovery);
+    }
+
+    /// The scoreboard holds a lost hole (IsLost of the first unacknowledged byte): recovery
+    /// starts before the duplicate-ACK count reaches the threshold (RFC 6675 section 5 step 2).
+    pub(crate) fn sack_says_lost(&self) -> bool {
+        self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack).below
+            > self.snd_una
+    }
+
+    /// A new ACK in recovery: a full one ends it, with cwnd at ssthresh where recovery set it
+    /// (RFC 6675 section 5).
+    pub(crate) fn sack_on_new_ack(&mut self, now: Time, full: bool) {
+        if full {
+            self.exit_recovery(now);
+        }
+    }
+
+    /// RFC 6675 section 5 (C): while cwnd - pipe >= 1 SMSS, send lost holes first (NextSeg
+    /// rule 1), then new data (rule 2).
+    pub(crate) fn send_sack_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mss = self.mss as u64;
+        let lost = self.scoreboard.loss_boundary(self.snd_una, mss, self.dupthresh() as u64, self.fack);
+        let mut pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, lost);
+        let cwnd_bytes = self.cc_state.cwnd as u64 * mss;
+        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
+        while pipe + mss <= cwnd_bytes {
+            if self.paced_out(now) {
+                break;
+            }
+            if let Some((seq, len)) = self.scoreboard.next_lost_hole(self.snd_una, self.snd_max, lost, mss) {
+                if !self.emit(now, seq, len as u32, out) {
+                    break;
+                }
+                self.scoreboard.on_retransmit(seq, len);
+                pipe += len;
+            } else if self.snd_max < new_data_end {
+                let len = (new_data_end - self.snd_max).min(mss);
+                if (len < mss && self.snd_max + len < self.written) || !self.emit(now, self.snd_max, len as u32, out) {
+                    break;
+                }
+                self.snd_max += len;
+                self.snd_nxt = self.snd_max;
+                pipe += len;
+            } else {
+                break;
+            }
+        }
+        self.cc_state.cwnd_limited = pipe + mss > cwnd_bytes;
+    }
+}
