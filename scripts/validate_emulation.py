@@ -9,10 +9,12 @@ For every path and algorithm: the scenario is simulated once (fatpipe run: the s
 time) and emulated REPEATS times (the kernel's runs differ), then compared (fatpipe
 compare, every emulated run against the simulated one); the overlaid cwnd plot goes to
 docs/validation/ and one table row per pair into docs/validation.md between its GENERATED
-markers: the emulated runs' median and range. The
-kernel's "reno" is SACK-based (tcp_sack = 1), so it runs against the simulator's `sack`
-preset (Reno's AIMD with RFC 6675 recovery); cubic and bbr against the presets of those
-names.
+markers: the emulated runs' median and range. The simulator runs the "linux" stack
+profile (RACK-TLP, PRR, undo, Linux's RTO: what this kernel runs). The kernel's "reno" is
+SACK-based (tcp_sack = 1), so it runs against the simulator's `sack` preset (Reno's AIMD
+counting every segment an ACK covers, as tcp_reno_cong_avoid does, with the Linux stack's
+SACK recovery); cubic and bbr against the presets of those names (their Linux forms,
+CUBIC with HyStart).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ PATHS = {
 #: (simulator preset, the kernel's algorithm it runs against).
 ALGORITHMS = (("sack", "reno"), ("cubic", "cubic"), ("bbr", "bbr"))
 DURATION = "30s"
+#: The simulator's stack profile (scenario/profiles.py).
+PROFILE = "linux"
 #: Emulated runs per pair: Linux's runs of one scenario differ (timing, its own randomness).
 REPEATS = 3
 
@@ -56,7 +60,7 @@ def scenario(path: str, preset: str) -> dict:
         "duration": DURATION,
         "seed": 1,
         "topology": {"shape": "dumbbell", **PATHS[path][1]},
-        "flows": [{"name": preset, "cc": preset}],
+        "flows": [{"name": preset, "cc": preset, "tcp": {"profile": PROFILE}}],
         "output": {"sample_interval": "50ms", "plots": False},
     }
 
@@ -115,7 +119,7 @@ def main() -> int:
     kernel = Result.read(runs / f"{next(iter(PATHS))}-sack" / "emulated-1").summary["emulation"]["kernel"]
     block = "\n".join([
         BEGIN,
-        f"Linux {kernel}; {DURATION} per run; one flow; sample interval 50 ms; each pair simulated once and "
+        f"Linux {kernel}; simulator profile \"{PROFILE}\"; {DURATION} per run; one flow; sample interval 50 ms; each pair simulated once and "
         f"emulated {REPEATS} times. Goodput over the flow's active time (docs/metrics.md): the emulated runs' "
         "median (range), and its difference from the simulated run's (range). Retransmitted segments, timeouts "
         "and data segments lost in the network (counted by the simulator's links, and by the same links in the "

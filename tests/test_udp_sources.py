@@ -2,6 +2,8 @@
 document 000's single minimal congestion event (E0.10, examples/udp-congestion-event.toml)."""
 
 import math
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -181,7 +183,13 @@ def test_cli_summary_shows_lost_datagrams(tmp_path):
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
-    header = next(line for line in proc.stdout.splitlines() if line.startswith("flow "))
-    assert header.split()[-2:] == ["lost", "datagrams"]
-    tcp_row = next(line for line in proc.stdout.splitlines() if line.startswith("tcp "))
-    assert tcp_row.split()[-1] == "-"
+    lines = proc.stdout.splitlines()
+
+    def cells(prefix):
+        return re.split(r"\s{2,}", next(line for line in lines if line.startswith(prefix)).strip())
+
+    header = cells("flow ")
+    column = header.index("lost datagrams")
+    assert cells("tcp ")[column] == "-"
+    lost = json.loads((tmp_path / "summary.json").read_text())["flows"][1]["datagrams_lost"]
+    assert lost > 0 and cells("udp-burst ")[column] == str(lost)

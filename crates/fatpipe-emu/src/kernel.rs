@@ -11,7 +11,8 @@
 
 use crate::traffic::tcp::TcpOptions;
 use fatpipe_core::scenario::FlowSpec;
-use fatpipe_core::tcp::config::Recovery;
+use fatpipe_core::tcp::config::{Recovery, RtoEstimator, Stack};
+use fatpipe_core::tcp::recovery::prr::WindowReduction;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -143,9 +144,7 @@ pub fn flow_knobs(
             format!("{:?}", t.recovery).to_lowercase()
         )),
     }
-    if t.recovery == Recovery::Sack {
-        k.notes.push("recovery sack: Linux adds RACK-TLP (RFC 8985), proportional rate reduction (RFC 6937) and undo on DSACK and timestamps (RFC 2883, 3522, 5682) to RFC 6675".into());
-    }
+    stack_knobs(t, &mut k);
     if t.fack {
         k.notes.push("fack: Linux removed FACK in 4.15 (RACK replaces it)".into());
     }
@@ -207,6 +206,42 @@ pub fn flow_knobs(
     }
     k.sender_route.ssthresh = t.initial_ssthresh_segments;
     Ok(k)
+}
+
+/// The loss detection and recovery stack: the Linux stack's members become the namespace's
+/// sysctls (all per network namespace since Linux 4.x-5.x); what Linux cannot switch is
+/// noted. The RFC stack is a different machine altogether, so it gets one note.
+fn stack_knobs(t: &fatpipe_core::tcp::config::TcpConfig, k: &mut FlowKnobs) {
+    let bool01 = |b: bool| if b { "1" } else { "0" }.to_string();
+    if t.stack == Stack::Rfc {
+        if t.recovery == Recovery::Sack {
+            k.notes.push("stack rfc: Linux runs its own SACK recovery instead of RFC 6675's: RACK-TLP (RFC 8985), proportional rate reduction (RFC 6937), undo on DSACK and timestamps (RFC 2883, 3522, 5682) and adaptive reordering; profile = \"linux\" models it".into());
+        } else {
+            k.notes.push("stack rfc: Linux's loss recovery is not RFC 5681/6582's as written (it undoes spurious reductions and adapts reordering); profile = \"linux\" models it".into());
+        }
+        return;
+    }
+    // tcp_recovery bit 0 is RACK (ip-sysctl.rst); tcp_early_retrans 3 is TLP, 0 off.
+    k.sender_sysctls.insert("net.ipv4.tcp_recovery", bool01(t.rack));
+    k.sender_sysctls.insert("net.ipv4.tcp_early_retrans", if t.tlp { "3" } else { "0" }.to_string());
+    k.sender_sysctls.insert("net.ipv4.tcp_frto", if t.frto { "2" } else { "0" }.to_string());
+    k.sender_sysctls.insert("net.ipv4.tcp_max_reordering", t.max_reordering_segments.to_string());
+    // D-SACK is sent by the receiver and used by the sender.
+    for sysctls in [&mut k.sender_sysctls, &mut k.receiver_sysctls] {
+        sysctls.insert("net.ipv4.tcp_dsack", bool01(t.dsack));
+    }
+    if !t.undo {
+        k.notes.push("undo = false: Linux always undoes spurious reductions (tcp_try_undo_*: no sysctl)".into());
+    }
+    if t.window_reduction == WindowReduction::RateHalving {
+        k.notes.push("window_reduction rate_halving: Linux reduces with PRR (RFC 6937) since 3.2".into());
+    }
+    if !t.adaptive_reordering {
+        k.notes.push("adaptive_reordering = false: Linux always raises tp->reordering from what SACKs show (up to tcp_max_reordering)".into());
+    }
+    if t.rto_estimator == RtoEstimator::Rfc6298 {
+        k.notes.push("rto_estimator rfc6298: Linux computes its RTO by tcp_rtt_estimator and tcp_set_rto".into());
+    }
 }
 
 /// Notes for the algorithm's parameters that differ from what the kernel runs (module
@@ -298,7 +333,9 @@ mod tests {
             "ack_every_segments": 2, "dupack_threshold": 3, "newreno_impatient": false, "ecn": false, "recovery": "sack",
             "fack": false, "dcr_div": null, "max_ssthresh_segments": 0, "initial_ssthresh_segments": null,
             "receiver_drain_rate_bps": null, "pacing_gain": null, "min_rto_ps": 200_000_000_000u64,
-            "max_rto_ps": 120_000_000_000_000u64, "initial_rto_ps": 1_000_000_000_000u64, "handshake": false, "slow_start_after_idle": true})
+            "max_rto_ps": 120_000_000_000_000u64, "initial_rto_ps": 1_000_000_000_000u64, "handshake": false, "slow_start_after_idle": true,
+            "stack": "linux", "rto_estimator": "linux", "dsack": true, "rack": true, "tlp": true, "frto": true, "undo": true,
+            "window_reduction": "prr", "adaptive_reordering": true, "max_reordering_segments": 300})
     }
 
     fn available() -> Vec<String> {
@@ -306,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn cubic_defaults_need_no_note_but_the_recovery_one() {
+    fn the_linux_profile_needs_no_note() {
         let (spec, cc) = flow(
             tcp(),
             json!({"algorithm": "cubic", "c": 0.4, "beta": 0.7, "fast_convergence": true, "tcp_friendliness": true}),
@@ -316,9 +353,47 @@ mod tests {
         assert_eq!(k.sender.max_segment_bytes, Some(1460), "1448 + 12 timestamp bytes");
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_sack"], "1");
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_rto_min_us"], "200000");
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_recovery"], "1");
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_early_retrans"], "3");
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_frto"], "2");
+        assert_eq!(k.receiver_sysctls["net.ipv4.tcp_dsack"], "1");
         assert!(k.sender_route.is_empty());
+        assert!(k.notes.is_empty(), "{:?}", k.notes);
+    }
+
+    #[test]
+    fn the_linux_2_4_profile_switches_rack_tlp_frto_off_and_notes_the_rest() {
+        let mut t = tcp();
+        for (key, value) in [
+            ("rack", json!(false)),
+            ("tlp", json!(false)),
+            ("frto", json!(false)),
+            ("fack", json!(true)),
+            ("window_reduction", json!("rate_halving")),
+            ("max_reordering_segments", json!(127)),
+        ] {
+            t[key] = value;
+        }
+        let (spec, cc) = flow(t, json!({"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": false}));
+        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_recovery"], "0");
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_early_retrans"], "0");
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_frto"], "0");
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_max_reordering"], "127");
+        let text = k.notes.join("\n");
+        assert!(text.contains("FACK") && text.contains("PRR"), "{text}");
+    }
+
+    #[test]
+    fn the_rfc_stack_is_one_note() {
+        let mut t = tcp();
+        t["stack"] = json!("rfc");
+        t["rto_estimator"] = json!("rfc6298");
+        let (spec, cc) = flow(t, json!({"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": true}));
+        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
+        assert!(!k.sender_sysctls.contains_key("net.ipv4.tcp_recovery"));
         assert_eq!(k.notes.len(), 1, "{:?}", k.notes);
-        assert!(k.notes[0].starts_with("recovery sack"));
+        assert!(k.notes[0].starts_with("stack rfc"));
     }
 
     #[test]

@@ -78,6 +78,13 @@ PROFILES: Dict[str, Profile] = {
             "bbr": {"variant": Member("linux", "net/ipv4/tcp_bbr.c")},
             "vegas": {"variant": Member("linux", "net/ipv4/tcp_vegas.c")},
             "westwood_plus": {"variant": Member("linux", "net/ipv4/tcp_westwood.c")},
+            "reno": {
+                "byte_counting": Member(
+                    True,
+                    "tcp_cong.c tcp_reno_cong_avoid: tcp_slow_start and tcp_cong_avoid_ai count every "
+                    "segment an ACK covers, SACKed ones included",
+                ),
+            },
         },
     ),
     "linux-2.4": Profile(
@@ -99,6 +106,15 @@ PROFILES: Dict[str, Profile] = {
             "rto_estimator": Member("linux", "Linux 2.4 tcp_input.c tcp_rtt_estimator (the same estimator)"),
             "fack": Member(True, "Linux 2.4 net.ipv4.tcp_fack = 1"),
             "initial_window": Member("rfc3390", "Linux 2.4 tcp_init_cwnd: min(4 MSS, max(2 MSS, 4380))"),
+        },
+        {
+            "reno": {
+                "byte_counting": Member(
+                    False,
+                    "Linux 2.4 tcp_cong_avoid: one segment per ACK in slow start, one per cwnd ACKs "
+                    "after (byte counting came in 2.6.13, off by default)",
+                ),
+            },
         },
     ),
     "rfc": Profile(
