@@ -115,8 +115,12 @@ pub struct FlowCounters {
     pub delivered_bytes: Vec<u64>,
     /// Payload bytes put on the wire, retransmissions included, cumulative.
     pub sent_bytes: Vec<u64>,
+    /// TCP: data segments sent, retransmissions included (UDP: datagrams sent).
+    pub segments_sent: Vec<u64>,
     /// TCP: segments retransmitted (0 for UDP).
     pub segments_retransmitted: Vec<u64>,
+    /// Bytes sent and not yet acknowledged (UDP: datagram bytes in flight).
+    pub outstanding_bytes: Vec<u64>,
     /// UDP: datagrams lost (0 for TCP).
     pub datagrams_lost: Vec<u64>,
     /// -1 for a UDP flow.

@@ -357,7 +357,9 @@ impl Simulation {
                 Some(udp) => {
                     c.delivered_bytes.push(udp.stats.bytes_received);
                     c.sent_bytes.push(udp.stats.bytes_sent);
+                    c.segments_sent.push(udp.stats.datagrams_sent);
                     c.segments_retransmitted.push(0);
+                    c.outstanding_bytes.push(udp.stats.bytes_in_flight());
                     c.datagrams_lost.push(udp.stats.datagrams_lost);
                     c.cwnd_segments.push(-1);
                     c.srtt_ps.push(-1);
@@ -365,7 +367,9 @@ impl Simulation {
                 None => {
                     c.delivered_bytes.push(flow.delivered_bytes());
                     c.sent_bytes.push(s.stats.bytes_sent);
+                    c.segments_sent.push(s.stats.segments_sent);
                     c.segments_retransmitted.push(s.stats.segments_retransmitted);
+                    c.outstanding_bytes.push(s.outstanding_bytes());
                     c.datagrams_lost.push(0);
                     c.cwnd_segments.push(i64::from(s.cc_state.cwnd));
                     c.srtt_ps.push(s.rtt.srtt.map_or(-1, |v| v as i64));

@@ -1,0 +1,51 @@
+//! Runs a normalized scenario (the core's JSON, as `fatpipe validate --core` or
+//! `fatpipe.scenario.load(...).core` writes it) without Python, and prints the events
+//! processed and the wall time: for profiling the core (`perf record`) and for the
+//! side-by-side benchmarks in `benchmarks/`, which compare simulators without start-up.
+//!
+//! `cargo run --release -p fatpipe-core --example run_scenario -- scenario.json [warmup_s]`
+//! With `warmup_s`, the run goes to that simulated time untimed first, and only the rest
+//! is timed (the counts printed are for the timed part).
+
+use fatpipe_core::Simulation;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(path) = args.get(1) else {
+        eprintln!("usage: run_scenario SCENARIO.json [WARMUP_SECONDS]");
+        std::process::exit(2);
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        eprintln!("run_scenario: cannot read {path}: {e}");
+        std::process::exit(2)
+    });
+    let warmup_ps = match args.get(2).map(|s| s.parse::<f64>()) {
+        None => 0,
+        Some(Ok(s)) if s >= 0.0 => (s * 1e12) as u64,
+        Some(_) => {
+            eprintln!("run_scenario: WARMUP_SECONDS must be a number of seconds >= 0, not {:?}", args[2]);
+            std::process::exit(2)
+        }
+    };
+    let mut sim = Simulation::from_json(&text).unwrap_or_else(|e| {
+        eprintln!("run_scenario: {e}");
+        std::process::exit(2)
+    });
+    sim.run_until(warmup_ps);
+    let (events0, segments0) = (sim.events_processed(), data_segments(&sim));
+    let start = Instant::now();
+    sim.run();
+    let wall_s = start.elapsed().as_secs_f64();
+    let events = sim.events_processed() - events0;
+    let segments = data_segments(&sim) - segments0;
+    println!(
+        "data_segments {segments} events {events} wall_s {wall_s:.3} segments_per_s {:.0} events_per_segment {:.2}",
+        segments as f64 / wall_s,
+        events as f64 / segments.max(1) as f64
+    );
+}
+
+fn data_segments(sim: &Simulation) -> u64 {
+    sim.flows.iter().map(|f| f.sender.stats.segments_sent).sum()
+}
