@@ -2,22 +2,22 @@
 //!
 //! The sequence number makes the order of simultaneous events the order in which they were
 //! scheduled, so a run is deterministic. The heap holds O(elements) entries, never one per
-//! packet in flight: a link keeps its in-flight packets in a FIFO with one pending event for
-//! the head, and timers keep at most one live entry each (see `timer.rs`).
+//! packet in flight: a link keeps its packets in a FIFO with one pending event for the head,
+//! and timers keep at most one live entry each (see `timer.rs`).
 
-use crate::net::link::{Departed, Link};
+use crate::net::link::{Link, Offered};
 use crate::packet::Packet;
 use crate::time::Time;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 /// What happens when an event fires. Small and `Copy`: the heap never allocates per packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// The link finished serializing the packet it was transmitting.
-    LinkTxDone(u32),
-    /// The packet at the head of the link's propagation FIFO reaches the far end.
+    /// The packet at the head of the link reaches the far end.
     LinkArrival(u32),
+    /// A serialization on the link ends (the next waiting packet starts, or the link falls
+    /// idle). Scheduled only for links whose captures or refused senders watch it: a link
+    /// otherwise needs no event of its own besides arrivals (`net/link.rs`).
+    LinkTxEnd(u32),
     /// A TCP timer of a flow may have expired.
     Timer(u32, TimerKind),
     /// The application of a flow starts writing.
@@ -53,89 +53,167 @@ struct Entry {
     event: Event,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    // Reversed: `BinaryHeap` is a max-heap and we want the earliest event first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
+impl Entry {
+    /// Earlier first; at one time, scheduled first.
+    #[inline(always)]
+    fn before(&self, other: &Entry) -> bool {
+        (self.time, self.seq) < (other.time, other.seq)
     }
 }
 
-#[derive(Default)]
-pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+/// The event queue: a `D`-ary min-heap on (time, sequence), `D` = 4 by default.
+///
+/// Two things make it cheaper than `std::collections::BinaryHeap` on a simulation's mix of
+/// events (measured in `benches/engine.rs` and with `fatpipe bench`; docs/benchmarks.md):
+/// - popping leaves a hole at the root instead of moving the last entry there at once. Most
+///   events schedule another before the next pop (a link's next arrival, a timer re-armed):
+///   the new entry then goes into the hole and sinks once, where a pop and a push would
+///   have sunk one entry and raised another;
+/// - four children per node halve the heap's depth, and their times sit in one or two
+///   cache lines.
+///
+/// The order does not depend on the heap's shape: (time, sequence) is a total order, so
+/// any arity pops the same events in the same order.
+pub struct EventQueue<const D: usize = 4> {
+    heap: Vec<Entry>,
+    /// `heap[0]` was popped and awaits an entry.
+    hole: bool,
     next_seq: u64,
     /// Events popped so far (a measure of simulation work, reported by benchmarks).
     pub popped: u64,
 }
 
-impl EventQueue {
+impl<const D: usize> Default for EventQueue<D> {
+    fn default() -> Self {
+        EventQueue { heap: Vec::with_capacity(64), hole: false, next_seq: 0, popped: 0 }
+    }
+}
+
+impl<const D: usize> EventQueue<D> {
+    #[inline]
     pub fn schedule(&mut self, time: Time, event: Event) {
-        self.heap.push(Entry { time, seq: self.next_seq, event });
+        let entry = Entry { time, seq: self.next_seq, event };
         self.next_seq += 1;
+        if self.hole {
+            self.hole = false;
+            self.sift_down(0, entry);
+        } else {
+            self.heap.push(entry);
+            self.sift_up(self.heap.len() - 1, entry);
+        }
     }
 
     /// Time of the earliest pending event.
     #[inline]
-    pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+    pub fn peek_time(&mut self) -> Option<Time> {
+        self.fill_hole();
+        self.heap.first().map(|e| e.time)
     }
 
+    /// The earliest pending event, taken out.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        let e = self.heap.pop()?;
+        self.fill_hole();
+        let e = *self.heap.first()?;
+        self.hole = true;
+        self.popped += 1;
+        Some((e.time, e.event))
+    }
+
+    /// The earliest pending event if it is due at or before `end`, taken out.
+    #[inline]
+    pub fn pop_until(&mut self, end: Time) -> Option<(Time, Event)> {
+        self.fill_hole();
+        let e = *self.heap.first()?;
+        if e.time > end {
+            return None;
+        }
+        self.hole = true;
         self.popped += 1;
         Some((e.time, e.event))
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    /// Link `l`'s `LinkTxDone` at `now`: schedules the end of the next serialization and the
-    /// departed packet's arrival. Returns whether a next packet started (its captures see it)
-    /// and the departed packet if a link without delay delivered it at once.
-    #[inline]
-    pub fn link_tx_done(&mut self, link: &mut Link, l: u32, now: Time) -> (bool, Option<Packet>) {
-        let done = link.tx_done(now);
-        if let Some(t) = done.next_done_at {
-            self.schedule(t, Event::LinkTxDone(l));
-        }
-        let arrived = match done.departed {
-            Departed::Arrived(pkt) => Some(pkt),
-            Departed::Propagating { arrival, head } => {
-                if head {
-                    self.schedule(arrival, Event::LinkArrival(l));
-                }
-                None
-            }
-        };
-        (done.next_done_at.is_some(), arrived)
-    }
-
-    /// Link `l`'s `LinkArrival`: its head packet reaches the far node (returned with it); the
-    /// next packet's arrival is scheduled.
-    #[inline]
-    pub fn link_arrival(&mut self, link: &mut Link, l: u32) -> (Packet, u32) {
-        let (pkt, next) = link.pop_arrival();
-        if let Some(t) = next {
-            self.schedule(t, Event::LinkArrival(l));
-        }
-        (pkt, link.spec.to)
+        self.heap.len() - usize::from(self.hole)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
+    }
+
+    /// Nothing was scheduled into the hole: the last entry fills it.
+    #[inline]
+    fn fill_hole(&mut self) {
+        if self.hole {
+            self.hole = false;
+            let last = self.heap.pop().expect("a hole is in the heap");
+            if !self.heap.is_empty() {
+                self.sift_down(0, last);
+            }
+        }
+    }
+
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, entry: Entry) {
+        while i > 0 {
+            let parent = (i - 1) / D;
+            if !entry.before(&self.heap[parent]) {
+                break;
+            }
+            self.heap[i] = self.heap[parent];
+            i = parent;
+        }
+        self.heap[i] = entry;
+    }
+
+    /// Places `entry` at the empty slot `i` and lets it sink to its place.
+    #[inline]
+    fn sift_down(&mut self, mut i: usize, entry: Entry) {
+        let len = self.heap.len();
+        loop {
+            let first = D * i + 1;
+            if first >= len {
+                break;
+            }
+            let mut best = first;
+            for c in first + 1..(first + D).min(len) {
+                if self.heap[c].before(&self.heap[best]) {
+                    best = c;
+                }
+            }
+            if !self.heap[best].before(&entry) {
+                break;
+            }
+            self.heap[i] = self.heap[best];
+            i = best;
+        }
+        self.heap[i] = entry;
+    }
+
+    /// Offers `pkt` to link `l` at `now`, scheduling its arrival when it is the only packet
+    /// on the link (the others follow it: `link_arrival`). False: dropped.
+    #[inline]
+    pub fn link_offer(&mut self, link: &mut Link, l: u32, now: Time, pkt: &Packet) -> bool {
+        match link.offer(now, pkt) {
+            Offered::Admitted { arrival, head } => {
+                if head {
+                    self.schedule(arrival, Event::LinkArrival(l));
+                }
+                true
+            }
+            Offered::Dropped => false,
+        }
+    }
+
+    /// Link `l`'s `LinkArrival` at `now`: its head packet reaches the far node (returned);
+    /// the next packet's arrival is scheduled.
+    #[inline]
+    pub fn link_arrival(&mut self, link: &mut Link, l: u32, now: Time) -> Packet {
+        let pkt = link.pop_arrival(now);
+        if let Some(t) = link.next_arrival() {
+            self.schedule(t, Event::LinkArrival(l));
+        }
+        pkt
     }
 }
 
@@ -145,21 +223,67 @@ mod tests {
 
     #[test]
     fn earliest_first_and_ties_in_scheduling_order() {
-        let mut q = EventQueue::default();
+        let mut q: EventQueue = EventQueue::default();
         q.schedule(30, Event::Probe);
-        q.schedule(10, Event::LinkTxDone(1));
-        q.schedule(10, Event::LinkTxDone(2));
+        q.schedule(10, Event::LinkTxEnd(1));
+        q.schedule(10, Event::LinkTxEnd(2));
         q.schedule(20, Event::LinkArrival(0));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
-            vec![
-                (10, Event::LinkTxDone(1)),
-                (10, Event::LinkTxDone(2)),
-                (20, Event::LinkArrival(0)),
-                (30, Event::Probe)
-            ]
+            vec![(10, Event::LinkTxEnd(1)), (10, Event::LinkTxEnd(2)), (20, Event::LinkArrival(0)), (30, Event::Probe)]
         );
         assert_eq!(q.popped, 4);
+    }
+
+    /// Pops every event of a random schedule (with ties) from a queue of arity `D`.
+    fn drain_order<const D: usize>() -> Vec<(Time, Event)> {
+        let mut q = EventQueue::<D>::default();
+        let mut rng = crate::rng::Rng::new(11);
+        let mut order = vec![];
+        let mut now = 0;
+        for i in 0..20_000u32 {
+            // Like a simulation: most pops schedule one or two events, some none.
+            for _ in 0..(rng.next_u64() % 3) {
+                q.schedule(now + rng.next_u64() % 50, Event::LinkArrival(i));
+            }
+            if let Some((t, e)) = q.pop() {
+                assert!(t >= now, "time never goes back");
+                now = t;
+                order.push((t, e));
+            }
+        }
+        while let Some(x) = q.pop() {
+            order.push(x);
+        }
+        order
+    }
+
+    #[test]
+    fn every_arity_pops_in_time_then_scheduling_order() {
+        let binary = drain_order::<2>();
+        assert!(binary.len() > 15_000);
+        assert!(binary.windows(2).all(|w| w[0].0 <= w[1].0));
+        // Same-time events come out in the order they were scheduled (i grows with it).
+        let by_index = |e: &Event| match e {
+            Event::LinkArrival(i) => *i,
+            _ => unreachable!(),
+        };
+        assert!(binary.windows(2).all(|w| w[0].0 < w[1].0 || by_index(&w[0].1) <= by_index(&w[1].1)));
+        assert_eq!(drain_order::<4>(), binary);
+        assert_eq!(drain_order::<8>(), binary);
+    }
+
+    #[test]
+    fn pop_until_stops_at_the_end_and_len_counts_the_hole_out() {
+        let mut q = EventQueue::<4>::default();
+        q.schedule(5, Event::Probe);
+        q.schedule(9, Event::Probe);
+        assert_eq!(q.pop_until(4), None);
+        assert_eq!(q.pop_until(5), Some((5, Event::Probe)));
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.peek_time(), Some(9));
+        assert_eq!(q.pop(), Some((9, Event::Probe)));
+        assert!(q.is_empty() && q.pop().is_none());
     }
 }

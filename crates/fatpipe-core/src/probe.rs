@@ -131,7 +131,8 @@ pub struct FlowCounters {
 }
 
 impl QueueSeries {
-    /// One sample of every link at `now` (the simulation's probe and the emulator's).
+    /// One sample of every link at `now` (the simulation's probe and the emulator's), each
+    /// brought up to that moment first (`Link::advance`).
     pub fn sample(&mut self, now: Time, links: &[Link]) {
         for (i, link) in links.iter().enumerate() {
             self.time_ps.push(now);

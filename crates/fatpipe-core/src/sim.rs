@@ -19,7 +19,7 @@
 use crate::capture::{Capture, FlowWire};
 use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue, TimerKind};
-use crate::net::link::{Link, Offered};
+use crate::net::link::Link;
 use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
@@ -164,6 +164,10 @@ pub struct Simulation {
     /// Per link, the flows whose senders its queue refused, in the order they were refused
     /// (sized for every flow of the host at the start: waiting never allocates).
     iface_waiters: Vec<VecDeque<u32>>,
+    /// Per link: a `LinkTxEnd` is pending (captures or refused senders watch the link), and
+    /// how many of its packets' starts the captures have seen (`Link::for_each_started`).
+    link_watched: Vec<bool>,
+    link_starts_seen: Vec<u64>,
 }
 
 impl Simulation {
@@ -279,6 +283,8 @@ impl Simulation {
             queue_series,
             captures,
             wire,
+            link_watched: vec![false; link_taps.len()],
+            link_starts_seen: vec![0; link_taps.len()],
             link_taps,
             node_taps,
             iface_waiters,
@@ -304,15 +310,16 @@ impl Simulation {
     /// Runs every event up to and including `t` (at most the scenario's duration).
     pub fn run_until(&mut self, t: Time) {
         let end = t.min(self.scenario.duration_ps);
-        while let Some(et) = self.events.peek_time() {
-            if et > end {
-                break;
-            }
-            let (time, event) = self.events.pop().expect("peeked");
+        while let Some((time, event)) = self.events.pop_until(end) {
             self.now = time;
             self.dispatch(event);
         }
         self.now = self.now.max(end);
+        // Links are brought up to date lazily (`Link::advance`); whoever reads them next
+        // (reports, the caller) sees them as they are now.
+        for link in &mut self.links {
+            link.advance(self.now);
+        }
     }
 
     pub fn run(&mut self) {
@@ -321,11 +328,8 @@ impl Simulation {
 
     fn dispatch(&mut self, event: Event) {
         match event {
-            Event::LinkTxDone(l) => self.on_tx_done(l),
-            Event::LinkArrival(l) => {
-                let (pkt, to) = self.events.link_arrival(&mut self.links[l as usize], l);
-                self.arrive(to, pkt);
-            }
+            Event::LinkArrival(l) => self.on_arrival(l),
+            Event::LinkTxEnd(l) => self.on_tx_end(l),
             Event::Timer(f, kind) => self.on_timer(f, kind),
             Event::SourceStart(f) => self.on_source_start(f),
             Event::SourceTick(f) => {
@@ -421,23 +425,37 @@ impl Simulation {
         let pkt = udp.send(now);
         let next = udp.next_departure();
         let node = self.flows[f as usize].src;
-        self.forward(node, pkt);
+        self.forward(node, &pkt);
         if let Some(t) = next.filter(|&t| t <= self.scenario.duration_ps) {
             self.events.schedule(t, Event::SourceTick(f));
         }
     }
 
-    fn on_tx_done(&mut self, l: u32) {
-        let (started, arrived) = self.events.link_tx_done(&mut self.links[l as usize], l, self.now);
-        if started {
-            self.tap_transmitting(l);
-        }
-        if let Some(pkt) = arrived {
-            let to = self.links[l as usize].spec.to;
-            self.arrive(to, pkt);
+    /// A serialization on watched link `l` ended: its captures see the next packet start,
+    /// its refused senders may send (a place in the queue is free).
+    #[cold]
+    fn on_tx_end(&mut self, l: u32) {
+        self.link_watched[l as usize] = false;
+        if !self.link_taps[l as usize].is_empty() {
+            self.tap_started(l);
         }
         if !self.iface_waiters[l as usize].is_empty() {
             self.wake_interface_waiters(l);
+        }
+        self.watch_link(l);
+    }
+
+    /// Keeps a `LinkTxEnd` pending for link `l` while its captures or refused senders need
+    /// to see its serializations end (most links have neither and cost no such event).
+    #[inline]
+    fn watch_link(&mut self, l: u32) {
+        let i = l as usize;
+        if self.link_watched[i] || (self.link_taps[i].is_empty() && self.iface_waiters[i].is_empty()) {
+            return;
+        }
+        if let Some(t) = self.links[i].busy_until(self.now) {
+            self.link_watched[i] = true;
+            self.events.schedule(t, Event::LinkTxEnd(l));
         }
     }
 
@@ -454,7 +472,7 @@ impl Simulation {
         for _ in 0..self.iface_waiters[l as usize].len() {
             let Some(&f) = self.iface_waiters[l as usize].front() else { break };
             let flow = &self.flows[f as usize];
-            if self.links[l as usize].room_packets(flow.max_ip_bytes) == 0 {
+            if self.links[l as usize].room_packets(self.now, flow.max_ip_bytes) == 0 {
                 break;
             }
             self.iface_waiters[l as usize].pop_front();
@@ -475,18 +493,18 @@ impl Simulation {
     #[inline]
     fn grant_tx_budget(&mut self, f: u32) {
         let flow = &mut self.flows[f as usize];
-        let room = self.links[flow.iface as usize].room_packets(flow.max_ip_bytes);
+        let room = self.links[flow.iface as usize].room_packets(self.now, flow.max_ip_bytes);
         flow.sender.set_tx_budget(room);
     }
 
     /// A packet reaches `node`: deliver it there or forward it.
-    fn arrive(&mut self, node: u32, pkt: Packet) {
+    fn arrive(&mut self, node: u32, pkt: &Packet) {
         if pkt.dst != node {
             self.forward(node, pkt);
             return;
         }
         if !self.node_taps[node as usize].is_empty() {
-            self.tap(node, false, &pkt);
+            self.tap(node, false, pkt);
         }
         let f = pkt.flow;
         if pkt.kind == PacketKind::Ack {
@@ -494,7 +512,7 @@ impl Simulation {
         }
         let flow = &mut self.flows[f as usize];
         if pkt.kind == PacketKind::Datagram {
-            flow.udp.as_mut().expect("datagrams belong to UDP flows").on_datagram(self.now, &pkt);
+            flow.udp.as_mut().expect("datagrams belong to UDP flows").on_datagram(self.now, pkt);
             return;
         }
         if pkt.conn != flow.conn {
@@ -502,12 +520,12 @@ impl Simulation {
         }
         let mut out = std::mem::take(&mut self.out);
         match pkt.kind {
-            PacketKind::Data => flow.receiver.on_segment(self.now, &pkt, &mut out),
-            PacketKind::Ack => flow.sender.on_ack(self.now, &pkt, &mut out),
+            PacketKind::Data => flow.receiver.on_segment(self.now, pkt, &mut out),
+            PacketKind::Ack => flow.sender.on_ack(self.now, pkt, &mut out),
             PacketKind::Datagram => unreachable!("handled above"),
             PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => {
                 self.out = out;
-                self.on_connection_packet(node, &pkt);
+                self.on_connection_packet(node, pkt);
                 return;
             }
         }
@@ -516,40 +534,83 @@ impl Simulation {
         self.out = out;
         self.sync_timers(f);
         if workload {
-            self.after_data_delivery(f, &pkt);
+            self.after_data_delivery(f, pkt);
         }
+    }
+
+    /// The packet at the head of link `l` reaches the link's far node. A node that is not
+    /// its destination forwards it from the link's FIFO straight into the next link's (one
+    /// copy of the packet per hop); a destination gets a copy to hand to its endpoints.
+    #[inline]
+    fn on_arrival(&mut self, l: u32) {
+        let now = self.now;
+        let link = &self.links[l as usize];
+        let (node, dst) = (link.spec.to, link.head().dst);
+        if dst == node {
+            let pkt = self.events.link_arrival(&mut self.links[l as usize], l, now);
+            self.arrive(node, &pkt);
+            return;
+        }
+        // The order of the schedule calls is that of popping the packet, then forwarding it.
+        if let Some(t) = link.second_arrival() {
+            self.events.schedule(t, Event::LinkArrival(l));
+        }
+        let next = self.next_link(node, dst);
+        debug_assert_ne!(next, l, "a link does not lead back to its own start");
+        let (from, into) = two_links(&mut self.links, l, next);
+        if self.events.link_offer(into, next, now, from.head()) {
+            if !self.link_taps[next as usize].is_empty() {
+                self.tap_started(next);
+                self.watch_link(next);
+            }
+        } else {
+            let dropped = *from.head();
+            self.count_drop(&dropped);
+        }
+        self.links[l as usize].drop_head(now);
     }
 
     /// Sends what an endpoint at `node` emitted.
     fn transmit(&mut self, node: u32, out: &mut Vec<Packet>) {
-        for pkt in out.drain(..) {
+        for pkt in out.iter() {
             self.forward(node, pkt);
         }
+        out.clear();
     }
 
-    fn forward(&mut self, node: u32, pkt: Packet) {
-        let mut l = self.routes[node as usize][pkt.dst as usize].expect("validated: every flow has a route");
-        if let Some(s) = self.split_of[l as usize] {
-            // Routes lead to one member of a group of parallel links; the packet draws its own.
-            l = self.splits[s as usize].choose();
-        }
-        match self.links[l as usize].offer(self.now, pkt) {
-            Offered::Started { done_at } => {
-                self.events.schedule(done_at, Event::LinkTxDone(l));
-                self.tap_transmitting(l);
-            }
-            Offered::Queued => {}
-            Offered::Dropped(dropped) => self.count_drop(&dropped),
-        }
-    }
-
-    /// Hands the packet link `l` starts to serialize to the link's captures, if any.
+    /// The link a packet for `dst` leaves `node` on.
     #[inline]
-    fn tap_transmitting(&mut self, l: u32) {
-        if !self.link_taps[l as usize].is_empty() {
-            let pkt = *self.links[l as usize].transmitting().expect("just started");
-            self.tap(l, true, &pkt);
+    fn next_link(&mut self, node: u32, dst: u32) -> u32 {
+        let l = self.routes[node as usize][dst as usize].expect("validated: every flow has a route");
+        match self.split_of[l as usize] {
+            // Routes lead to one member of a group of parallel links; the packet draws its own.
+            Some(s) => self.splits[s as usize].choose(),
+            None => l,
         }
+    }
+
+    fn forward(&mut self, node: u32, pkt: &Packet) {
+        let l = self.next_link(node, pkt.dst);
+        if self.events.link_offer(&mut self.links[l as usize], l, self.now, pkt) {
+            if !self.link_taps[l as usize].is_empty() {
+                self.tap_started(l);
+                self.watch_link(l);
+            }
+        } else {
+            self.count_drop(pkt);
+        }
+    }
+
+    /// Hands the packets link `l` has started to serialize since last time to the link's
+    /// captures, each at its start.
+    #[cold]
+    fn tap_started(&mut self, l: u32) {
+        let Simulation { links, link_starts_seen, link_taps, captures, wire, now, .. } = self;
+        links[l as usize].for_each_started(*now, &mut link_starts_seen[l as usize], |t, pkt| {
+            for &c in &link_taps[l as usize] {
+                captures[c as usize].record(t, pkt, &wire[pkt.flow as usize]);
+            }
+        });
     }
 
     /// Per-flow loss counters: every packet of the flow lost in the network, and the data
@@ -656,12 +717,14 @@ impl Simulation {
                 self.events.schedule(t, Event::Timer(f, TimerKind::Connection));
             }
         }
-        if flow.sender.interface_blocked() && !flow.iface_waiting {
-            flow.iface_waiting = true;
-            self.iface_waiters[flow.iface as usize].push_back(f);
-        }
         if let Some(t) = flow.window_update_timer.set(flow.receiver.window_update_deadline()) {
             self.events.schedule(t, Event::Timer(f, TimerKind::WindowUpdate));
+        }
+        if flow.sender.interface_blocked() && !flow.iface_waiting {
+            flow.iface_waiting = true;
+            let l = flow.iface;
+            self.iface_waiters[l as usize].push_back(f);
+            self.watch_link(l);
         }
     }
 
@@ -691,6 +754,9 @@ impl Simulation {
             fs.delivered_bytes.push(flow.delivered_bytes());
             fs.sent_bytes.push(s.stats.bytes_sent);
         }
+        for link in &mut self.links {
+            link.advance(now);
+        }
         self.queue_series.sample(now, &self.links);
     }
 
@@ -717,6 +783,19 @@ fn series<T: Default>(scenario: &Scenario, rows_per_sample: usize, reserve: fn(&
     let mut table = T::default();
     reserve(&mut table, rows as usize);
     table
+}
+
+/// Links `a` and `b` (different) mutably at once.
+#[inline]
+fn two_links(links: &mut [Link], a: u32, b: u32) -> (&mut Link, &mut Link) {
+    let (a, b) = (a as usize, b as usize);
+    if a < b {
+        let (lo, hi) = links.split_at_mut(b);
+        (&mut lo[a], &mut hi[0])
+    } else {
+        let (lo, hi) = links.split_at_mut(a);
+        (&mut hi[0], &mut lo[b])
+    }
 }
 
 /// The idle endpoints' congestion control (never consulted).

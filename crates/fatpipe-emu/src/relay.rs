@@ -3,8 +3,7 @@
 //!
 //! Each host's kernel sends through its TUN device; the relay reads the packet, stamps it
 //! with the clock, and offers it to the first link of its route exactly as a simulation does
-//! (`Link::offer`, `tx_done`, `pop_arrival`, the same event queue ordered by time and
-//! insertion). Link state is computed at the times the links scheduled, not at the times the
+//! (`Link::offer`, `pop_arrival`, the same event queue ordered by time and insertion). Link state is computed at the times the links scheduled, not at the times the
 //! relay got round to them, so a late wake-up delays a release but never shifts the link's
 //! later packets. A packet that reaches its destination host is written to that host's TUN
 //! device; how late that write is against its scheduled time is the release lateness.
@@ -12,8 +11,9 @@
 //! The links queue descriptors: `Packet` values describing the real packet (its IP length
 //! and ECN bits, which queues read; its flow and kind, for loss accounting). A descriptor's
 //! `seq` holds the slot of the packet's bytes in the relay's buffer pool: nothing in
-//! fatpipe-core's `net` reads `seq`, and every discipline hands back the value it was given
-//! (RED may only set CE, which the relay copies into the real header).
+//! fatpipe-core's `net` reads `seq`, and a link hands back the value it was given (RED may
+//! only set CE, which the relay copies into the real header before a capture or the
+//! receiving host sees it).
 //!
 //! Waiting: until the next event the relay sleeps in `epoll_pwait2` (nanosecond timeout) on
 //! the TUN devices, waking `spin_margin` early and spinning on the clock until the event is
@@ -25,7 +25,6 @@ use crate::lateness::Lateness;
 use crate::sys;
 use fatpipe_core::capture::{node_ip, Capture};
 use fatpipe_core::event::{Event, EventQueue};
-use fatpipe_core::net::link::Offered;
 use fatpipe_core::net::routing::routing_table;
 use fatpipe_core::net::split::Split;
 use fatpipe_core::net::Link;
@@ -216,6 +215,10 @@ pub struct Relay {
     captures: Vec<Capture>,
     link_taps: Vec<Vec<u32>>,
     node_taps: Vec<Vec<u32>>,
+    /// Per link with captures: a `LinkTxEnd` is pending, and how many of its packets'
+    /// starts the captures have seen (`Link::for_each_started`).
+    link_watched: Vec<bool>,
+    link_starts_seen: Vec<u64>,
     probes_scheduled: bool,
     foreign_packets: u64,
     other_packets: u64,
@@ -275,6 +278,8 @@ impl Relay {
             pool: Pool::new(mtu, 4096),
             lateness: Lateness::default(),
             captures,
+            link_watched: vec![false; link_taps.len()],
+            link_starts_seen: vec![0; link_taps.len()],
             link_taps,
             node_taps,
             probes_scheduled: false,
@@ -338,8 +343,11 @@ impl Relay {
         Ok(RelayReport {
             links: self
                 .links
-                .iter()
-                .map(|l| serde_json::to_value(LinkSummary::of(l, end)).expect("a summary serializes"))
+                .iter_mut()
+                .map(|l| {
+                    l.advance(end);
+                    serde_json::to_value(LinkSummary::of(l, end)).expect("a summary serializes")
+                })
                 .collect(),
             queue_series,
             flows: self.flows,
@@ -384,19 +392,23 @@ impl Relay {
 
     /// Processes every event due at or before `t`, at its own time.
     fn run_events_until(&mut self, t: Time, queue_series: &mut QueueSeries) {
-        while let Some(et) = self.events.peek_time() {
-            if et > t {
-                break;
-            }
-            let (time, event) = self.events.pop().expect("peeked");
+        while let Some((time, event)) = self.events.pop_until(t) {
             match event {
-                Event::LinkTxDone(l) => self.on_tx_done(l, time),
                 Event::LinkArrival(l) => {
-                    let (pkt, to) = self.events.link_arrival(&mut self.links[l as usize], l);
+                    let link = &mut self.links[l as usize];
+                    let pkt = self.events.link_arrival(link, l, time);
+                    let to = link.spec.to;
                     self.arrive(to, pkt, time);
+                }
+                Event::LinkTxEnd(l) => {
+                    self.link_watched[l as usize] = false;
+                    self.tap_started(l, time);
                 }
                 Event::Probe => {
                     let epoch = self.shared.epoch().expect("probes start at the epoch");
+                    for link in &mut self.links {
+                        link.advance(time);
+                    }
                     queue_series.sample(time - epoch, &self.links);
                     let next = time + self.sample_interval_ps;
                     if next <= epoch + self.duration_ps {
@@ -408,24 +420,23 @@ impl Relay {
         }
     }
 
-    fn on_tx_done(&mut self, l: u32, time: Time) {
-        let (started, arrived) = self.events.link_tx_done(&mut self.links[l as usize], l, time);
-        if started {
-            self.started(l, time);
+    /// Link `l`'s captures see the packets it started to serialize since last time, each
+    /// at its start, with the CE mark its queue may have set (written into the real header
+    /// first); a `LinkTxEnd` stays pending while packets wait, so every start is seen.
+    fn tap_started(&mut self, l: u32, time: Time) {
+        let mut started = Vec::new();
+        self.links[l as usize].for_each_started(time, &mut self.link_starts_seen[l as usize], |t, pkt| {
+            started.push((t, *pkt));
+        });
+        for (t, pkt) in started {
+            self.sync_ce(&pkt);
+            self.tap(l, true, t, &pkt);
         }
-        if let Some(pkt) = arrived {
-            let to = self.links[l as usize].spec.to;
-            self.arrive(to, pkt, time);
-        }
-    }
-
-    /// Link `l` started serializing a packet: its CE mark (if a RED queue set one) goes into
-    /// the real header now, and the link's captures see it.
-    fn started(&mut self, l: u32, time: Time) {
-        let pkt = *self.links[l as usize].transmitting().expect("just started");
-        self.sync_ce(&pkt);
-        if !self.link_taps[l as usize].is_empty() {
-            self.tap(l, true, time, &pkt);
+        if !self.link_watched[l as usize] {
+            if let Some(t) = self.links[l as usize].busy_until(time) {
+                self.link_watched[l as usize] = true;
+                self.events.schedule(t, Event::LinkTxEnd(l));
+            }
         }
     }
 
@@ -457,6 +468,8 @@ impl Relay {
             return;
         }
         let slot = pkt.seq as u32;
+        // A RED queue on the way may have marked it CE: the real header says so.
+        self.sync_ce(&pkt);
         if !self.node_taps[node as usize].is_empty() {
             self.tap(node, false, time, &pkt);
         }
@@ -485,16 +498,13 @@ impl Relay {
         if let Some(s) = self.split_of[l as usize] {
             l = self.splits[s as usize].choose();
         }
-        match self.links[l as usize].offer(time, pkt) {
-            Offered::Started { done_at } => {
-                self.events.schedule(done_at, Event::LinkTxDone(l));
-                self.started(l, time);
+        if self.events.link_offer(&mut self.links[l as usize], l, time, &pkt) {
+            if !self.link_taps[l as usize].is_empty() {
+                self.tap_started(l, time);
             }
-            Offered::Queued => {}
-            Offered::Dropped(dropped) => {
-                self.count_drop(&dropped);
-                self.pool.put(dropped.seq as u32);
-            }
+        } else {
+            self.count_drop(&pkt);
+            self.pool.put(pkt.seq as u32);
         }
     }
 

@@ -1,11 +1,13 @@
 //! A simplex link: a queue, a transmitter of `rate_bps`, and a propagation delay.
 //!
-//! Packets in propagation are kept in a FIFO with their arrival times; the engine holds one
-//! pending event for the head only, so a link's cost per packet does not depend on how many
-//! packets are in flight on it (htsim's pipe).
+//! Packets are kept in one FIFO with their arrival times at the far end, from admission to
+//! arrival; the engine holds one pending event for the head only, so a link costs one event
+//! per packet, and its cost per packet does not depend on how many packets are in flight on
+//! it (htsim's pipe). The queue's state at any moment follows from the departure times still
+//! ahead (`advance`).
 
 use super::impairment::{Impairment, ImpairmentSpec, LossCause};
-use super::queue::{QueueDiscipline, QueueSpec};
+use super::queue::{Queue, QueueSpec};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
@@ -54,14 +56,28 @@ pub struct LinkStats {
 
 pub struct Link {
     pub spec: LinkSpec,
-    queue: Box<dyn QueueDiscipline>,
-    /// The packet being serialized.
-    transmitting: Option<Packet>,
-    /// When the packet being serialized is done (the last one's end when idle).
-    tx_end_ps: Time,
-    /// Packets propagating, with the time each reaches the far end (FIFO: a link does not
-    /// reorder).
-    propagating: VecDeque<(Time, Packet)>,
+    queue: Queue,
+    /// Every admitted packet that has not reached the far end, in order, with the time it
+    /// arrives there: first those serialized and propagating, then the one being
+    /// serialized, then those waiting in the queue (the last `waiting`). A FIFO link knows
+    /// a packet's departure when it admits it (the end of the serialization before it, plus
+    /// its own), so the packet's arrival at the next node is its only event (htsim's pipe
+    /// with the queue folded in).
+    wire: VecDeque<(Time, Packet)>,
+    /// How many packets at the back of `wire` have not started serializing.
+    waiting: usize,
+    /// When the serialization of the last packet that started ends (the link is idle from
+    /// then on if nothing waits).
+    started_end: Time,
+    /// When the serialization of the last admitted packet ends.
+    tail_end: Time,
+    /// The discipline has been told the transmitter is idle since `started_end`.
+    idle_told: bool,
+    /// Packets that have left `wire` at the front (its absolute numbering, `started`).
+    arrived: u64,
+    /// The two last serialization times computed, by wire size: a link carries mostly
+    /// full-size segments one way and ACKs the other, and a division costs more than this.
+    tx_cache: [(u32, Time); 2],
     /// The impairments with their state, in the order of the spec.
     impairments: Vec<Impairment>,
     /// This link's random numbers, from the scenario seed and the link's name.
@@ -76,30 +92,12 @@ pub struct Link {
 /// What became of a packet offered to a link (`Link::offer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Offered {
-    /// The link was idle and started serializing it; `LinkTxDone` is due at `done_at`.
-    Started { done_at: Time },
-    /// It waits in the queue.
-    Queued,
+    /// Admitted: it reaches the far end at `arrival`. `head`: it is the only packet on the
+    /// link, so the driver schedules its arrival (later packets follow the head,
+    /// `pop_arrival`).
+    Admitted { arrival: Time, head: bool },
     /// Lost on entering the link (impairment) or refused by the queue; counted in `stats`.
-    Dropped(Packet),
-}
-
-/// The end of a serialization (`Link::tx_done`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TxDone {
-    /// When the next packet, taken from the queue, will be serialized (None: the link is idle).
-    pub next_done_at: Option<Time>,
-    pub departed: Departed,
-}
-
-/// Where the packet that was serialized went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Departed {
-    /// A link without delay delivers it at once to the far node.
-    Arrived(Packet),
-    /// Propagating until `arrival`; `head` when it is the only packet on the wire, so the
-    /// driver schedules its arrival (later packets follow the head, `pop_arrival`).
-    Propagating { arrival: Time, head: bool },
+    Dropped,
 }
 
 impl Link {
@@ -111,83 +109,173 @@ impl Link {
             impairments,
             spec,
             queue,
-            transmitting: None,
-            tx_end_ps: 0,
-            propagating: VecDeque::with_capacity(1024),
+            wire: VecDeque::with_capacity(1024),
+            waiting: 0,
+            started_end: 0,
+            tail_end: 0,
+            idle_told: true,
+            arrived: 0,
+            tx_cache: [(0, 0); 2],
             rng,
             schedule_origin: 0,
             stats: LinkStats::default(),
         }
     }
 
-    /// A packet enters the link at `now`: an impairment may lose it; an idle link starts
-    /// serializing it (its discipline still sees the arrival: RED must); a busy one offers it
-    /// to the queue. Every drop is counted in `stats` by cause.
+    /// A packet enters the link at `now`: an impairment may lose it, the discipline admits
+    /// or drops it (RED sees every arrival, even at an idle link); an admitted packet is
+    /// serialized after those before it. Every drop is counted in `stats` by cause.
+    ///
+    /// The packet is taken by reference and copied once, into the link: a `Packet` is 96
+    /// bytes, and copies of it through the stack were a third of the simulation's time.
     #[inline]
-    pub fn offer(&mut self, now: Time, pkt: Packet) -> Offered {
-        if self.impaired(now, &pkt) {
-            return Offered::Dropped(pkt);
+    pub fn offer(&mut self, now: Time, pkt: &Packet) -> Offered {
+        if !self.impairments.is_empty() && self.impaired(now, pkt) {
+            return Offered::Dropped;
         }
-        if self.transmitting.is_none() {
-            match self.queue.on_idle_arrival(now, pkt) {
-                Ok(next) => Offered::Started { done_at: self.start_tx(now, next) },
-                Err((dropped, why)) => {
-                    self.record_drop(&dropped, why);
-                    Offered::Dropped(dropped)
-                }
+        self.advance(now);
+        let idle = self.is_idle(now);
+        self.wire.push_back((0, *pkt));
+        let (_, pkt) = self.wire.back_mut().expect("just pushed");
+        if let Err(why) = self.queue.admit(now, pkt, idle) {
+            let ip_bytes = pkt.ip_bytes;
+            self.wire.pop_back();
+            self.record_drop(ip_bytes, why);
+            if idle {
+                // ns-2's `Queue::recv` asks for a packet after the refused arrival: the
+                // idle period goes on from now.
+                self.queue.idle(now);
             }
-        } else {
-            match self.queue.enqueue(now, pkt) {
-                Ok(()) => {
-                    self.note_queue_length();
-                    Offered::Queued
-                }
-                Err((dropped, why)) => {
-                    self.record_drop(&dropped, why);
-                    Offered::Dropped(dropped)
-                }
-            }
+            return Offered::Dropped;
         }
-    }
-
-    /// The packet being serialized is done at `now` (the `done_at` this link gave): the link
-    /// starts on the next queued packet and sends this one on its way.
-    #[inline]
-    pub fn tx_done(&mut self, now: Time) -> TxDone {
-        let pkt = self.transmitting.take().expect("tx done without packet");
-        let next_done_at = self.queue.dequeue(now).map(|next| self.start_tx(now, next));
-        let departed = if self.spec.delay_ps == 0 {
-            Departed::Arrived(pkt)
+        let ip_bytes = pkt.ip_bytes;
+        let tx = self.tx_time(ip_bytes);
+        let end = if idle {
+            self.count_start(ip_bytes, now, now + tx);
+            now + tx
         } else {
-            let arrival = now + self.spec.delay_ps;
-            self.propagating.push_back((arrival, pkt));
-            Departed::Propagating { arrival, head: self.propagating.len() == 1 }
+            self.note_queue_length();
+            self.waiting += 1;
+            self.tail_end + tx
         };
-        TxDone { next_done_at, departed }
+        self.tail_end = end;
+        let arrival = end + self.spec.delay_ps;
+        self.wire.back_mut().expect("just pushed").0 = arrival;
+        Offered::Admitted { arrival, head: self.wire.len() == 1 }
     }
 
-    /// The packet at the head of the wire reaches the far end (at the `arrival` time it was
-    /// given); returns it and when the next one arrives.
+    /// The packet at the head of the wire reaches the far end at `now` (the `arrival` time
+    /// it was given); `next_arrival` tells when the next one does.
     #[inline]
-    pub fn pop_arrival(&mut self) -> (Packet, Option<Time>) {
-        let (_, pkt) = self.propagating.pop_front().expect("arrival event without packet");
-        (pkt, self.propagating.front().map(|&(t, _)| t))
+    pub fn pop_arrival(&mut self, now: Time) -> Packet {
+        self.advance(now);
+        self.arrived += 1;
+        self.wire.pop_front().expect("arrival event without packet").1
     }
 
-    /// The packet being serialized (what a capture on the link sees start).
+    /// The packet at the head of the wire (the next to arrive), to read or to offer to the
+    /// next link without copying it out first (`Simulation` forwards so; then `drop_head`).
     #[inline]
-    pub fn transmitting(&self) -> Option<&Packet> {
-        self.transmitting.as_ref()
+    pub fn head(&self) -> &Packet {
+        &self.wire.front().expect("arrival event without packet").1
     }
 
-    /// The queue discipline, to read its length and counters.
-    pub fn queue(&self) -> &dyn QueueDiscipline {
-        self.queue.as_ref()
+    /// The head packet has arrived at `now` and was handed on.
+    #[inline]
+    pub fn drop_head(&mut self, now: Time) {
+        self.advance(now);
+        self.arrived += 1;
+        self.wire.pop_front();
     }
 
-    /// Packets on the wire (serialized, not yet arrived).
-    pub fn propagating_packets(&self) -> impl Iterator<Item = &Packet> + '_ {
-        self.propagating.iter().map(|(_, p)| p)
+    /// When the packet now at the head of the wire arrives.
+    #[inline]
+    pub fn next_arrival(&self) -> Option<Time> {
+        self.wire.front().map(|&(t, _)| t)
+    }
+
+    /// When the packet behind the head arrives.
+    #[inline]
+    pub fn second_arrival(&self) -> Option<Time> {
+        self.wire.get(1).map(|&(t, _)| t)
+    }
+
+    /// Brings the queue up to `now`: every waiting packet whose turn has come starts
+    /// serializing at the end of the one before it, in order (the discipline and the
+    /// counters see each at its own time), and the discipline hears when the transmitter
+    /// fell idle. Nothing here is an event: a packet's start is the previous one's end.
+    /// When several things happen at one instant, serializations that end then have ended
+    /// and the packets they free have started before an arrival at that instant is offered.
+    #[inline]
+    pub fn advance(&mut self, now: Time) {
+        while self.waiting > 0 && self.started_end <= now {
+            let (arrival, ref pkt) = self.wire[self.wire.len() - self.waiting];
+            let (start, ip_bytes) = (self.started_end, pkt.ip_bytes);
+            self.queue.depart(start, ip_bytes);
+            self.count_start(ip_bytes, start, arrival - self.spec.delay_ps);
+            self.waiting -= 1;
+        }
+        if !self.idle_told && self.waiting == 0 && self.started_end <= now {
+            self.queue.idle(self.started_end);
+            self.idle_told = true;
+        }
+    }
+
+    /// Whether the transmitter is free at `now` (after `advance(now)`).
+    #[inline]
+    fn is_idle(&self, now: Time) -> bool {
+        self.waiting == 0 && self.started_end <= now
+    }
+
+    /// A packet starts serializing at `start`; it ends at `end`.
+    #[inline]
+    fn count_start(&mut self, ip_bytes: u32, start: Time, end: Time) {
+        let wire_bytes = (ip_bytes + self.spec.framing_bytes) as u64;
+        self.stats.busy_ps += end - start;
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += wire_bytes;
+        self.started_end = end;
+        self.idle_told = false;
+    }
+
+    /// When the serialization under way ends (when the next waiting packet starts, or the
+    /// link falls idle): the time a driver whose captures or refused senders watch the
+    /// link's starts wakes up next. None when the link is idle at `now`.
+    pub fn busy_until(&self, now: Time) -> Option<Time> {
+        (self.started_end > now || self.waiting > 0).then_some(self.started_end)
+    }
+
+    /// Packets that have started serializing so far, counted from the link's first
+    /// (`for_each_started` numbers them so).
+    pub fn started(&self) -> u64 {
+        self.arrived + (self.wire.len() - self.waiting) as u64
+    }
+
+    /// Calls `f(start time, packet)` for every packet that started serializing after the
+    /// `*seen`-th, up to `now`, and moves `*seen` past them: a capture on the link sees what
+    /// it starts to transmit. The caller looks at least as often as packets start (each
+    /// start is still on the wire then).
+    pub fn for_each_started(&mut self, now: Time, seen: &mut u64, mut f: impl FnMut(Time, &Packet)) {
+        self.advance(now);
+        let started = self.started();
+        debug_assert!(*seen >= self.arrived, "a started packet left the link unseen");
+        for i in (*seen).max(self.arrived)..started {
+            let (arrival, pkt) = self.wire[(i - self.arrived) as usize];
+            let end = arrival - self.spec.delay_ps;
+            f(end - self.tx_time(pkt.ip_bytes), &pkt);
+        }
+        *seen = started;
+    }
+
+    /// The queue discipline, to read its length and counters (up to date after
+    /// `advance(now)`).
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// Packets in the link: waiting, being serialized and propagating.
+    pub fn packets(&self) -> impl Iterator<Item = &Packet> + '_ {
+        self.wire.iter().map(|(_, p)| p)
     }
 
     /// Sets the run's time 0 on this link's clock (see `schedule_origin`).
@@ -210,45 +298,43 @@ impl Link {
         false
     }
 
-    /// Serialization time of `pkt` on this link.
+    /// Serialization time of an IP packet of `ip_bytes` on this link.
     #[inline]
-    pub fn tx_time(&self, pkt: &Packet) -> Time {
-        transmission_time((pkt.ip_bytes + self.spec.framing_bytes) as u64, self.spec.rate_bps)
-    }
-
-    /// Starts serializing `pkt`; returns when it will be done.
-    #[inline]
-    fn start_tx(&mut self, now: Time, pkt: Packet) -> Time {
-        let tx = self.tx_time(&pkt);
-        self.stats.busy_ps += tx;
-        self.stats.packets_sent += 1;
-        self.stats.bytes_sent += (pkt.ip_bytes + self.spec.framing_bytes) as u64;
-        self.transmitting = Some(pkt);
-        self.tx_end_ps = now + tx;
-        self.tx_end_ps
+    pub fn tx_time(&mut self, ip_bytes: u32) -> Time {
+        let wire_bytes = ip_bytes + self.spec.framing_bytes;
+        if self.tx_cache[0].0 == wire_bytes {
+            return self.tx_cache[0].1;
+        }
+        if self.tx_cache[1].0 != wire_bytes {
+            self.tx_cache[1] = (wire_bytes, transmission_time(wire_bytes as u64, self.spec.rate_bps));
+        }
+        self.tx_cache.swap(0, 1);
+        self.tx_cache[0].1
     }
 
     /// Time spent transmitting up to `now`: `busy_ps` counts a packet's whole serialization
     /// when it starts, so the part of the current one still to come is taken off (at 9600
     /// bit/s one 1538-byte frame lasts 1.28 s: a 1 s run would show 128 % utilization).
+    /// Call `advance(now)` first.
     pub fn busy_ps_until(&self, now: Time) -> Time {
-        self.stats.busy_ps - self.tx_end_ps.saturating_sub(now).min(self.stats.busy_ps)
+        self.stats.busy_ps - self.started_end.saturating_sub(now).min(self.stats.busy_ps)
     }
 
-    /// How many packets of `ip_bytes` the link takes now without a drop: the queue's room,
-    /// plus the one an idle link starts sending at once without queueing it.
+    /// How many packets of `ip_bytes` the link takes at `now` without a drop: the queue's
+    /// room, plus the one an idle link starts sending at once without queueing it.
     #[inline]
-    pub fn room_packets(&self, ip_bytes: u32) -> u64 {
+    pub fn room_packets(&mut self, now: Time, ip_bytes: u32) -> u64 {
+        self.advance(now);
         let room = self.queue.room_packets(ip_bytes);
-        room.saturating_add(u64::from(self.transmitting.is_none() && room > 0))
+        room.saturating_add(u64::from(self.is_idle(now) && room > 0))
     }
 
     #[inline]
-    fn record_drop(&mut self, pkt: &Packet, why: super::queue::Admission) {
+    fn record_drop(&mut self, ip_bytes: u32, why: super::queue::Admission) {
         match why {
             super::queue::Admission::Overflow => {
                 self.stats.drops_packets += 1;
-                self.stats.drops_bytes += pkt.ip_bytes as u64;
+                self.stats.drops_bytes += ip_bytes as u64;
             }
             super::queue::Admission::EarlyDrop => self.stats.early_drops_packets += 1,
         }
@@ -301,21 +387,90 @@ mod tests {
     fn a_packet_goes_through_serialization_and_propagation_unchanged() {
         // 1538 wire bytes at 100 Mb/s: 123,040 ns.
         let tx = 123_040_000;
-        let mut l = link(5_000_000, 1);
-        assert_eq!(l.offer(0, pkt(7)), Offered::Started { done_at: tx });
-        assert_eq!(l.offer(10, pkt(8)), Offered::Queued);
-        assert_eq!(l.offer(20, pkt(9)), Offered::Dropped(pkt(9)), "a one-packet queue is full");
+        let delay = 5_000_000;
+        let mut l = link(delay, 1);
+        assert_eq!(l.offer(0, &pkt(7)), Offered::Admitted { arrival: tx + delay, head: true });
+        assert_eq!(l.offer(10, &pkt(8)), Offered::Admitted { arrival: 2 * tx + delay, head: false });
+        assert_eq!(l.offer(20, &pkt(9)), Offered::Dropped, "a one-packet queue is full");
         assert_eq!(l.stats.drops_packets, 1);
-        let done = l.tx_done(tx);
-        assert_eq!(done.next_done_at, Some(2 * tx));
-        assert_eq!(done.departed, Departed::Propagating { arrival: tx + 5_000_000, head: true });
-        let done = l.tx_done(2 * tx);
-        assert_eq!(done.departed, Departed::Propagating { arrival: 2 * tx + 5_000_000, head: false });
-        assert_eq!(done.next_done_at, None);
-        assert_eq!(l.pop_arrival(), (pkt(7), Some(2 * tx + 5_000_000)));
-        assert_eq!(l.pop_arrival(), (pkt(8), None));
+        assert_eq!(l.pop_arrival(tx + delay), pkt(7));
+        assert_eq!(l.next_arrival(), Some(2 * tx + delay));
+        assert_eq!(l.pop_arrival(2 * tx + delay), pkt(8));
+        assert_eq!(l.next_arrival(), None);
         assert_eq!(l.stats.packets_sent, 2);
         assert_eq!(l.stats.busy_ps, 2 * tx);
+    }
+
+    #[test]
+    fn the_queue_empties_as_departure_times_pass() {
+        let tx = 123_040_000;
+        let mut l = link(1_000_000_000, 2);
+        for i in 0..3 {
+            assert!(matches!(l.offer(0, &pkt(i)), Offered::Admitted { .. }));
+        }
+        assert_eq!(l.queue().len_packets(), 2, "one serializing, two waiting");
+        assert_eq!(l.room_packets(tx - 1, 1500), 0);
+        // At tx the first is done and the second starts: one place is free at that instant.
+        assert_eq!(l.room_packets(tx, 1500), 1);
+        assert_eq!(l.stats.packets_sent, 2);
+        assert!(matches!(l.offer(tx, &pkt(3)), Offered::Admitted { .. }));
+        assert!(matches!(l.offer(tx, &pkt(4)), Offered::Dropped));
+        // Long after, all four have left; an idle link takes one more than its queue.
+        assert_eq!(l.room_packets(10 * tx, 1500), 3);
+        assert_eq!(l.stats.packets_sent, 4);
+        assert_eq!(l.busy_until(10 * tx), None);
+        assert_eq!(l.busy_ps_until(10 * tx), 4 * tx);
+    }
+
+    #[test]
+    fn starts_are_seen_in_order_with_their_times() {
+        let tx = 123_040_000;
+        let mut l = link(1_000_000_000, 10);
+        for i in 0..3 {
+            l.offer(5, &pkt(i));
+        }
+        let mut seen = 0;
+        let mut starts = vec![];
+        l.for_each_started(5, &mut seen, |t, p| starts.push((t, p.seq)));
+        assert_eq!(starts, vec![(5, 0)]);
+        assert_eq!(l.busy_until(5), Some(5 + tx));
+        l.for_each_started(5 + 2 * tx, &mut seen, |t, p| starts.push((t, p.seq)));
+        assert_eq!(starts, vec![(5, 0), (5 + tx, 1), (5 + 2 * tx, 2)]);
+        assert_eq!(seen, 3);
+    }
+
+    #[test]
+    fn red_hears_when_the_transmitter_fell_idle() {
+        use crate::net::queue::red::RedConfig;
+        let red = RedConfig {
+            limit_packets: Some(100),
+            min_th_packets: Some(50.0),
+            max_th_packets: Some(90.0),
+            max_p: 0.1,
+            w_q: Some(0.5),
+            gentle: false,
+            byte_mode: false,
+            mean_packet_bytes: 1538,
+            wait: false,
+            target_delay_ps: 5_000_000_000,
+            ecn: false,
+        };
+        let mut l = link(0, 10);
+        l.queue = QueueSpec::Red(red).build(l.spec.rate_bps, Rng::new(1));
+        let tx = 123_040_000;
+        for i in 0..3 {
+            // The queue each finds: 0 (the first is serialized at once), 0, 1.
+            l.offer(0, &pkt(i));
+        }
+        let avg = |l: &Link| match l.queue() {
+            Queue::Red(r) => r.avg,
+            Queue::DropTail(_) => unreachable!(),
+        };
+        assert_eq!(avg(&l), 0.5);
+        // The link is idle from 3 tx; an arrival at 13 tx finds the average decayed over
+        // ten typical packet times, then updated with an empty queue.
+        l.offer(13 * tx, &pkt(9));
+        assert!((avg(&l) - 0.5 * 0.5f64.powi(10) * 0.5).abs() < 1e-12, "{}", avg(&l));
     }
 
     #[test]
@@ -326,19 +481,19 @@ mod tests {
             vec![ImpairmentSpec::Outage(crate::net::impairment::outage::OutageConfig { windows_ps: vec![(100, 200)] })
                 .build()];
         l.set_schedule_origin(Time::MAX);
-        assert!(!matches!(l.offer(150, pkt(0)), Offered::Dropped(_)), "before the run starts, no outage");
-        l.tx_done(l.tx_time(&pkt(0)) + 150);
+        assert!(!matches!(l.offer(150, &pkt(0)), Offered::Dropped), "before the run starts, no outage");
         l.set_schedule_origin(1_000);
-        assert!(!matches!(l.offer(1_099, pkt(1)), Offered::Dropped(_)));
-        assert_eq!(l.offer(1_100, pkt(2)), Offered::Dropped(pkt(2)), "run time 100: in the window");
+        assert!(!matches!(l.offer(1_099, &pkt(1)), Offered::Dropped));
+        assert_eq!(l.offer(1_100, &pkt(2)), Offered::Dropped, "run time 100: in the window");
         assert_eq!(l.stats.outage_drops_packets, 1);
     }
 
     #[test]
     fn a_link_without_delay_delivers_at_the_end_of_serialization() {
         let mut l = link(0, 10);
-        let Offered::Started { done_at } = l.offer(0, pkt(1)) else { panic!("idle link") };
-        assert_eq!(l.tx_done(done_at).departed, Departed::Arrived(pkt(1)));
-        assert!(l.transmitting().is_none());
+        let Offered::Admitted { arrival, head: true } = l.offer(0, &pkt(1)) else { panic!("idle link") };
+        assert_eq!(arrival, l.tx_time(1500));
+        assert_eq!(l.pop_arrival(arrival), pkt(1));
+        assert_eq!(l.next_arrival(), None);
     }
 }

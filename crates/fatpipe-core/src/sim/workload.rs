@@ -61,9 +61,10 @@ impl Simulation {
 
     /// Sends packets that may come from either end (a timer of both): each from its source.
     fn send_all(&mut self, out: &mut Vec<Packet>) {
-        for pkt in out.drain(..) {
+        for pkt in out.iter() {
             self.forward(pkt.src, pkt);
         }
+        out.clear();
     }
 
     /// A SYN, SYN-ACK, handshake ACK or request reaches its host (`node`) on the live
@@ -104,7 +105,7 @@ impl Simulation {
         }
         if pkt.kind == PacketKind::Request {
             // The server's response goes out through its host's interface queue.
-            let room = self.links[flow.iface as usize].room_packets(flow.max_ip_bytes);
+            let room = self.links[flow.iface as usize].room_packets(now, flow.max_ip_bytes);
             flow.sender.set_tx_budget(room);
             if let Some(http) = &mut flow.http {
                 if http.on_request(pkt) {

@@ -33,7 +33,6 @@ use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::collections::VecDeque;
 
 /// ns-2 `Queue/RED targetdelay_`: the queueing delay automatic thresholds aim at.
 pub const NS2_TARGET_DELAY_S: f64 = 0.005;
@@ -91,7 +90,8 @@ pub struct Red {
     w_q: f64,
     /// Transmission time of a typical packet: the unit of the idle decay.
     typical_tx_ps: Time,
-    packets: VecDeque<Packet>,
+    /// What waits: packets and IP bytes.
+    packets: u64,
     bytes: u64,
     /// Average queue, packets.
     pub avg: f64,
@@ -116,14 +116,13 @@ impl Red {
         let max_th = cfg.max_th_packets.unwrap_or(3.0 * min_th);
         let w_q = cfg.w_q.unwrap_or_else(|| 1.0 - (-1.0 / packets_per_s).exp());
         let typical_tx_ps = transmission_time(cfg.mean_packet_bytes as u64, link_rate_bps).max(1);
-        let reserve = cfg.limit_packets.unwrap_or(1024).min(1 << 16) as usize;
         Red {
             cfg,
             min_th,
             max_th,
             w_q,
             typical_tx_ps,
-            packets: VecDeque::with_capacity(reserve),
+            packets: 0,
             bytes: 0,
             avg: 0.0,
             count: 0,
@@ -140,7 +139,7 @@ impl Red {
     }
 
     fn update_average(&mut self, now: Time) {
-        let q = self.packets.len() as f64;
+        let q = self.packets as f64;
         if let Some(since) = self.idle_since.take() {
             // As if m typical packets had arrived to an empty queue while it was idle.
             let m = (now - since) as f64 / self.typical_tx_ps as f64;
@@ -186,7 +185,7 @@ impl Red {
     }
 
     /// Whether the arriving packet is dropped (or marked) early, `queued` packets waiting.
-    fn early_drop(&mut self, size_bytes: u32, queued: usize) -> Early {
+    fn early_drop(&mut self, size_bytes: u32, queued: u64) -> Early {
         self.count += 1;
         self.count_bytes += size_bytes as u64;
         if self.avg < self.min_th || queued <= 1 {
@@ -218,45 +217,43 @@ impl Red {
 }
 
 impl QueueDiscipline for Red {
-    fn enqueue(&mut self, now: Time, mut pkt: Packet) -> Result<(), (Packet, Admission)> {
+    fn admit(&mut self, now: Time, pkt: &mut Packet, starts_now: bool) -> Result<(), Admission> {
         self.update_average(now);
-        let early = self.early_drop(pkt.ip_bytes, self.packets.len());
+        let early = self.early_drop(pkt.ip_bytes, self.packets);
         if early != Early::Admit {
             self.restart_count();
         }
         let mark = early == Early::Signal && self.cfg.ecn && pkt.ecn.has(Ecn::ECT);
         if early == Early::Force || (early == Early::Signal && !mark) {
-            return Err((pkt, Admission::EarlyDrop));
+            return Err(Admission::EarlyDrop);
         }
-        if self.cfg.limit_packets.is_some_and(|l| self.packets.len() as u64 >= l) {
+        if self.cfg.limit_packets.is_some_and(|l| self.packets >= l) {
             self.restart_count();
-            return Err((pkt, Admission::Overflow));
+            return Err(Admission::Overflow);
         }
         if mark {
             pkt.ecn.set(Ecn::CE);
             self.marks += 1;
         }
+        if starts_now {
+            return Ok(());
+        }
+        self.packets += 1;
         self.bytes += pkt.ip_bytes as u64;
-        self.packets.push_back(pkt);
         Ok(())
     }
 
-    fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        match self.packets.pop_front() {
-            Some(p) => {
-                self.bytes -= p.ip_bytes as u64;
-                Some(p)
-            }
-            None => {
-                // The link asks for a packet and there is none: an idle period starts.
-                self.idle_since.get_or_insert(now);
-                None
-            }
-        }
+    fn depart(&mut self, _t: Time, ip_bytes: u32) {
+        self.packets -= 1;
+        self.bytes -= ip_bytes as u64;
+    }
+
+    fn idle(&mut self, t: Time) {
+        self.idle_since.get_or_insert(t);
     }
 
     fn room_packets(&self, _ip_bytes: u32) -> u64 {
-        self.cfg.limit_packets.map_or(u64::MAX, |l| l.saturating_sub(self.packets.len() as u64))
+        self.cfg.limit_packets.map_or(u64::MAX, |l| l.saturating_sub(self.packets))
     }
 
     fn ecn_marks(&self) -> u64 {
@@ -268,7 +265,7 @@ impl QueueDiscipline for Red {
     }
 
     fn len_packets(&self) -> usize {
-        self.packets.len()
+        self.packets as usize
     }
 
     fn len_bytes(&self) -> u64 {
@@ -330,17 +327,19 @@ mod tests {
         1.0 / mean_gap
     }
 
+    /// Fills the queue to `q` packets (no questions asked).
+    fn hold(red: &mut Red, q: usize) {
+        red.packets = q as u64;
+        red.bytes = q as u64 * 1000;
+    }
+
     /// Holds the instantaneous queue at `q` packets and offers `n` arrivals; returns drops.
     fn drops_at_queue(red: &mut Red, q: usize, n: usize) -> usize {
-        while red.len_packets() < q {
-            red.packets.push_back(pkt(1000));
-        }
+        hold(red, q);
         let mut drops = 0;
         for i in 0..n {
-            match red.enqueue(i as Time, pkt(1000)) {
-                Ok(()) => {
-                    red.packets.pop_back();
-                }
+            match red.admit(i as Time, &mut pkt(1000), false) {
+                Ok(()) => red.depart(i as Time, 1000),
                 Err(_) => drops += 1,
             }
         }
@@ -402,17 +401,18 @@ mod tests {
     /// Offers `n` arrivals of `ect` packets at a queue held at `q` packets; returns (drops,
     /// marks).
     fn signals_at_queue(red: &mut Red, q: usize, n: usize, ect: bool) -> (usize, u64) {
-        while red.len_packets() < q {
-            red.packets.push_back(pkt(1000));
-        }
+        hold(red, q);
         let (mut drops, mut marked) = (0, 0);
         for i in 0..n {
             let mut p = pkt(1000);
             if ect {
                 p.ecn.set(Ecn::ECT);
             }
-            match red.enqueue(i as Time, p) {
-                Ok(()) => marked += u64::from(red.packets.pop_back().unwrap().ecn.has(Ecn::CE)),
+            match red.admit(i as Time, &mut p, false) {
+                Ok(()) => {
+                    marked += u64::from(p.ecn.has(Ecn::CE));
+                    red.depart(i as Time, 1000);
+                }
                 Err(_) => drops += 1,
             }
         }
@@ -450,14 +450,13 @@ mod tests {
         let w = 0.01;
         let mut red = Red::new(config(1000.0, 3000.0, w), 1_000_000_000, Rng::new(1));
         drops_at_queue(&mut red, 100, 1000);
-        red.packets.clear();
-        red.bytes = 0;
+        hold(&mut red, 0);
         let before = red.avg;
         let idle_start = 1_000_000;
-        assert!(red.dequeue(idle_start).is_none());
+        red.idle(idle_start);
         // 1000-byte packets at 1 Gb/s take 8 us: 500 of them fit in 4 ms of idleness.
         let now = idle_start + 4 * PS_PER_MS;
-        red.enqueue(now, pkt(1000)).unwrap();
+        red.admit(now, &mut pkt(1000), false).unwrap();
         let expected = before * (1.0 - w).powf(500.0) * (1.0 - w);
         assert!((red.avg / expected - 1.0).abs() < 1e-6, "{} vs {}", red.avg, expected);
     }
@@ -469,10 +468,10 @@ mod tests {
         // an emptied queue with a high average refused everything and locked flows out.
         let mut red = Red::new(config(10.0, 30.0, 0.0004), 1_000_000_000, Rng::new(1));
         red.avg = 100.0;
-        assert!(red.on_idle_arrival(0, pkt(1000)).is_ok(), "an idle link takes the packet");
-        assert!(red.enqueue(1, pkt(1000)).is_ok(), "nothing waits: admitted");
-        assert!(red.enqueue(2, pkt(1000)).is_ok(), "one packet waits: admitted");
-        assert_eq!(red.enqueue(3, pkt(1000)).unwrap_err().1, Admission::EarlyDrop, "two wait: above 2 max_th, dropped");
+        assert!(red.admit(0, &mut pkt(1000), true).is_ok(), "an idle link takes the packet");
+        assert!(red.admit(1, &mut pkt(1000), false).is_ok(), "nothing waits: admitted");
+        assert!(red.admit(2, &mut pkt(1000), false).is_ok(), "one packet waits: admitted");
+        assert_eq!(red.admit(3, &mut pkt(1000), false), Err(Admission::EarlyDrop), "two wait: above 2 max_th, dropped");
     }
 
     #[test]
@@ -482,12 +481,10 @@ mod tests {
         let mut cfg = config(10.0, 50.0, 1.0);
         cfg.max_p = 1.0;
         let mut red = Red::new(cfg, 1_000_000_000, Rng::new(1));
-        for _ in 0..49 {
-            red.packets.push_back(pkt(1000));
-        }
-        assert!(red.enqueue(0, pkt(1000)).is_ok(), "first above min_th");
+        hold(&mut red, 49);
+        assert!(red.admit(0, &mut pkt(1000), false).is_ok(), "first above min_th");
         assert_eq!(red.count, 1);
-        assert!(red.enqueue(1, pkt(1000)).is_err(), "p_b near 1 from the second on");
+        assert!(red.admit(1, &mut pkt(1000), false).is_err(), "p_b near 1 from the second on");
     }
 
     #[test]
