@@ -48,8 +48,9 @@ pub enum TimerKind {
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    time: Time,
-    seq: u64,
+    /// (time, sequence) as one number, time in the high half: one comparison orders two
+    /// entries, and compiles without branches.
+    key: u128,
     event: Event,
 }
 
@@ -57,7 +58,12 @@ impl Entry {
     /// Earlier first; at one time, scheduled first.
     #[inline(always)]
     fn before(&self, other: &Entry) -> bool {
-        (self.time, self.seq) < (other.time, other.seq)
+        self.key < other.key
+    }
+
+    #[inline(always)]
+    fn time(&self) -> Time {
+        (self.key >> 64) as Time
     }
 }
 
@@ -92,7 +98,7 @@ impl<const D: usize> Default for EventQueue<D> {
 impl<const D: usize> EventQueue<D> {
     #[inline]
     pub fn schedule(&mut self, time: Time, event: Event) {
-        let entry = Entry { time, seq: self.next_seq, event };
+        let entry = Entry { key: ((time as u128) << 64) | self.next_seq as u128, event };
         self.next_seq += 1;
         if self.hole {
             self.hole = false;
@@ -107,7 +113,7 @@ impl<const D: usize> EventQueue<D> {
     #[inline]
     pub fn peek_time(&mut self) -> Option<Time> {
         self.fill_hole();
-        self.heap.first().map(|e| e.time)
+        self.heap.first().map(Entry::time)
     }
 
     /// The earliest pending event, taken out.
@@ -117,7 +123,7 @@ impl<const D: usize> EventQueue<D> {
         let e = *self.heap.first()?;
         self.hole = true;
         self.popped += 1;
-        Some((e.time, e.event))
+        Some((e.time(), e.event))
     }
 
     /// The earliest pending event if it is due at or before `end`, taken out.
@@ -125,12 +131,12 @@ impl<const D: usize> EventQueue<D> {
     pub fn pop_until(&mut self, end: Time) -> Option<(Time, Event)> {
         self.fill_hole();
         let e = *self.heap.first()?;
-        if e.time > end {
+        if e.time() > end {
             return None;
         }
         self.hole = true;
         self.popped += 1;
-        Some((e.time, e.event))
+        Some((e.time(), e.event))
     }
 
     pub fn len(&self) -> usize {
@@ -176,9 +182,15 @@ impl<const D: usize> EventQueue<D> {
                 break;
             }
             let mut best = first;
-            for c in first + 1..(first + D).min(len) {
-                if self.heap[c].before(&self.heap[best]) {
-                    best = c;
+            if first + D <= len {
+                // All D children exist: a fixed loop the compiler unrolls into conditional
+                // moves (which child is earliest is a coin toss a branch would mispredict).
+                for c in first + 1..first + D {
+                    best = if self.heap[c].key < self.heap[best].key { c } else { best };
+                }
+            } else {
+                for c in first + 1..len {
+                    best = if self.heap[c].key < self.heap[best].key { c } else { best };
                 }
             }
             if !self.heap[best].before(&entry) {

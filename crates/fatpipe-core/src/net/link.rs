@@ -206,8 +206,14 @@ impl Link {
     /// fell idle. Nothing here is an event: a packet's start is the previous one's end.
     /// When several things happen at one instant, serializations that end then have ended
     /// and the packets they free have started before an arrival at that instant is offered.
-    #[inline]
+    #[inline(always)]
     pub fn advance(&mut self, now: Time) {
+        if self.started_end <= now && (self.waiting > 0 || !self.idle_told) {
+            self.advance_to(now);
+        }
+    }
+
+    fn advance_to(&mut self, now: Time) {
         while self.waiting > 0 && self.started_end <= now {
             let (arrival, ref pkt) = self.wire[self.wire.len() - self.waiting];
             let (start, ip_bytes) = (self.started_end, pkt.ip_bytes);
