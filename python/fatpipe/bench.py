@@ -147,7 +147,11 @@ def main(args: Optional[argparse.Namespace] = None) -> int:
     results = []
     for case in chosen:
         print(f"  {case.name}: {case.what} ...", file=sys.stderr, flush=True)
-        results.append(run_case(case))
+        try:
+            results.append(run_case(case))
+        except RuntimeError as e:  # a case's process failed: say which, in one line
+            print(f"fatpipe bench: {e}", file=sys.stderr)
+            return 1
     print(format_table(results))
     for line in goal_lines(results, quick):
         print(line)
