@@ -105,6 +105,10 @@ pub fn receive(sock: &UdpSocket, schedule: &Schedule, counters: &Counters, stop:
             if n < 0 {
                 break;
             }
+            if n >= 8 {
+                let number = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
+                counters.datagrams_expected.fetch_max(number.saturating_add(1), Ordering::Relaxed);
+            }
             counters.datagrams_received.fetch_add(1, Ordering::Relaxed);
             counters.note_read(n as u64, schedule.clock.now());
         }
