@@ -142,7 +142,12 @@ impl Emulation {
     /// Sets up the emulation of the normalized scenario `json` (its captures' paths are
     /// where the pcap files go).
     pub fn new(json: &str, options: Options) -> Result<Emulation, Error> {
-        let scenario = Scenario::from_json(json).map_err(Error::Scenario)?;
+        let mut scenario = Scenario::from_json(json).map_err(Error::Scenario)?;
+        // Start jitter: the simulation's own draw, so a flow starts when it would there.
+        let seed = scenario.seed;
+        for f in &mut scenario.flows {
+            f.source.delay_start(fatpipe_core::sim::start_jitter(seed, f));
+        }
         let raw: Value = serde_json::from_str(json).map_err(|e| Error::Scenario(e.to_string()))?;
         if !netns::has_privileges() {
             return Err(Error::Privileges(
@@ -544,7 +549,7 @@ fn plan_flows(scenario: &Scenario, raw: &Value, available: &[String]) -> Result<
             // program: force instead.
             k.sender.force_buffers = true;
             k.receiver.force_buffers = true;
-            k.notes.extend(kernel::buffer_notes(spec, &value, true));
+            k.notes.extend(kernel::buffer_notes(spec, (&value, true), (&value, true)));
             Some(k)
         };
         let ports = FlowPorts {

@@ -196,16 +196,20 @@ pub fn flow_knobs(
     Ok(k)
 }
 
-/// Where `rcv_buffer` or `snd_buffer` is above the host's ceiling (net.core.rmem_max,
-/// wmem_max), a plain setsockopt is capped there without a word. `forced`: the buffers are
-/// set with SO_*BUFFORCE past it (the emulator, which a namespace's read-only ceilings would
-/// otherwise cap; a probe with CAP_NET_ADMIN).
-pub fn buffer_notes(spec: &FlowSpec, sysctl_value: &dyn Fn(&str) -> Option<u64>, forced: bool) -> Vec<String> {
+/// A host as `buffer_notes` sees it: its numeric sysctls, and whether the buffers are set
+/// with SO_*BUFFORCE past its ceilings (the emulator, whose namespaces' read-only ceilings
+/// would otherwise cap them; a probe with CAP_NET_ADMIN).
+pub type BufferHost<'a> = (&'a dyn Fn(&str) -> Option<u64>, bool);
+
+/// Where `snd_buffer` (on the sending host) or `rcv_buffer` (on the receiving one) is above
+/// the host's ceiling (net.core.wmem_max, rmem_max), where a plain setsockopt is capped
+/// without a word.
+pub fn buffer_notes(spec: &FlowSpec, sender: BufferHost, receiver: BufferHost) -> Vec<String> {
     let Some(t) = spec.tcp.as_ref() else { return Vec::new() };
     let mut notes = Vec::new();
-    for (what, asked, ceiling) in [
-        ("snd_buffer", t.snd_buffer_bytes, "net.core.wmem_max"),
-        ("rcv_buffer", t.rcv_buffer_bytes, "net.core.rmem_max"),
+    for (what, asked, ceiling, (sysctl_value, forced)) in [
+        ("snd_buffer", t.snd_buffer_bytes, "net.core.wmem_max", sender),
+        ("rcv_buffer", t.rcv_buffer_bytes, "net.core.rmem_max", receiver),
     ] {
         if let Some(max) = sysctl_value(ceiling).filter(|&max| asked > max) {
             notes.push(if forced {
@@ -478,12 +482,17 @@ mod tests {
         assert!(text.contains("cubic beta = 0.5: the kernel runs 0.7002"), "{text}");
         assert!(text.contains("recovers as NewReno") && text.contains("Limited Slow Start"), "{text}");
         // 8 MiB asked, 4 MiB ceiling: the plain setsockopt would be capped; forced or not.
-        let forced = buffer_notes(&spec, &|_| Some(4194304), true).join("\n");
+        let small = |_: &str| Some(4194304);
+        let large = |_: &str| Some(1 << 30);
+        let forced = buffer_notes(&spec, (&small, true), (&small, true)).join("\n");
         assert!(forced.contains("rcv_buffer 8388608 bytes is above net.core.rmem_max (4194304)"), "{forced}");
         assert!(forced.contains("forced (SO_*BUFFORCE)"), "{forced}");
-        let capped = buffer_notes(&spec, &|_| Some(4194304), false).join("\n");
-        assert!(capped.contains("lacks CAP_NET_ADMIN") && capped.contains("caps it at 4194304"), "{capped}");
-        assert!(buffer_notes(&spec, &|_| Some(1 << 30), false).is_empty());
+        // Each buffer against its own host's ceiling.
+        let capped = buffer_notes(&spec, (&large, false), (&small, false));
+        assert_eq!(capped.len(), 1, "{capped:?}");
+        assert!(capped[0].starts_with("rcv_buffer") && capped[0].contains("lacks CAP_NET_ADMIN"), "{capped:?}");
+        assert!(capped[0].contains("caps it at 4194304"), "{capped:?}");
+        assert!(buffer_notes(&spec, (&large, false), (&large, false)).is_empty());
     }
 
     #[test]
