@@ -126,3 +126,65 @@ class VethPair:
 
 def namespace_alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
+
+
+class Client:
+    """A probe client speaking the control protocol by hand (tests of the daemon), with
+    the secret's MAC computed by Python's own hmac and hashlib."""
+
+    def __init__(self, address: str, timeout: float = 30.0) -> None:
+        import socket
+
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.file = self.sock.makefile("rb")
+
+    def recv(self) -> dict:
+        import json
+
+        line = self.file.readline()
+        if not line:
+            raise ConnectionError("the daemon closed the connection")
+        return json.loads(line)
+
+    def send(self, message: dict) -> None:
+        import json
+
+        self.send_raw((json.dumps({"version": 1, **message}) + "\n").encode())
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def handshake(self, secret: Optional[bytes] = None, mac: Optional[str] = None) -> dict:
+        """hello, hello, and the daemon's answer (welcome or error); the daemon's own MAC is
+        checked when a secret is given."""
+        import hashlib
+        import hmac
+        import secrets
+
+        hello = self.recv()
+        assert hello["type"] == "hello" and hello["version"] == 1, hello
+        nonce = secrets.token_hex(32)
+        if secret is not None and mac is None:
+            mac = hmac.new(secret, b"fatpipe-probe client" + hello["nonce"].encode() + nonce.encode(), hashlib.sha256).hexdigest()
+        self.send({"type": "hello", "software": "test", "nonce": nonce, "mac": mac})
+        answer = self.recv()
+        if answer["type"] == "welcome" and secret is not None:
+            expected = hmac.new(secret, b"fatpipe-probe daemon" + nonce.encode() + hello["nonce"].encode(), hashlib.sha256).hexdigest()
+            assert answer["mac"] == expected, "the daemon's proof, as Python's HMAC-SHA256 computes it"
+        return answer
+
+    def ping(self, seq: int = 7) -> None:
+        self.send({"type": "ping", "seq": seq})
+        assert self.recv() == {"type": "pong", "seq": seq, "version": 1}
+
+    def closed(self) -> bool:
+        """Whether the daemon has closed the connection (EOF or reset)."""
+        try:
+            return self.file.readline() == b""
+        except OSError:
+            return True
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()

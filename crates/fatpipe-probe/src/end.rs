@@ -45,7 +45,9 @@ struct FlowState {
     receiver: Arc<OnceLock<TcpStream>>,
     counters: Arc<Counters>,
     listener: Option<TcpListener>,
-    udp: Option<UdpSocket>,
+    /// Kept open until the end is dropped, past its thread: a datagram still on its way at
+    /// the test's end must find the socket, or an ICMP error goes back to the sender.
+    udp: Option<Arc<UdpSocket>>,
     /// How a TCP flow at the connecting end opens its connection when it has a handshake.
     connect_at_start: Option<([u8; 4], u16)>,
 }
@@ -184,7 +186,7 @@ impl End {
                     Ok((s, bound))
                 });
                 let (sock, port) = sock.map_err(|e| format!("{what}: {e}"))?;
-                f.udp = Some(sock);
+                f.udp = Some(Arc::new(sock));
                 ports.push(port);
             }
         }
@@ -212,7 +214,7 @@ impl End {
             } else {
                 let sock = UdpSocket::bind(local_ip, 0).map_err(|e| format!("flow {}: {e}", f.spec.name))?;
                 ports.push(sock.local_port().map_err(|e| e.to_string())?);
-                f.udp = Some(sock);
+                f.udp = Some(Arc::new(sock));
             }
         }
         Ok((End::new(setup, flows, local_ip, peer_ip, connect_timeout_ps), ports))
@@ -278,7 +280,7 @@ impl End {
             let schedule =
                 Schedule { clock, start_ps: f.spec.source.start_ps(), stop_ps: f.spec.source.stop_ps(), end_ps };
             let (counters, stop) = (f.counters.clone(), self.stop.clone());
-            if let Some(sock) = f.udp.take() {
+            if let Some(sock) = f.udp.clone() {
                 if f.sends {
                     let schedule_of = UdpSchedule::of(&f.spec.source).expect("a UDP source");
                     let flow =

@@ -261,9 +261,6 @@ def run_command(args: argparse.Namespace) -> int:
     secret = _secret(args)
     outdir = Path(args.output) if args.output else Path("runs") / f"{ps.loaded.core['name']}-probe"
     scratch = _staging(outdir, args.overwrite)
-    line = ps.ignored_line()
-    if line and not args.quiet:
-        print(f"fatpipe: note: {line}", file=sys.stderr)
     plots = ps.loaded.plots and not args.no_plots
     wall_start = time.perf_counter()
     try:
@@ -297,6 +294,9 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         discard(scratch)
     if not args.quiet:
+        line = ps.ignored_line()
+        if line:
+            print(f"fatpipe: note: {line}", file=sys.stderr)
         print(_summary_table(result.summary, wall_s, result.scenario))
         print(path_line(result.summary))
         notes = notes_lines(result.summary)

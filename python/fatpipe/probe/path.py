@@ -4,11 +4,11 @@ measured, beside the probe run.
 The dumbbell's round-trip time is the probe's base RTT and its MTU the path MTU, both
 measured over the control connection. Its bottleneck rate and queue come from a capacity
 flow (one cubic bulk flow, run after the test, as iperf measures a path): the rate it
-delivered over its second half, counted in IP bytes, and -- if it lost packets, so it
-filled the path's queue -- the largest queueing delay it saw (smoothed RTT above the base
-RTT) times that rate. ``--path-rate`` and ``--path-queue`` give either instead. The
-bottleneck's framing is 0 bytes: the rate is the IP rate the path carried, whatever its
-link layer.
+delivered over its second half, counted in IP bytes, and the largest queueing delay it saw
+(smoothed RTT above the base RTT) times that rate -- the queue it built, which is the
+path's whole queue if it lost packets and a lower bound otherwise. ``--path-rate`` and
+``--path-queue`` give either instead. The bottleneck's framing is 0 bytes: the rate is the
+IP rate the path carried, whatever its link layer.
 """
 
 from __future__ import annotations
@@ -49,10 +49,9 @@ class MeasuredPath:
         return asdict(self)
 
 
-def measure_path_capacity(daemon: str, secret: Optional[bytes], seconds: float, forward: bool) -> Tuple[int, Optional[int], Dict[str, Any]]:
+def measure_path_capacity(daemon: str, secret: Optional[bytes], seconds: float, forward: bool) -> Tuple[int, int, Dict[str, Any]]:
     """Runs the capacity flow (this host to the daemon's if ``forward``); returns (IP rate
-    in bit/s over its second half, the path's queue in bytes if the flow filled it, its
-    figures)."""
+    in bit/s over its second half, the queue in bytes it built on the path, its figures)."""
     duration_ps = int(round(seconds * PS_PER_S))
     scenario = {
         "name": "capacity",
@@ -75,10 +74,8 @@ def measure_path_capacity(daemon: str, secret: Optional[bytes], seconds: float, 
     mss, header = flow["mss_bytes"], flow["header_bytes"]
     ip_bps = int(payload_bps * (mss + header) / mss)
     base_rtt_s = result.summary["probe"]["path"]["base_rtt_ps"] / PS_PER_S
-    queue = None
-    if flow.get("segments_retransmitted", 0) > 0:
-        delay_s = max(0.0, float(half["srtt_s"].max()) - base_rtt_s)
-        queue = int(delay_s * ip_bps / 8)
+    delay_s = max(0.0, float(half["srtt_s"].max()) - base_rtt_s)
+    queue = int(delay_s * ip_bps / 8)
     figures = {
         "algorithm": flow.get("algorithm"),
         "direction": "forward" if forward else "reverse",
@@ -92,7 +89,7 @@ def measure_path_capacity(daemon: str, secret: Optional[bytes], seconds: float, 
 
 
 def measured_path(summary: Dict[str, Any], rate_bps: Optional[int], queue_bytes: Optional[int],
-                  capacity: Optional[Tuple[int, Optional[int], Dict[str, Any]]]) -> MeasuredPath:
+                  capacity: Optional[Tuple[int, int, Dict[str, Any]]]) -> MeasuredPath:
     """The dumbbell's numbers: the probe's base RTT and path MTU, the rate and queue given
     (``--path-rate``, ``--path-queue``) or else measured by the capacity flow."""
     path = summary["probe"]["path"]
@@ -116,13 +113,13 @@ def measured_path(summary: Dict[str, Any], rate_bps: Optional[int], queue_bytes:
     floor = MIN_QUEUE_PACKETS * mtu
     if queue_bytes is not None:
         sources["queue_bytes"] = "given (--path-queue)"
-    elif capacity is not None and capacity[1] is not None:
+    elif capacity is not None:
         queue_bytes = capacity[1]
-        sources["queue_bytes"] = "the capacity flow's largest queueing delay (smoothed RTT above the base RTT) x the rate"
+        lost = (capacity[2].get("segments_retransmitted") or 0) > 0
+        sources["queue_bytes"] = ("the capacity flow's largest queueing delay (smoothed RTT above the base RTT) x the rate"
+                                  + ("" if lost else "; it lost nothing, so the path's queue may be larger"))
     else:
-        queue_bytes = rate_bps * rtt // (8 * PS_PER_S)
-        sources["queue_bytes"] = ("one bandwidth-delay product, the dumbbell's default: the capacity flow lost nothing, "
-                                  "so it never filled the path's queue and its size is unknown")
+        raise ValueError("no path queue: give --path-queue or let the capacity flow run")
     if queue_bytes < floor:
         sources["queue_bytes"] += f"; raised to {MIN_QUEUE_PACKETS} full-size packets"
         queue_bytes = floor
