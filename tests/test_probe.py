@@ -7,7 +7,7 @@ serve` daemon on this host. Each real-time run lasts 1 s.
 - parallel streams, each confirmed by getsockopt, summed as a group;
 - UDP bursts in both directions: exactly the datagrams the simulator's schedule sends;
 - cubic, reno and bbr chosen per socket and read back with getsockopt;
-- an algorithm the host lacks: one line, nothing written;
+- an algorithm the host lacks, or an HTTP workload: one line, nothing written;
 - `fatpipe report` renders a probe run as it renders a simulated one.
 """
 
@@ -163,7 +163,7 @@ def test_cubic_reno_and_bbr_are_confirmed_by_getsockopt(lo_daemon, tmp_path):
     assert flows_of(result)["reno"]["probe"]["sender"] == "daemon"
 
 
-def test_an_algorithm_the_host_lacks_is_one_line(lo_daemon, tmp_path):
+def test_an_algorithm_the_host_lacks_or_a_workload_a_probe_cannot_run_is_one_line(lo_daemon, tmp_path):
     missing = next(a for a in ("highspeed", "scalable", "htcp", "vegas", "bic") if a not in AVAILABLE)
     scenario = toml(tmp_path / "missing.toml", f'[[flows]]\nname = "m"\ncc = "{missing}"\ndirection = "reverse"\n')
     proc = run_cli("probe", "run", lo_daemon.address, scenario, "-o", tmp_path / "out")
@@ -175,6 +175,10 @@ def test_an_algorithm_the_host_lacks_is_one_line(lo_daemon, tmp_path):
     fast = toml(tmp_path / "fast.toml", '[[flows]]\nname = "f"\ncc = "fast"\n')
     proc = run_cli("probe", "run", lo_daemon.address, fast, "-o", tmp_path / "out")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no Linux implementation" in proc.stderr
+    http = toml(tmp_path / "http.toml", '[[flows]]\nname = "w"\nhttp = { version = "1.1", objects = ["2KB"] }\n', extra=FAST_PATH)
+    proc = run_cli("probe", "run", lo_daemon.address, http, "-o", tmp_path / "out")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "HTTP workloads cannot be probed" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_report_renders_a_probe_run_as_a_simulated_one(lo_daemon, tmp_path):
