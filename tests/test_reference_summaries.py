@@ -2,7 +2,9 @@
 summaries the simulator produced before the speed issue (issue 16) changed the engine.
 
 `tests/data/reference_summaries.json` was written by this file's `__main__` with the
-package built from commit 0f8bfab (before the speed work) on the path:
+package built from `main` at 4248210 (the engine before the speed work: one event per
+hop came later; first written from 0f8bfab, where issue 16 started, and rewritten when
+main's HyStart and BBR fixes moved two examples) on the path:
 
     PYTHONPATH=/path/to/that/build python3 tests/test_reference_summaries.py > tests/data/reference_summaries.json
 
