@@ -2,12 +2,16 @@
 //! later steps, SACK blocks and the sender's scoreboard).
 //!
 //! The cost of an insertion depends on the number of *holes*, not on the number of segments:
-//! segments arriving in order behind a hole extend the last range in O(1). The vector keeps
-//! its capacity, so after warm-up it never allocates.
+//! segments arriving in order behind a hole extend the last range in O(1). The ranges sit
+//! in a ring (`VecDeque`): the cumulative ACK and the receiver's in-order point remove
+//! ranges at the front (`remove_below`, `pop_reached`), which in a vector shifted every
+//! range behind them. The ring keeps its capacity, so after warm-up it never allocates.
+
+use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Default)]
 pub struct RangeSet {
-    ranges: Vec<(u64, u64)>,
+    ranges: VecDeque<(u64, u64)>,
 }
 
 impl RangeSet {
@@ -18,18 +22,18 @@ impl RangeSet {
             return 0;
         }
         // Fast path: the range continues (or overlaps the end of) the last range.
-        if let Some(last) = self.ranges.last_mut() {
+        if let Some(last) = self.ranges.back_mut() {
             if start >= last.0 && start <= last.1 {
                 let added = end.saturating_sub(last.1);
                 last.1 = last.1.max(end);
                 return added;
             }
             if start > last.1 {
-                self.ranges.push((start, end));
+                self.ranges.push_back((start, end));
                 return end - start;
             }
         } else {
-            self.ranges.push((start, end));
+            self.ranges.push_back((start, end));
             return end - start;
         }
         // General case: first range whose end reaches `start`.
@@ -61,7 +65,7 @@ impl RangeSet {
         }
         let mut cursor = start;
         let i = self.ranges.partition_point(|r| r.1 <= start);
-        for &(rs, re) in &self.ranges[i..] {
+        for &(rs, re) in self.ranges.range(i..) {
             if rs >= end {
                 break;
             }
@@ -79,9 +83,9 @@ impl RangeSet {
     /// Forgets everything below `point`; returns the bytes removed. Amortized O(1) per range.
     pub fn remove_below(&mut self, point: u64) -> u64 {
         let whole = self.ranges.partition_point(|r| r.1 <= point);
-        let mut removed: u64 = self.ranges[..whole].iter().map(|r| r.1 - r.0).sum();
+        let mut removed: u64 = self.ranges.range(..whole).map(|r| r.1 - r.0).sum();
         self.ranges.drain(..whole);
-        if let Some(first) = self.ranges.first_mut() {
+        if let Some(first) = self.ranges.front_mut() {
             if first.0 < point {
                 removed += point - first.0;
                 first.0 = point;
@@ -109,7 +113,7 @@ impl RangeSet {
 
     /// One past the highest covered byte.
     pub fn highest_end(&self) -> Option<u64> {
-        self.ranges.last().map(|r| r.1)
+        self.ranges.back().map(|r| r.1)
     }
 
     pub fn clear(&mut self) {
@@ -124,9 +128,9 @@ impl RangeSet {
     /// Removes and returns the end of the first range if it starts at or before `point`
     /// (the receiver uses this to advance its next expected byte over buffered data).
     pub fn pop_reached(&mut self, point: u64) -> Option<u64> {
-        match self.ranges.first() {
+        match self.ranges.front() {
             Some(&(s, e)) if s <= point => {
-                self.ranges.remove(0);
+                self.ranges.pop_front();
                 Some(e)
             }
             _ => None,
