@@ -5,6 +5,7 @@
 //! packets are in flight on it (htsim's pipe).
 
 use super::impairment::{Impairment, ImpairmentSpec, LossCause};
+use super::queue::tx_ring::{TxRing, TxRingSpec};
 use super::queue::{QueueDiscipline, QueueSpec};
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -30,6 +31,10 @@ pub struct LinkSpec {
     /// Losses applied to packets entering the link, in order (none by default).
     #[serde(default)]
     pub impairments: Vec<ImpairmentSpec>,
+    /// A host interface's transmit ring between the queue (the qdisc) and the line
+    /// (`net/queue/tx_ring.rs`); None: the queue feeds the line directly.
+    #[serde(default)]
+    pub tx_ring: Option<TxRingSpec>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -104,7 +109,10 @@ pub enum Departed {
 
 impl Link {
     pub fn new(spec: LinkSpec, seed: u64) -> Self {
-        let queue = spec.queue.build(spec.rate_bps, Rng::for_element(seed, &format!("{}/queue", spec.name)));
+        let mut queue = spec.queue.build(spec.rate_bps, Rng::for_element(seed, &format!("{}/queue", spec.name)));
+        if let Some(ring) = &spec.tx_ring {
+            queue = Box::new(TxRing::new(ring.clone(), queue));
+        }
         let rng = Rng::for_element(seed, &spec.name);
         let impairments = spec.impairments.iter().map(ImpairmentSpec::build).collect();
         Link {
@@ -236,11 +244,13 @@ impl Link {
     }
 
     /// How many packets of `ip_bytes` the link takes now without a drop: the queue's room,
-    /// plus the one an idle link starts sending at once without queueing it.
+    /// plus the one an idle link starts sending at once without queueing it (unless the
+    /// queue counts that one too: a transmit ring).
     #[inline]
     pub fn room_packets(&self, ip_bytes: u32) -> u64 {
         let room = self.queue.room_packets(ip_bytes);
-        room.saturating_add(u64::from(self.transmitting.is_none() && room > 0))
+        let idle_extra = self.transmitting.is_none() && room > 0 && !self.queue.holds_packet_in_service();
+        room.saturating_add(u64::from(idle_extra))
     }
 
     #[inline]
@@ -289,6 +299,7 @@ mod tests {
             mtu_bytes: 1500,
             queue,
             impairments: vec![],
+            tx_ring: None,
         };
         Link::new(spec, 1)
     }

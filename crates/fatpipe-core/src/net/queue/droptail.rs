@@ -86,6 +86,10 @@ impl QueueDiscipline for DropTail {
         Some(pkt)
     }
 
+    fn peek(&self) -> Option<&Packet> {
+        self.packets.front()
+    }
+
     fn room_packets(&self, ip_bytes: u32) -> u64 {
         let mut room = u64::MAX;
         if let Some(l) = self.cfg.limit_packets {

@@ -5,6 +5,7 @@
 
 pub mod droptail;
 pub mod red;
+pub mod tx_ring;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -27,6 +28,14 @@ pub trait QueueDiscipline: Send + Sync {
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Result<(), (Packet, Admission)>;
     /// The next packet to transmit.
     fn dequeue(&mut self, now: Time) -> Option<Packet>;
+    /// The packet `dequeue` would return next, without taking it (a driver's ring looks
+    /// before it takes a packet from the qdisc).
+    fn peek(&self) -> Option<&Packet>;
+    /// Whether the packet being serialized still takes room in this queue (a transmit
+    /// ring's descriptors), so that an idle link does not take one packet beyond its room.
+    fn holds_packet_in_service(&self) -> bool {
+        false
+    }
 
     /// A packet arrives while the link is idle (and so the queue empty): returns it to send
     /// at once, or with the reason it is dropped. The default goes through `enqueue` and
@@ -99,6 +108,9 @@ mod tests {
         }
         fn dequeue(&mut self, now: Time) -> Option<Packet> {
             self.dequeues.push(now);
+            None
+        }
+        fn peek(&self) -> Option<&Packet> {
             None
         }
         fn room_packets(&self, _ip_bytes: u32) -> u64 {
