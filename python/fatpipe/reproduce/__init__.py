@@ -21,9 +21,10 @@ __all__ = ["reproduce", "documents", "CatalogError", "ALL"]
 ALL = "all"
 
 
-def select(name: str, experiment: Optional[str]) -> List[Tuple[Document, List[str]]]:
-    """The documents and experiment ids a command names; raises :class:`CatalogError`."""
-    known = documents()
+def select(name: str, experiment: Optional[str], root: Optional[Path] = None) -> List[Tuple[Document, List[str]]]:
+    """The documents and experiment ids a command names; raises :class:`CatalogError`.
+    ``root`` is the folder of reproductions (default: the package's)."""
+    known = documents(root) if root is not None else documents()
     if name == ALL:
         if experiment is not None:
             raise CatalogError(f"{experiment}: an experiment id needs a document name, not {ALL!r}")
@@ -49,17 +50,19 @@ def reproduce(
     dask: Optional[str] = None,
     progress: bool = False,
     report: Optional[Callable[[str], None]] = None,
+    catalog: Optional[Path] = None,
 ) -> List[Tuple[Document, List[Any], Dict[str, Any], Path]]:
     """Runs a document's experiments (or one, or every document's with ``name = "all"``)
     and writes the comparisons under ``outdir/<document>/``; returns, per document, its
-    outcomes and comparison data. Finished runs found in ``outdir`` are reused."""
+    outcomes and comparison data. Finished runs found in ``outdir`` are reused. ``catalog``
+    is the folder of reproductions (default: the package's)."""
     from .report import counts_line, write_document
     from .runner import run_experiment
 
     say = report or (lambda _: None)
     root = Path(outdir) if outdir is not None else Path("runs") / ("reproduce-quick" if quick else "reproduce")
     out = []
-    for doc, ids in select(name, experiment):
+    for doc, ids in select(name, experiment, catalog):
         target = root / doc.name
         target.mkdir(parents=True, exist_ok=True)
         done: Dict[Tuple[str, str], Any] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .catalog import UNITS, Finding, Measure, Number, Ranking
 from .expressions import ExpressionError
@@ -42,7 +42,8 @@ class Results:
                 known = ", ".join(["sweep", *self.parameters]) or "none"
                 raise MeasureError(f"{what}: {key!r} is not a parameter of these runs; parameters: {known}")
             values = wanted if isinstance(wanted, list) else [wanted]
-            rows = rows[rows[key].map(lambda v: any(_same(v, w) for w in values))]
+            # .loc with a boolean mask: an empty selection stays a table with its columns.
+            rows = rows.loc[rows[key].map(lambda v: any(_same(v, w) for w in values)).astype(bool)]
         return rows
 
     def point_values(self, rows: Any, series: Any) -> Any:
