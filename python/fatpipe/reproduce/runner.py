@@ -193,8 +193,8 @@ def run_experiment(
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"sweep": [], "status": []})
     if exp.interval_ps is not None and len(table):
         table = _interval_columns(table, run_dirs, exp.interval_ps)
+    table = table.copy()  # one block per dtype: the interval columns and figures add columns
     table["__run_dir"] = [str(d) if d else "" for d in run_dirs] if run_dirs else []
-    table = table.copy()  # one block per dtype: the figures add columns to it
     results = Results(table, parameters, (exp.interval_ps or 0) / 1e12)
     numbers = [evaluate_number(results, n, doc.tolerance, f"numbers[{i}]") for i, n in enumerate(exp.numbers)]
     findings = [evaluate_finding(results, f, f"findings[{i}]") for i, f in enumerate(exp.findings)]
