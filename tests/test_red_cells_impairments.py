@@ -61,6 +61,8 @@ RED_DEFAULTS = {
     "wait": True,
     "target_delay_ps": 5 * PS_PER_MS,
     "ecn": False,  # RFC 3168 marking off, as ns-2 and Linux by default
+    "cell_bytes": None,  # packets, not cells
+    "limit_cells": None,
 }
 
 
@@ -88,6 +90,7 @@ def test_red_explicit_values():
         "discipline": "red", "limit_packets": 200, "min_th_packets": 20.0, "max_th_packets": 60.5,
         "max_p": 0.05, "w_q": 0.002, "gentle": False, "byte_mode": True,
         "mean_packet_bytes": 1000, "wait": False, "target_delay_ps": 10 * PS_PER_MS, "ecn": True,
+        "cell_bytes": None, "limit_cells": None,
     }
 
 
@@ -162,12 +165,50 @@ def test_red_errors(queue, message):
     assert error(scenario(queue={"discipline": "red", **queue})) == message
 
 
-@pytest.mark.parametrize("key", ["limit_bytes", "cell_size", "limit_cells"])
-def test_red_has_no_byte_or_cell_limit(key):
-    message = error(scenario(queue={"discipline": "red", key: 100}))
+def test_red_has_no_byte_limit():
+    message = error(scenario(queue={"discipline": "red", "limit_bytes": 100}))
     assert message.startswith(
-        f"topology.queue.{key}: unknown key; allowed keys: discipline, limit_packets, limit_bdp, min_th, max_th, "
+        "topology.queue.limit_bytes: unknown key; allowed keys: discipline, limit_packets, limit_bdp, cell_size, "
+        "limit_cells, min_th, max_th, "
     )
+
+
+def test_red_in_cells_counts_cells_alone():
+    # Document 002's r200: RED on the 200 cells of 2 KB of the DS3's transmit side; the
+    # thresholds count cells, and cells alone are the limit (no default packet limit).
+    queue = {"discipline": "red", "cell_size": "2048B", "limit_cells": 200, "min_th": 100, "max_th": 200}
+    got = links(scenario(**DOC002, queue=queue))["bottleneck"]["queue"]
+    assert (got["cell_bytes"], got["limit_cells"], got["limit_packets"]) == (2048, 200, None)
+    assert (got["min_th_packets"], got["max_th_packets"]) == (100.0, 200.0)
+    with_packets = links(scenario(**DOC002, queue={**queue, "limit_packets": 50}))["bottleneck"]["queue"]
+    assert (with_packets["limit_packets"], with_packets["limit_cells"]) == (50, 200)
+
+
+@pytest.mark.parametrize(
+    "queue, message",
+    [
+        ({"cell_size": 2048, "limit_cells": 200, "min_th": 200, "max_th": 300},
+         "topology.queue.min_th: 200 is not allowed: must be below the hard limit (200 cells): the "
+         "average queue never reaches it, so RED would never drop early"),
+        ({"cell_size": 2048},
+         "topology.queue.limit_cells: missing; required with cell_size (the queue holds limit_cells "
+         "cells of cell_size bytes)"),
+        ({"cell_size": 2048, "limit_cells": 2},
+         "topology.queue.limit_cells: 2 is not allowed: a full-size packet (MTU 4352 bytes) takes 3 cells "
+         "of 2048 bytes, so at least 3 are needed"),
+    ],
+)
+def test_red_cell_errors(queue, message):
+    assert error(scenario(**DOC002, queue={"discipline": "red", **queue})) == message
+
+
+def test_red_automatic_thresholds_in_cells():
+    # In cells the automatic thresholds are the packet ones times the cells of a
+    # mean_packet_size packet: 500-byte packets take one 512-byte cell, 1000-byte ones two.
+    packets = red_in_effect("100Mbps")
+    assert red_in_effect("100Mbps", cell_size=512, limit_cells=10_000) == packets
+    doubled = red_in_effect("100Mbps", cell_size=512, limit_cells=10_000, mean_packet_size=1000)
+    assert doubled[:2] == (2 * 31.25, 2 * 93.75)
 
 
 def test_red_error_names_the_access_queue():

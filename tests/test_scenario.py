@@ -107,6 +107,9 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "window_reduction": "prr",
         "adaptive_reordering": True,
         "max_reordering_segments": 300,
+        "slow_timer_ps": None,  # BSD's coarse timers off: exact timers
+        "fast_timer_ps": None,
+        "max_send_rate_bps": None,  # the host keeps up with its interface
     }
     # Linux's default congestion control in Linux's form, with HyStart.
     assert flow["cc"]["algorithm"] == "cubic"
@@ -247,6 +250,7 @@ def test_tcp_options():
         "recovery": "sack", "fack": True, "dcr_div": 2, "max_ssthresh": 100, "pacing_gain": 1.25,
         "handshake": True, "slow_start_after_idle": False, "ecn": True, "random_send_delay": "250us",
         "profile": "rfc", "limited_transmit": True, "rto_estimator": "linux", "dsack": True,
+        "fast_timer": "100ms", "max_send_rate": "130Mbps",
     }
     got = load_scenario(scenario(tcp=tcp))["flows"][0]["tcp"]
     assert got == {
@@ -260,6 +264,7 @@ def test_tcp_options():
         "stack": "rfc", "limited_transmit": True, "rto_estimator": "linux", "dsack": True,
         "rack": False, "tlp": False, "frto": False, "undo": False, "window_reduction": "prr",
         "adaptive_reordering": False, "max_reordering_segments": 300,
+        "slow_timer_ps": None, "fast_timer_ps": 100 * PS_PER_MS, "max_send_rate_bps": 130_000_000,
     }
 
 

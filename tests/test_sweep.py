@@ -90,6 +90,18 @@ def test_set_path_creates_tables_selects_elements_and_copies_values():
     assert doc["topology"]["queue"] == {"discipline": "red", "gentle": False}
 
 
+def test_a_name_pattern_selects_every_element_it_matches():
+    doc = json.loads(json.dumps(BASE))
+    doc["flows"].append({"name": "reverse", "cc": "reno"})
+    set_path(doc, parse_path("flows[?].tcp.rcv_buffer"), "64KB")  # one-letter names: a and b
+    assert [f.get("tcp") for f in doc["flows"]] == [{"rcv_buffer": "64KB"}, {"rcv_buffer": "64KB"}, None]
+    set_path(doc, parse_path("flows[r*].cc"), "cubic")
+    assert doc["flows"][2]["cc"] == "cubic"
+    with pytest.raises(ScenarioError) as err:
+        set_path(doc, parse_path("flows[x*].cc"), "reno")
+    assert "flows[x*]: no element of flows matches 'x*'; names: a, b, reverse" in str(err.value)
+
+
 @pytest.mark.parametrize(
     "path, fragments",
     [

@@ -14,6 +14,7 @@
     fatpipe sweep SWEEP.toml [-o OUTDIR] [--jobs N] [--executor processes|threads]
                   [--dask local|tcp://host:8786] [--plots] [--dry-run] [--quiet]
     fatpipe bench [--quick] [--case NAME] [--json FILE] [--sweep] [--many-flows]
+    fatpipe reproduce NAME [ID] [--quick] [--list] [-o OUTDIR] [--jobs N] [--dask ...] [--docs FILE]
 
 Every user mistake -- an invalid scenario, a missing or unreadable file, a TOML syntax
 error, an unwritable output directory, a bad argument -- prints one line
@@ -255,8 +256,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_plot)
 
     from .cli_tools import add_commands
+    from .reproduce.cli import add_command as add_reproduce
 
     add_commands(commands)
+    add_reproduce(commands, _jobs)
     return parser
 
 

@@ -11,8 +11,8 @@ by a *path* into the scenario and given a list of values (``docs/sweeps.md``):
   (:func:`replication_seed`).
 
 Paths (:func:`parse_path`): keys joined by dots, array elements selected in brackets by
-position (``flows[0]``), by name (``flows[cubic]``) or all at once (``flows[*]``, also
-written ``flows.*``). Setting a key creates missing tables on the way, so
+position (``flows[0]``), by name (``flows[cubic]``), by a name pattern (``flows[f*]``) or
+all at once (``flows[*]``, also written ``flows.*``). Setting a key creates missing tables on the way, so
 ``flows[0].tcp.rcv_buffer`` works on a flow without a ``[flows.tcp]`` table.
 
 This module only builds and validates the points (no pandas, no compiled core), so
@@ -22,6 +22,7 @@ This module only builds and validates the points (no pandas, no compiled core), 
 from __future__ import annotations
 
 import copy
+import fnmatch
 import hashlib
 import itertools
 import json
@@ -208,12 +209,19 @@ def _set(node: Any, steps: Tuple[Step, ...], i: int, value: Any, where: str) -> 
             )
         chosen = [step.value]
     else:
-        chosen = [j for j, e in enumerate(node) if isinstance(e, dict) and e.get("name") == step.value]
+        # A name with * or ? is a pattern (fnmatch): every element whose name it matches.
+        pattern = any(c in step.value for c in "*?")
+        chosen = [
+            j for j, e in enumerate(node)
+            if isinstance(e, dict) and isinstance(e.get("name"), str)
+            and (fnmatch.fnmatchcase(e["name"], step.value) if pattern else e["name"] == step.value)
+        ]
         if not chosen:
             names = [str(e["name"]) for e in node if isinstance(e, dict) and "name" in e]
             known = f"names: {', '.join(names)}" if names else "no element has a name"
+            what = "matches" if pattern else "is named"
             raise ScenarioError(
-                f"{where}[{step.value}]: no element of {where} is named {step.value!r}; {known}",
+                f"{where}[{step.value}]: no element of {where} {what} {step.value!r}; {known}",
                 f"{where}[{step.value}]",
             )
     for j in chosen:

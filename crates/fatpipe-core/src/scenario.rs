@@ -112,6 +112,9 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     window_reduction: crate::tcp::recovery::prr::WindowReduction::Prr,
     adaptive_reordering: false,
     max_reordering_segments: 300,
+    slow_timer_ps: None,
+    fast_timer_ps: None,
+    max_send_rate_bps: None,
 };
 
 impl FlowSpec {
@@ -243,6 +246,17 @@ impl Scenario {
             }
             if t.min_rto_ps > t.max_rto_ps {
                 return Err(format!("flows[{i}].tcp.min_rto_ps: larger than max_rto_ps"));
+            }
+            let bsd = t.rto_estimator == crate::tcp::config::RtoEstimator::Bsd;
+            if bsd && (t.stack != crate::tcp::config::Stack::Rfc || t.slow_timer_ps.is_none_or(|p| p == 0)) {
+                return Err(format!(
+                    "flows[{i}].tcp.rto_estimator: bsd needs the RFC stack and a positive slow_timer_ps"
+                ));
+            }
+            if t.slow_timer_ps.is_some() && !bsd || t.fast_timer_ps == Some(0) {
+                return Err(format!(
+                    "flows[{i}].tcp: slow_timer_ps goes with rto_estimator bsd; fast_timer_ps must be positive"
+                ));
             }
             let packet = t.mss_bytes + t.header_bytes();
             for (a, b, what) in [(f.src, f.dst, "data"), (f.dst, f.src, "ACKs")] {

@@ -6,7 +6,7 @@ use fatpipe_core::cc::highspeed::HighSpeedConfig;
 use fatpipe_core::cc::nocc::NoccConfig;
 use fatpipe_core::cc::scalable::ScalableConfig;
 use fatpipe_core::cc::{CaState, CcSpec};
-use fatpipe_core::net::queue::{droptail::DropTailConfig, red::RedConfig, QueueSpec};
+use fatpipe_core::net::queue::{droptail::DropTailConfig, red::RedConfig, tx_ring::TxRingSpec, QueueSpec};
 use fatpipe_core::packet::{Ecn, Packet};
 use fatpipe_core::scenario::Scenario;
 use fatpipe_core::source::{bulk::BulkConfig, SourceSpec};
@@ -222,6 +222,46 @@ fn txqueuelen_100_reduces_the_window_without_network_loss_and_10000_does_not() {
 }
 
 #[test]
+fn a_transmit_ring_holds_packets_beyond_txqueuelen_and_delays_the_back_off() {
+    // Document 001's hosts: txqueuelen 100 in front of an e1000 ring of 256 descriptors of
+    // 4096 bytes. A jumbo frame takes 3, so the interface holds 85 + 100 packets before a
+    // segment is refused.
+    let duration = 10 * PS_PER_S;
+    let bare = summary(back_to_back(100, reno(), duration));
+    let mut with_ring = back_to_back(100, reno(), duration);
+    with_ring.links[0].tx_ring = Some(TxRingSpec { descriptors: 256, descriptor_bytes: 4096 });
+    let ring = summary(with_ring);
+    let (f, nic) = (&ring["flows"][0], &ring["links"][0]);
+    assert_eq!(total_link_drops(&ring), 0, "the interface refuses segments, it never loses them");
+    assert_eq!(f["segments_retransmitted"], 0);
+    assert!(f["local_congestion_events"].as_u64().unwrap() > 0, "a 16 MB window still overflows it: {f}");
+    assert_eq!(nic["max_queue_packets"].as_u64(), Some(85 + 100 - 1), "ring and queue full, one being sent: {nic}");
+    assert_eq!(bare["links"][0]["max_queue_packets"].as_u64(), Some(100));
+    // The first back-off comes at a larger window, so it costs less.
+    let first_cut = |sum: &Value| sum["flows"][0]["first_loss_cwnd_segments"].as_u64().unwrap();
+    assert!(first_cut(&ring) > first_cut(&bare) + 50, "{} vs {}", first_cut(&ring), first_cut(&bare));
+    assert!(goodput_bps(f, duration) > goodput_bps(&bare["flows"][0], duration));
+}
+
+#[test]
+fn a_send_rate_cap_paces_the_flow_below_its_interface() {
+    // A host that puts at most 300 Mb/s of IP packets on its 1 Gb/s line: the flow never
+    // fills the 100-packet interface queue, and its goodput is the cap's payload share.
+    let duration = 10 * PS_PER_S;
+    let mut s = back_to_back(100, reno(), duration);
+    let cap = 300_000_000;
+    s.flows[0].tcp.as_mut().unwrap().max_send_rate_bps = Some(cap);
+    let sum = summary(s);
+    let f = &sum["flows"][0];
+    assert_eq!(f["local_congestion_events"], 0, "{f}");
+    assert!(sum["links"][0]["max_queue_packets"].as_u64().unwrap() <= 1);
+    let payload_share = 8948.0 / 9000.0;
+    let got = goodput_bps(f, duration);
+    assert!(got <= cap as f64 * payload_share, "{got}");
+    assert!(got > 0.9 * cap as f64 * payload_share, "{got}");
+}
+
+#[test]
 fn parallel_streams_share_the_interface_and_a_late_one_is_woken_when_it_has_room() {
     // Two flows from the same host. The first never reduces its window (NOCC), so the
     // 100-packet interface queue stays full; the second starts at 1 s behind a full queue
@@ -314,6 +354,8 @@ fn red_dumbbell(red_ecn: bool, tcp_ecn: bool) -> Scenario {
             wait: true,
             target_delay_ps: 5 * PS_PER_MS,
             ecn: red_ecn,
+            cell_bytes: None,
+            limit_cells: None,
         });
     }
     s

@@ -187,6 +187,13 @@ pub fn flow_knobs(
         k.sender_sysctls.insert("net.ipv4.tcp_pacing_ca_ratio", percent.to_string());
         k.sender.max_pacing_rate_bps = Some(u64::MAX);
     }
+    if let Some(cap) = t.max_send_rate_bps {
+        // SO_MAX_PACING_RATE is the same cap (Linux paces a socket with it even without fq).
+        k.sender.max_pacing_rate_bps = Some(k.sender.max_pacing_rate_bps.map_or(cap, |r| r.min(cap)));
+    }
+    if t.slow_timer_ps.is_some() || t.fast_timer_ps.is_some() {
+        k.notes.push("slow_timer, fast_timer: 4.4BSD's coarse timers; Linux's run per connection on jiffies (retransmission timer at least 200 ms, delayed ACKs 40 ms to 200 ms)".into());
+    }
     if t.initial_window_segments != LINUX_INITIAL_WINDOW {
         k.sender_route.initcwnd = Some(t.initial_window_segments);
         // The receiver must announce room for it: its initial window is 10 segments too.

@@ -315,12 +315,6 @@ def _normalize_flow(
                 f"segment (the MSS, {mss} bytes)",
                 f"{tcp_path}.{key}",
             )
-    if tcp["min_rto"] > tcp["max_rto"]:
-        raise ScenarioError(
-            f"{tcp_path}.min_rto: {format_duration(tcp['min_rto'])} is not allowed: must be at most "
-            f"max_rto ({format_duration(tcp['max_rto'])})",
-            f"{tcp_path}.min_rto",
-        )
     _check_start_stop(flow, path, duration_ps)
     start_ps, stop_ps = flow["start"], flow["stop"]
     src, dst = _flow_endpoints(flow, path, network)
@@ -336,7 +330,13 @@ def _normalize_flow(
         # [flows.cc] algorithm = "reno" on Linux is the kernel's reno: SACK recovery, as every
         # other algorithm there (the newreno preset is Linux without SACK).
         recovery = "sack"
-    tcp = resolve_tcp_members(profile, tcp, tcp_path)
+    tcp = resolve_tcp_members(profile, tcp, tcp_path, parse=lambda key, value: _TCP_KINDS[key].parse(value, _join(tcp_path, key)))
+    if tcp["min_rto"] > tcp["max_rto"]:
+        raise ScenarioError(
+            f"{tcp_path}.min_rto: {format_duration(tcp['min_rto'])} is not allowed: must be at most "
+            f"max_rto ({format_duration(tcp['max_rto'])})",
+            f"{tcp_path}.min_rto",
+        )
     cc = resolve_cc(profile, cc)
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
     if cc["algorithm"] == "fast" and cc["beta"] < cc["alpha"]:
@@ -414,11 +414,18 @@ def _normalize_flow(
             "window_reduction": tcp["window_reduction"] or "prr",
             "adaptive_reordering": bool(tcp["adaptive_reordering"]),
             "max_reordering_segments": tcp["max_reordering"] or 300,
+            "slow_timer_ps": tcp["slow_timer"],
+            "fast_timer_ps": tcp["fast_timer"],
+            "max_send_rate_bps": tcp["max_send_rate"],
         },
         "cc": algorithm.normalize(
             {k: v for k, v in cc.items() if k not in ("algorithm", "preset", "given")}, _join(path, "cc")
         ),
     }
+
+
+#: The kind of each [flows.tcp] key (a profile's values are read as the flow's would be).
+_TCP_KINDS = {f.key: f.kind for f in _TCP.fields}
 
 
 def _flow_endpoints(flow: Dict[str, Any], path: str, network: Network) -> Tuple[int, int]:

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..units import U64_MAX
 from .kinds import Integer, Size
-from .schema import Derived, Field, Table
+from .schema import UNSET, Derived, Field, Table, _fail
 
 
 @dataclass
@@ -117,13 +117,56 @@ def _txqueuelen_field(unset: str) -> Field:
     )
 
 
-def _host_interfaces(network: Network, txqueuelen: Optional[int]) -> Network:
+#: Intel e1000's most bytes per transmit descriptor (E1000_MAX_DATA_PER_TXD = 1 << 12,
+#: e1000_main.c), the NIC of document 001's hosts.
+E1000_DESCRIPTOR_BYTES = 4096
+#: Bytes of the Ethernet header in the frame a descriptor holds (the core's
+#: tx_ring.rs ETHERNET_HEADER_BYTES; checked against it by a test).
+ETHERNET_HEADER_BYTES = 14
+
+_TX_RING_FIELDS = (
+    Field(
+        "tx_ring",
+        Integer(minimum=1, maximum=U64_MAX, example=256),
+        "descriptors of every host's transmit ring (the network driver's ring between the "
+        "interface queue and the line, ethtool -G tx): the interface holds the packets the "
+        "ring's free descriptors take, then txqueuelen more, before a TCP sender meets local "
+        "congestion; a packet takes ceil((IP bytes + 14) / tx_descriptor_bytes) descriptors "
+        "until it has been sent",
+        UNSET,
+        "unset: no ring, the interface queue feeds the line. Intel e1000, document 001's NIC: "
+        "256 (E1000_DEFAULT_TXD)",
+    ),
+    Field(
+        "tx_descriptor_bytes",
+        Size(minimum=64, maximum=65535, example=4096),
+        "with tx_ring: the most frame bytes one transmit descriptor holds",
+        E1000_DESCRIPTOR_BYTES,
+        "Intel e1000 E1000_MAX_DATA_PER_TXD (1 << 12): a 9014-byte jumbo frame takes 3, a "
+        "1514-byte frame 1",
+    ),
+)
+
+
+def _host_interfaces(network: Network, topo: Dict[str, Any], path: str = "topology") -> Network:
     """Gives every link leaving a host a drop-tail queue of ``txqueuelen`` packets (if set):
-    the host's interface queue, where the core models local congestion."""
-    if txqueuelen is not None:
-        for link in network.links:
-            if network.nodes[link["from"]]["kind"] == "host":
-                link["queue"] = _txqueuelen_queue(txqueuelen, "topology.txqueuelen")
+    the host's interface queue, where the core models local congestion; and the driver's
+    transmit ring (``tx_ring``) in front of the line."""
+    txqueuelen, ring = topo["txqueuelen"], topo["tx_ring"]
+    if ring is not None:
+        per_packet = -(-(topo["mtu"] + ETHERNET_HEADER_BYTES) // topo["tx_descriptor_bytes"])
+        if ring < per_packet:
+            raise _fail(
+                f"{path}.tx_ring", ring,
+                f"a full-size frame (MTU {topo['mtu']} + {ETHERNET_HEADER_BYTES} bytes) takes {per_packet} "
+                f"descriptors of {topo['tx_descriptor_bytes']} bytes, so at least {per_packet} are needed",
+            )
+    for link in network.links:
+        if network.nodes[link["from"]]["kind"] == "host":
+            if txqueuelen is not None:
+                link["queue"] = _txqueuelen_queue(txqueuelen, f"{path}.txqueuelen")
+            if ring is not None:
+                link["tx_ring"] = {"descriptors": ring, "descriptor_bytes": topo["tx_descriptor_bytes"]}
     return network
 
 

@@ -10,7 +10,7 @@ per value; `fatpipe algorithms` and docs/scenario.md print them from here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .schema import ScenarioError, _join, _toml_literal
 
@@ -48,6 +48,17 @@ class Profile:
 
 _LINUX_6 = "Linux 6.x as shipped"
 
+#: The retransmission timer's bounds and first value, as Linux and RFC 6298 set them (the
+#: linux, linux-2.4 and rfc profiles share them).
+_LINUX_RTO = {
+    "min_rto": Member("200ms", "Linux TCP_RTO_MIN (RFC 6298 2.4 says 1 s)"),
+    "max_rto": Member("120s", "Linux TCP_RTO_MAX (RFC 6298 2.5: at least 60 s)"),
+    "initial_rto": Member("1s", "RFC 6298 2.1; Linux TCP_TIMEOUT_INIT"),
+}
+#: 4.4BSD-Lite (netinet/tcp_timer.h, tcp_timer.c, tcp_input.c, tcp_output.c); Stevens, TCP/IP
+#: Illustrated vol. 2 (1995), chapters 25 to 29.
+_BSD = "4.4BSD"
+
 PROFILES: Dict[str, Profile] = {
     "linux": Profile(
         "linux",
@@ -68,6 +79,7 @@ PROFILES: Dict[str, Profile] = {
             "rto_estimator": Member("linux", "tcp_input.c tcp_rtt_estimator, tcp_set_rto"),
             "fack": Member(False, "FACK removed in Linux 4.15 (RACK replaces it)"),
             "initial_window": Member(10, "RFC 6928; Linux default since 2.6.39"),
+            **_LINUX_RTO,
         },
         {
             "cubic": {
@@ -106,6 +118,7 @@ PROFILES: Dict[str, Profile] = {
             "rto_estimator": Member("linux", "Linux 2.4 tcp_input.c tcp_rtt_estimator (the same estimator)"),
             "fack": Member(True, "Linux 2.4 net.ipv4.tcp_fack = 1"),
             "initial_window": Member("rfc3390", "Linux 2.4 tcp_init_cwnd: min(4 MSS, max(2 MSS, 4380))"),
+            **_LINUX_RTO,
         },
         {
             "reno": {
@@ -130,6 +143,28 @@ PROFILES: Dict[str, Profile] = {
             "dsack": Member(False, "off, as before profiles; RFC 2883 when set"),
             "fack": Member(False, "RFC 6675 loss rule; FACK (Mathis and Mahdavi 1996) when set"),
             "initial_window": Member(10, "RFC 6928, as before profiles"),
+            **_LINUX_RTO,
+        },
+    ),
+    "bsd-4.4": Profile(
+        "bsd-4.4",
+        "4.4BSD Reno, the BSD stack of document 002's hosts (IRIX 5.2, BSD Reno with RFC 1323): "
+        "fast retransmit and Reno fast recovery without SACK, one-segment initial window, and "
+        "the coarse timers: the retransmission timer counts 500 ms ticks of the slow timer, "
+        "delayed ACKs go out on the 200 ms ticks of the fast timer",
+        "rfc",
+        Member("reno", f"{_BSD} tcp_input.c: fast retransmit and fast recovery (4.3BSD Reno), no SACK"),
+        {
+            "rto_estimator": Member("bsd", f"{_BSD} tcp_input.c tcp_xmit_timer: SRTT and RTTVAR in slow ticks"),
+            "slow_timer": Member("500ms", f"{_BSD} tcp_slowtimo, PR_SLOWHZ = 2"),
+            "fast_timer": Member("200ms", f"{_BSD} tcp_fasttimo, PR_FASTHZ = 5 (TF_DELACK)"),
+            "min_rto": Member("1s", f"{_BSD} TCPTV_MIN = 2 slow ticks (t_rttmin)"),
+            "max_rto": Member("64s", f"{_BSD} TCPTV_REXMTMAX = 128 slow ticks"),
+            "initial_rto": Member("6s", f"{_BSD} TCPTV_SRTTDFLT 3 s: first timeout (6 << 2) >> 1 = 12 ticks"),
+            "initial_window": Member(1, f"{_BSD} tcp_mss: snd_cwnd = one segment"),
+            "limited_transmit": Member(False, "RFC 3042 came in 2001"),
+            "dsack": Member(False, "RFC 2883 came in 2000"),
+            "fack": Member(False, "no SACK (RFC 2018 came in 1996)"),
         },
     ),
 }
@@ -158,9 +193,13 @@ def flow_profile(tcp: Mapping[str, Any], recovery: Optional[str], tcp_path: str)
     return profile
 
 
-def resolve_tcp_members(profile: Profile, tcp: Dict[str, Any], tcp_path: str) -> Dict[str, Any]:
-    """The [flows.tcp] members with the profile's values where the flow left them unset; a
-    member the profile's stack does not have is refused in one line."""
+def resolve_tcp_members(
+    profile: Profile, tcp: Dict[str, Any], tcp_path: str,
+    parse: Callable[[str, Any], Any] = lambda key, value: value,
+) -> Dict[str, Any]:
+    """The [flows.tcp] members with the profile's values where the flow left them unset
+    (``parse(key, value)`` reads a profile's value as the flow's key would be read); a member
+    the profile's stack does not have is refused in one line."""
     wrong = LINUX_ONLY_KEYS if profile.stack == "rfc" else RFC_ONLY_KEYS
     for key in wrong:
         if tcp[key] is not None:
@@ -177,7 +216,7 @@ def resolve_tcp_members(profile: Profile, tcp: Dict[str, Any], tcp_path: str) ->
     resolved = dict(tcp)
     for key, member in profile.tcp.items():
         if resolved.get(key) is None:
-            resolved[key] = member.value
+            resolved[key] = parse(key, member.value)
     if profile.stack == "linux" and resolved["rack"]:
         for key, why in (("fack", "RACK replaced FACK (Linux 4.15)"),
                          ("dcr_div", "DCR raises the duplicate-ACK threshold, which RACK does not use")):
@@ -186,6 +225,19 @@ def resolve_tcp_members(profile: Profile, tcp: Dict[str, Any], tcp_path: str) ->
                 raise ScenarioError(
                     f"{sub}: {_toml_literal(resolved[key])} is not allowed with rack = true: {why}; "
                     'set rack = false (profile = "linux-2.4" has it off)', sub)
+    if resolved.get("rto_estimator") == "bsd" and profile.stack != "rfc":
+        sub = _join(tcp_path, "rto_estimator")
+        raise ScenarioError(
+            f'{sub}: "bsd" is not allowed with profile = "{profile.name}": BSD\'s timers run on the RFC stack; '
+            'set profile = "bsd-4.4" (or "rfc")', sub)
+    if resolved.get("slow_timer") is not None and resolved.get("rto_estimator") != "bsd":
+        sub = _join(tcp_path, "slow_timer")
+        raise ScenarioError(
+            f'{sub}: not allowed with rto_estimator = "{resolved.get("rto_estimator")}": the slow timer '
+            'is BSD\'s retransmission clock; set rto_estimator = "bsd"', sub)
+    if resolved.get("rto_estimator") == "bsd" and resolved.get("slow_timer") is None:
+        sub = _join(tcp_path, "slow_timer")
+        raise ScenarioError(f'{sub}: missing; required with rto_estimator = "bsd" (4.4BSD: "500ms")', sub)
     return resolved
 
 

@@ -109,51 +109,34 @@ def _queue_limit(
     return max(1, math.ceil(bdp_packets)), None
 
 
-def _droptail_table(default_key: str, default_value: Any, default_source: str) -> Table:
-    """Drop-tail parameters; ``default_key = default_value`` applies when no limit (and no
-    cells) is set."""
-    return Table(
-        fields=(
-            *_limit_fields(
-                _LIMIT_KEYS, default_key, default_value, default_source,
-                "when no limit and no cells are set",
-            ),
-            Field(
-                "cell_size",
-                Size(minimum=1, maximum=U32_MAX, example=2048),
-                "size of one buffer cell, bytes: the router stores a packet in "
-                "ceil(IP bytes / cell_size) cells (document 002's ANSNET routers: 2 KB cells, "
-                "so a packet over 4 KB takes 3); set together with limit_cells",
-                UNSET,
-                "unset: no cell accounting",
-            ),
-            Field(
-                "limit_cells",
-                Integer(minimum=1, maximum=U64_MAX, example=60),
-                "number of buffer cells; an arriving packet that needs more cells than are "
-                "free is dropped. Applies together with a limit_* key if one is set; with "
-                "cells alone there is no other limit (document 002: 60 cells of 2048 bytes "
-                "hold 20 packets of 4096 + 52 bytes)",
-                UNSET,
-                "unset: no cell accounting",
-            ),
+def _cell_fields(what: str) -> Tuple[Field, ...]:
+    """cell_size and limit_cells: buffers of a fixed size, shared by drop-tail and RED;
+    ``what`` says what else counts in cells."""
+    return (
+        Field(
+            "cell_size",
+            Size(minimum=1, maximum=U32_MAX, example=2048),
+            "size of one buffer cell, bytes: the router stores a packet in "
+            "ceil(IP bytes / cell_size) cells (document 002's ANSNET routers: 2 KB cells, "
+            f"so a packet over 4 KB takes 3); set together with limit_cells{what}",
+            UNSET,
+            "unset: no cell accounting",
         ),
-        doc="First in, first out; arrivals that do not fit are dropped. Set at most one of "
-        "limit_packets, limit_bytes, limit_bdp, and optionally buffer cells (cell_size and "
-        "limit_cells), which apply as well.",
+        Field(
+            "limit_cells",
+            Integer(minimum=1, maximum=U64_MAX, example=60),
+            "number of buffer cells; an arriving packet that needs more cells than are "
+            "free is dropped. Applies together with a limit_* key if one is set; with "
+            "cells alone there is no other limit (document 002: 60 cells of 2048 bytes "
+            "hold 20 packets of 4096 + 52 bytes)",
+            UNSET,
+            "unset: no cell accounting",
+        ),
     )
 
 
-def _normalize_droptail(
-    params: Dict[str, Any],
-    path: str,
-    *,
-    rate_bps: int,
-    rtt_ps: int,
-    mtu_bytes: int,
-    default_key: str,
-    default_value: Any,
-) -> Dict[str, Any]:
+def _cells(params: Dict[str, Any], path: str, mtu_bytes: int) -> Tuple[Optional[int], Optional[int]]:
+    """(cell_bytes, limit_cells): both or neither, and enough cells for a full-size packet."""
     cell_bytes, limit_cells = params["cell_size"], params["limit_cells"]
     if (cell_bytes is None) != (limit_cells is None):
         given, missing = (
@@ -173,6 +156,37 @@ def _normalize_droptail(
                 f"a full-size packet (MTU {mtu_bytes} bytes) takes {cells_per_mtu} cells of "
                 f"{cell_bytes} bytes, so at least {cells_per_mtu} are needed",
             )
+    return cell_bytes, limit_cells
+
+
+def _droptail_table(default_key: str, default_value: Any, default_source: str) -> Table:
+    """Drop-tail parameters; ``default_key = default_value`` applies when no limit (and no
+    cells) is set."""
+    return Table(
+        fields=(
+            *_limit_fields(
+                _LIMIT_KEYS, default_key, default_value, default_source,
+                "when no limit and no cells are set",
+            ),
+            *_cell_fields(""),
+        ),
+        doc="First in, first out; arrivals that do not fit are dropped. Set at most one of "
+        "limit_packets, limit_bytes, limit_bdp, and optionally buffer cells (cell_size and "
+        "limit_cells), which apply as well.",
+    )
+
+
+def _normalize_droptail(
+    params: Dict[str, Any],
+    path: str,
+    *,
+    rate_bps: int,
+    rtt_ps: int,
+    mtu_bytes: int,
+    default_key: str,
+    default_value: Any,
+) -> Dict[str, Any]:
+    cell_bytes, limit_cells = _cells(params, path, mtu_bytes)
     limit_packets, limit_bytes = _queue_limit(
         params,
         path,
@@ -194,7 +208,7 @@ def _normalize_droptail(
     }
 
 
-#: RED's hard limit counts packets (the core's RED has no byte or cell limit).
+#: RED's hard limit counts packets, or cells (cell_size and limit_cells); not bytes.
 _RED_LIMIT_KEYS = ("limit_packets", "limit_bdp")
 _RED_AUTOMATIC = "C = link rate / (8 x mean_packet_size) packets/s"
 
@@ -205,22 +219,27 @@ def _red_table(default_key: str, default_value: Any, default_source: str) -> Tab
         fields=(
             *_limit_fields(
                 _RED_LIMIT_KEYS, default_key, default_value,
-                f"as for drop-tail: {default_source}", "when no limit is set",
+                f"as for drop-tail: {default_source}", "when no limit and no cells are set",
+            ),
+            *_cell_fields(
+                "; RED then counts the queue, its average, min_th and max_th in cells (document "
+                "002's r200 build runs RED on the 200 cells of its transmit side)"
             ),
             Field(
                 "min_th",
                 Real(lower=0.0, lower_open=False, example=5.0),
-                "lower threshold of the average queue, packets: below it nothing is dropped "
-                "early; must be below the hard limit",
-                Derived(f"automatic: max(5, target_delay x C / 2), {_RED_AUTOMATIC}"),
+                "lower threshold of the average queue, packets (cells with cell_size): below it "
+                "nothing is dropped early; must be below the hard limit",
+                Derived(f"automatic: max(5, target_delay x C / 2), {_RED_AUTOMATIC} (in cells: "
+                        "times the cells a mean_packet_size packet takes)"),
                 "ns-2 red.cc automatic thresholds (thresh_ 0; Floyd, Gummadi and Shenker, "
                 "Adaptive RED, 2001)",
             ),
             Field(
                 "max_th",
                 Real(lower=0.0, example=15.0),
-                "upper threshold of the average queue, packets (greater than min_th): the "
-                "early-drop probability reaches max_p there; setting it needs min_th too",
+                "upper threshold of the average queue, packets or cells (greater than min_th): "
+                "the early-drop probability reaches max_p there; setting it needs min_th too",
                 Derived("3 x min_th"),
                 "ns-2 red.cc (maxthresh_ 0); Floyd, Gummadi and Shenker 2001 recommend "
                 "max_th = 3 min_th",
@@ -299,8 +318,9 @@ def _red_table(default_key: str, default_value: Any, default_source: str) -> Tab
         doc="Random Early Detection (Floyd and Jacobson 1993) as ns-2 runs it: an arrival is "
         "dropped early with a probability that grows with the average queue from min_th to "
         "max_th (and, gentle, on to 2 x max_th); the hard limit drops arrivals to a full "
-        "queue. Set at most one of limit_packets, limit_bdp. Queue, thresholds and limit "
-        "count packets whatever their size.",
+        "queue. Set at most one of limit_packets, limit_bdp, and optionally buffer cells "
+        "(cell_size and limit_cells). Queue, thresholds and limit count packets whatever "
+        "their size, or cells when cell_size is set.",
     )
 
 
@@ -314,6 +334,7 @@ def _normalize_red(
     default_key: str,
     default_value: Any,
 ) -> Dict[str, Any]:
+    cell_bytes, limit_cells = _cells(params, path, mtu_bytes)
     limit_packets, _ = _queue_limit(
         params,
         path,
@@ -323,7 +344,10 @@ def _normalize_red(
         mtu_bytes=mtu_bytes,
         default_key=default_key,
         default_value=default_value,
+        apply_default=cell_bytes is None,
     )
+    # The hard limit in the unit the thresholds count.
+    hard_limit, unit = (limit_cells, "cells") if cell_bytes is not None else (limit_packets, "packets")
     min_th, max_th = params["min_th"], params["max_th"]
     if max_th is not None and min_th is None:
         raise _fail_number(
@@ -345,11 +369,11 @@ def _normalize_red(
             # The core derives the missing upper threshold as ns-2's red.cc does (3 x min_th).
         elif not min_th < max_th:
             raise _fail_number(_join(path, "max_th"), max_th, f"must be greater than min_th ({_num(min_th)})")
-        if limit_packets is not None and min_th >= limit_packets:
+        if hard_limit is not None and min_th >= hard_limit:
             raise _fail_number(
                 _join(path, "min_th"),
                 min_th,
-                f"must be below the hard limit ({limit_packets} packets): the average queue "
+                f"must be below the hard limit ({hard_limit} {unit}): the average queue "
                 "never reaches it, so RED would never drop early",
             )
     return {
@@ -365,6 +389,8 @@ def _normalize_red(
         "wait": params["wait"],
         "target_delay_ps": params["target_delay"],
         "ecn": params["ecn"],
+        "cell_bytes": cell_bytes,
+        "limit_cells": limit_cells,
     }
 
 

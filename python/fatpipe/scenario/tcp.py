@@ -59,8 +59,9 @@ _TCP = Table(
             InitialWindow(),
             'initial congestion window, segments; "rfc3390" for min(4 MSS, max(2 MSS, 4380 '
             'bytes)) (3 segments of 1448 bytes)',
-            Derived('by profile: 10 (linux, rfc), "rfc3390" (linux-2.4)'),
-            "RFC 6928; Linux default since 2.6.39; Linux 2.4 tcp_init_cwnd (RFC 3390)",
+            Derived('by profile: 10 (linux, rfc), "rfc3390" (linux-2.4), 1 (bsd-4.4)'),
+            "RFC 6928; Linux default since 2.6.39; Linux 2.4 tcp_init_cwnd (RFC 3390); 4.4BSD "
+            "tcp_mss (one segment)",
         ),
         Field(
             "rcv_buffer",
@@ -128,10 +129,11 @@ _TCP = Table(
         ),
         Field(
             "profile",
-            Choice(("linux", "linux-2.4", "rfc")),
+            Choice(("linux", "linux-2.4", "rfc", "bsd-4.4")),
             "stack profile: a coherent set of TCP behaviours as a kernel ships them (linux: Linux 6.x; "
             "linux-2.4: the documents' Linux 2.4/2.6 hosts; rfc: the RFC reference stack, fatpipe's "
-            "behaviour before profiles). Each member below can still be set on its own; the "
+            "behaviour before profiles; bsd-4.4: 4.4BSD Reno with its coarse timers, document "
+            "002's hosts). Each member below can still be set on its own; the "
             "profiles and what they set: `fatpipe algorithms`",
             Derived('"linux"; "rfc" for the tahoe and reno presets (classic recoveries only the RFC stack has)'),
             "Linux 6.x as shipped: the kernel users run",
@@ -177,7 +179,7 @@ _TCP = Table(
             Boolean(),
             "the receiver reports duplicate segments with D-SACK (RFC 2883); the Linux stack uses "
             "them to undo and to widen RACK's reordering window",
-            Derived("by profile: true (linux, linux-2.4), false (rfc)"),
+            Derived("by profile: true (linux, linux-2.4), false (rfc, bsd-4.4)"),
             "Linux net.ipv4.tcp_dsack = 1",
         ),
         Field(
@@ -206,19 +208,40 @@ _TCP = Table(
         ),
         Field(
             "rto_estimator",
-            Choice(("linux", "rfc6298")),
+            Choice(("linux", "rfc6298", "bsd")),
             "the retransmission timeout: linux (tcp_rtt_estimator: RTO = SRTT + max(4 mdev, "
-            "min_rto), falling samples damped, about SRTT + 200 ms) or rfc6298 (SRTT + 4 RTTVAR, "
-            "clamped at min_rto)",
-            Derived("by profile: linux (linux, linux-2.4), rfc6298 (rfc)"),
-            "Linux tcp_input.c tcp_rtt_estimator, tcp_set_rto; RFC 6298 section 2",
+            "min_rto), falling samples damped, about SRTT + 200 ms), rfc6298 (SRTT + 4 RTTVAR, "
+            "clamped at min_rto) or bsd (4.4BSD tcp_xmit_timer: RTTs counted in ticks of "
+            "slow_timer, SRTT + 4 RTTVAR ticks in BSD's fixed point, at least min_rto, doubled per "
+            "backoff up to 64 times, the timer expiring on a tick; RFC stack only)",
+            Derived("by profile: linux (linux, linux-2.4), rfc6298 (rfc), bsd (bsd-4.4)"),
+            "Linux tcp_input.c tcp_rtt_estimator, tcp_set_rto; RFC 6298 section 2; 4.4BSD "
+            "tcp_input.c tcp_xmit_timer, tcp_timer.c (Stevens, TCP/IP Illustrated vol. 2, ch. 25)",
+        ),
+        Field(
+            "slow_timer",
+            Duration(positive=True, example="500ms"),
+            "with rto_estimator = \"bsd\": the period of BSD's slow timer (tcp_slowtimo): the "
+            "retransmission timer counts its ticks and expires on one (k ticks: between k - 1 "
+            "and k periods after it was set), and RTTs are measured in ticks",
+            Derived("by profile: 500ms (bsd-4.4); unset otherwise"),
+            "4.4BSD PR_SLOWHZ = 2 (netinet/tcp_timer.h): two ticks a second",
+        ),
+        Field(
+            "fast_timer",
+            Duration(positive=True, example="200ms"),
+            "delayed ACKs go out on the next tick of a clock of this period (BSD's fast timer, "
+            "tcp_fasttimo) instead of delayed_ack_timeout after the segment, so an ACK waits 0 to "
+            "one period",
+            Derived("by profile: 200ms (bsd-4.4); unset otherwise"),
+            "4.4BSD PR_FASTHZ = 5 (netinet/tcp_timer.h): five ticks a second",
         ),
         Field(
             "limited_transmit",
             Boolean(),
             "RFC 3042: the first two duplicate ACKs each send a new segment. RFC stack only (the "
             "Linux stack does it by counting SACKed segments out of the flight)",
-            Derived("by profile: false (rfc)"),
+            Derived("by profile: false (rfc, bsd-4.4)"),
             "RFC 3042",
         ),
         Field(
@@ -239,7 +262,7 @@ _TCP = Table(
             "with recovery = sack: forward acknowledgment loss detection (Mathis and Mahdavi "
             "1996): every hole more than dupack_threshold segments below the highest SACKed "
             "byte is lost (the Linux stack: only with rack = false)",
-            Derived("by profile: false (linux, rfc), true (linux-2.4)"),
+            Derived("by profile: false (linux, rfc, bsd-4.4), true (linux-2.4)"),
             "RFC 6675 detects loss by the SACKed bytes above a hole; Linux 2.4 net.ipv4.tcp_fack = 1; "
             "Linux dropped FACK in 4.15",
         ),
@@ -292,6 +315,17 @@ _TCP = Table(
             "unset: no pacing, as a TCP without the fq queue discipline",
         ),
         Field(
+            "max_send_rate",
+            Rate(),
+            "the sending host puts this flow's packets on the wire at most at this rate (IP bits "
+            "per second): a host whose CPU, memory or bus cannot feed its interface faster. "
+            "Caps any pacing rate and paces a flow that would not pace otherwise; per "
+            "connection, as Linux's SO_MAX_PACING_RATE",
+            UNSET,
+            "unset: the host keeps up with its interface. Document 000's hosts managed about "
+            "130 Mbps (a receiver-side cap is receiver_drain_rate)",
+        ),
+        Field(
             "newreno_impatient",
             Boolean(),
             "RFC 6582's Impatient variant: during NewReno recovery restart the retransmission "
@@ -317,22 +351,24 @@ _TCP = Table(
             "min_rto",
             Duration(positive=True, example="200ms"),
             "lower bound of the retransmission timeout",
-            "200ms",
-            "Linux TCP_RTO_MIN; RFC 6298 section 2.4 says 1 s",
+            Derived('by profile: "200ms" (linux, linux-2.4, rfc), "1s" (bsd-4.4)'),
+            "Linux TCP_RTO_MIN; RFC 6298 section 2.4 says 1 s; 4.4BSD TCPTV_MIN (2 slow ticks)",
         ),
         Field(
             "max_rto",
             Duration(positive=True, example="120s"),
             "upper bound of the retransmission timeout (at least min_rto)",
-            "120s",
-            "Linux TCP_RTO_MAX; RFC 6298 section 2.5 allows any maximum of at least 60 s",
+            Derived('by profile: "120s" (linux, linux-2.4, rfc), "64s" (bsd-4.4)'),
+            "Linux TCP_RTO_MAX; RFC 6298 section 2.5 allows any maximum of at least 60 s; "
+            "4.4BSD TCPTV_REXMTMAX",
         ),
         Field(
             "initial_rto",
             Duration(positive=True, example="1s"),
             "retransmission timeout before the first RTT sample",
-            "1s",
-            "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT",
+            Derived('by profile: "1s" (linux, linux-2.4, rfc), "6s" (bsd-4.4)'),
+            "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT; 4.4BSD's first timeout, "
+            "(TCPTV_SRTTDFLT << 2) >> 1 = 12 slow ticks",
         ),
         Field(
             "handshake",

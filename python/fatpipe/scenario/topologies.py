@@ -11,7 +11,7 @@ from .impairments import _IMPAIRMENTS_FIELD
 from .kinds import Boolean, Choice, Duration, DurationList, Integer, Name, Rate
 from .network import (
     _COMMON_LINK_FIELDS, _TXQUEUELEN_UNSET, Network, Shape, _host_interfaces, _link, _pair_doc,
-    _pairs_of, _txqueuelen_field, _txqueuelen_queue,
+    _pairs_of, _txqueuelen_field, _txqueuelen_queue, _TX_RING_FIELDS,
 )
 from .queues import _ACCESS_QUEUE_DEFAULT, _BOTTLENECK_QUEUE_DEFAULT, _normalize_queue, _queue_kind
 from .schema import (
@@ -117,6 +117,7 @@ _DUMBBELL = shape_table(
         ),
         _access_queue_field(_ACCESS_QUEUE_DEFAULT),
         _txqueuelen_field(_TXQUEUELEN_UNSET),
+        *_TX_RING_FIELDS,
     doc="sender -> access link -> router r1 -> bottleneck -> router r2 -> access link -> "
     "receiver, and the same links in reverse (for ACKs and reverse flows). Links: "
     '"bottleneck" (r1 -> r2), "bottleneck_rev" (r2 -> r1), "access_fwd_sender" (sender -> '
@@ -209,7 +210,7 @@ def _build_dumbbell(topo: Dict[str, Any], path: str) -> Network:
         pairs=pairs,
         pair_doc=_pair_doc(nodes, pairs),
     )
-    return _host_interfaces(network, topo["txqueuelen"])
+    return _host_interfaces(network, topo, path)
 
 
 # ---- two-to-one (document 001) ---------------------------------------------------------
@@ -257,6 +258,7 @@ _TWO_TO_ONE = shape_table(
         "unset: the senders' interface queues are access_queue (100 packets by default, "
         "document 001) and the receiver's (its link bottleneck_rev) is queue"
     ),
+    *_TX_RING_FIELDS,
     doc="Document 001's two-to-one: sender0 and sender1 -> router -> bottleneck -> receiver, "
     "and the same links in reverse. Links: \"access_fwd_sender0\", \"access_fwd_sender1\" "
     "(sender -> router), \"bottleneck\" (router -> receiver), \"bottleneck_rev\" (receiver -> "
@@ -300,7 +302,7 @@ def _build_two_to_one(topo: Dict[str, Any], path: str) -> Network:
         nodes=nodes, links=links, endpoints=pairs[0], path_mtu_bytes=topo["mtu"],
         pairs=pairs, pair_doc=_pair_doc(nodes, pairs),
     )
-    return _host_interfaces(network, topo["txqueuelen"])
+    return _host_interfaces(network, topo, path)
 
 
 # ---- parking lot -----------------------------------------------------------------------
@@ -335,6 +337,7 @@ _PARKING_LOT = shape_table(
     _BOTTLENECK_QUEUE_FIELD,
     _access_queue_field(_ACCESS_QUEUE_DEFAULT),
     _txqueuelen_field(_TXQUEUELEN_UNSET),
+    *_TX_RING_FIELDS,
     doc="Cross traffic: hops bottleneck links in a row; pair 0 (sender0 -> receiver0) crosses "
     "all of them, pair i (sender<i> -> receiver<i>, i = 1 .. hops) only hop i. RTTs: "
     "2 x (hops x hop_delay + 2 x access_delay) for pair 0, 2 x (hop_delay + 2 x access_delay) "
@@ -377,7 +380,7 @@ def _build_parking_lot(topo: Dict[str, Any], path: str) -> Network:
         nodes=nodes, links=links, endpoints=pairs[0], path_mtu_bytes=topo["mtu"],
         pairs=pairs, pair_doc=_pair_doc(nodes, pairs),
     )
-    return _host_interfaces(network, topo["txqueuelen"])
+    return _host_interfaces(network, topo, path)
 
 
 # ---- custom ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 //! ahead (`advance`).
 
 use super::impairment::{Impairment, ImpairmentSpec, LossCause};
+use super::queue::tx_ring::{TxRing, TxRingSpec};
 use super::queue::{Queue, QueueSpec};
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -32,6 +33,10 @@ pub struct LinkSpec {
     /// Losses applied to packets entering the link, in order (none by default).
     #[serde(default)]
     pub impairments: Vec<ImpairmentSpec>,
+    /// A host interface's transmit ring between the queue (the qdisc) and the line
+    /// (`net/queue/tx_ring.rs`); None: the queue feeds the line directly.
+    #[serde(default)]
+    pub tx_ring: Option<TxRingSpec>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -102,7 +107,10 @@ pub enum Offered {
 
 impl Link {
     pub fn new(spec: LinkSpec, seed: u64) -> Self {
-        let queue = spec.queue.build(spec.rate_bps, Rng::for_element(seed, &format!("{}/queue", spec.name)));
+        let mut queue = spec.queue.build(spec.rate_bps, Rng::for_element(seed, &format!("{}/queue", spec.name)));
+        if let Some(ring) = &spec.tx_ring {
+            queue = Queue::TxRing(Box::new(TxRing::new(ring.clone(), queue)));
+        }
         let rng = Rng::for_element(seed, &spec.name);
         let impairments = spec.impairments.iter().map(ImpairmentSpec::build).collect();
         Link {
@@ -327,12 +335,14 @@ impl Link {
     }
 
     /// How many packets of `ip_bytes` the link takes at `now` without a drop: the queue's
-    /// room, plus the one an idle link starts sending at once without queueing it.
+    /// room, plus the one an idle link starts sending at once without queueing it (unless
+    /// the queue counts that one too: a transmit ring).
     #[inline]
     pub fn room_packets(&mut self, now: Time, ip_bytes: u32) -> u64 {
         self.advance(now);
         let room = self.queue.room_packets(ip_bytes);
-        room.saturating_add(u64::from(self.is_idle(now) && room > 0))
+        let idle_extra = self.is_idle(now) && room > 0 && !self.queue.holds_packet_in_service();
+        room.saturating_add(u64::from(idle_extra))
     }
 
     #[inline]
@@ -381,6 +391,7 @@ mod tests {
             mtu_bytes: 1500,
             queue,
             impairments: vec![],
+            tx_ring: None,
         };
         Link::new(spec, 1)
     }
@@ -460,6 +471,8 @@ mod tests {
             wait: false,
             target_delay_ps: 5_000_000_000,
             ecn: false,
+            cell_bytes: None,
+            limit_cells: None,
         };
         let mut l = link(0, 10);
         l.queue = QueueSpec::Red(red).build(l.spec.rate_bps, Rng::new(1));
@@ -470,7 +483,7 @@ mod tests {
         }
         let avg = |l: &Link| match l.queue() {
             Queue::Red(r) => r.avg,
-            Queue::DropTail(_) => unreachable!(),
+            _ => unreachable!("a RED queue"),
         };
         assert_eq!(avg(&l), 0.5);
         // The link is idle from 3 tx; an arrival at 13 tx finds the average decayed over

@@ -85,6 +85,7 @@ mod tests {
                 limit_cells: None,
             }),
             impairments: Vec::new(),
+            tx_ring: None,
         }
     }
 

@@ -45,6 +45,9 @@ pub enum RtoEstimator {
     /// Linux `tcp_rtt_estimator`/`tcp_set_rto`: RTO = SRTT + RTTVAR with RTTVAR at least
     /// min_rto once per RTT (so about SRTT + 200 ms) and falling samples damped.
     Linux,
+    /// 4.4BSD `tcp_xmit_timer` in ticks of the slow timer (`slow_timer_ps`), the timer
+    /// expiring on a tick (`tcp/bsd_timers.rs`). RFC stack only.
+    Bsd,
 }
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -86,6 +89,11 @@ pub struct TcpConfig {
     pub initial_ssthresh_segments: Option<u32>,
     /// Pace transmissions at gain x cwnd / SRTT; None: no pacing (unless the algorithm paces).
     pub pacing_gain: Option<f64>,
+    /// The sending host puts this flow's segments on the wire at most at this rate, IP bits
+    /// per second (a host limited by its CPU or bus; Linux SO_MAX_PACING_RATE): it caps any
+    /// pacing rate and paces a flow that would not pace otherwise. None: no cap.
+    #[serde(default)]
+    pub max_send_rate_bps: Option<u64>,
     /// RFC 6582's "Impatient" variant: restart the retransmission timer only on the first
     /// partial ACK of a recovery. Off ("Slow-but-Steady"), every partial ACK restarts it, as
     /// Linux (which rearms on every ACK of new data) and ns-2's NewReno do.
@@ -159,6 +167,14 @@ pub struct TcpConfig {
     /// Linux `net.ipv4.tcp_max_reordering` (300).
     #[serde(default = "max_reordering")]
     pub max_reordering_segments: u32,
+    /// The period of 4.4BSD's slow timer (`tcp_slowtimo`, 500 ms), with `rto_estimator` Bsd:
+    /// the retransmission timer counts its ticks. None: exact timers.
+    #[serde(default)]
+    pub slow_timer_ps: Option<Time>,
+    /// The period of 4.4BSD's fast timer (`tcp_fasttimo`, 200 ms): a delayed ACK goes out on
+    /// its next tick instead of `delayed_ack_timeout` after the segment. None: per segment.
+    #[serde(default)]
+    pub fast_timer_ps: Option<Time>,
 }
 
 fn max_reordering() -> u32 {

@@ -63,6 +63,8 @@ pub struct TcpReceiver {
     delayed_ack: bool,
     ack_every_segments: u32,
     delayed_ack_timeout: Time,
+    /// 4.4BSD's fast timer period: delayed ACKs wait for its next tick instead.
+    fast_timer: Option<Time>,
     timestamps: bool,
     header_bytes: u32,
     /// SACK blocks per ACK (RFC 2018: 3 beside timestamps, else 4); 0 without SACK.
@@ -112,6 +114,7 @@ impl TcpReceiver {
             delayed_ack: cfg.delayed_ack,
             ack_every_segments: cfg.ack_every_segments.max(1),
             delayed_ack_timeout: cfg.delayed_ack_timeout_ps,
+            fast_timer: cfg.fast_timer_ps.filter(|&p| p > 0),
             timestamps: cfg.timestamps,
             header_bytes: cfg.header_bytes(),
             max_sack_blocks: match cfg.recovery {
@@ -233,7 +236,11 @@ impl TcpReceiver {
                 // A segment that fills a hole is acknowledged at once (RFC 5681 4.2).
                 self.send_ack(now, out);
             } else if self.delayed_ack_deadline.is_none() {
-                self.delayed_ack_deadline = Some(now + self.delayed_ack_timeout);
+                self.delayed_ack_deadline = Some(match self.fast_timer {
+                    // 4.4BSD tcp_fasttimo: pending delayed ACKs go out on its next tick.
+                    Some(period) => super::bsd_timers::next_tick(now, period),
+                    None => now + self.delayed_ack_timeout,
+                });
             }
         }
         self.schedule_window_update(now, out);

@@ -7,7 +7,12 @@
 //! the RTO is the largest mdev of the last round trip, never below min_rto, decaying toward
 //! it once per round trip. So RTO = SRTT + max(4 mdev, min_rto): about 300 ms on a 100 ms
 //! path, where RFC 6298's SRTT + 4 RTTVAR, clamped at min_rto, decays toward 200 ms.
+//!
+//! With 4.4BSD's coarse timers (`bsd_timers.rs`) the timeout is BSD's, counted in ticks of
+//! its 500 ms slow timer, and the timer expires on a tick; SRTT is still kept exactly here
+//! for reports and pacing.
 
+use super::bsd_timers::BsdRto;
 use crate::time::Time;
 
 #[derive(Clone, Debug)]
@@ -33,6 +38,8 @@ pub struct RttEstimator {
     mdev_max4: i64,
     rttvar4: i64,
     rtt_seq: u64,
+    /// 4.4BSD's timeout in ticks of the slow timer, when the flow runs BSD's timers.
+    bsd: Option<BsdRto>,
 }
 
 impl RttEstimator {
@@ -51,6 +58,31 @@ impl RttEstimator {
             mdev_max4: 0,
             rttvar4: 0,
             rtt_seq: 0,
+            bsd: None,
+        }
+    }
+
+    /// The timeout is 4.4BSD's, in ticks of the slow timer of period `tick`.
+    pub fn with_bsd_timer(mut self, tick: Time) -> Self {
+        self.bsd = Some(BsdRto::new(tick, self.rto_base, self.min_rto, self.max_rto));
+        self
+    }
+
+    /// A segment sent at `sent` is acknowledged at `now` (an RFC stack sample): RFC 6298,
+    /// and BSD's tick count too when the flow runs BSD's timers.
+    pub fn sample_sent(&mut self, sent: Time, now: Time) {
+        if let Some(bsd) = &mut self.bsd {
+            bsd.sample(sent, now);
+        }
+        self.sample(now.saturating_sub(sent));
+    }
+
+    /// When a retransmission timer started at `now` expires: after the timeout, or with
+    /// BSD's timers on the slow timer's tick.
+    pub fn deadline(&self, now: Time) -> Time {
+        match &self.bsd {
+            Some(bsd) => bsd.deadline(now),
+            None => now + self.rto(),
         }
     }
 
@@ -133,6 +165,9 @@ impl RttEstimator {
 
     /// The retransmission timeout in force: clamped to [min_rto, max_rto] and backed off.
     pub fn rto(&self) -> Time {
+        if let Some(bsd) = &self.bsd {
+            return bsd.rto();
+        }
         let base = self.rto_base.clamp(self.min_rto, self.max_rto);
         base.checked_shl(self.backoff).unwrap_or(Time::MAX).min(self.max_rto)
     }
@@ -142,8 +177,12 @@ impl RttEstimator {
         self.max_rto
     }
 
-    /// Doubles the timeout after an expiry (RFC 6298 5.5).
+    /// Doubles the timeout after an expiry (RFC 6298 5.5; BSD's `tcp_backoff[]`).
     pub fn back_off(&mut self) {
+        if let Some(bsd) = &mut self.bsd {
+            bsd.back_off();
+            return;
+        }
         if self.rto() < self.max_rto {
             self.backoff += 1;
         }

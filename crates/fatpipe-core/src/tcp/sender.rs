@@ -58,6 +58,8 @@ pub struct TcpSender {
     pub(crate) ts_recent: Time,
     pub(crate) snd_buffer: u64,
     pub(crate) pacing_gain: Option<f64>,
+    /// The host's cap on this flow's sending rate, IP bits/s (`TcpConfig::max_send_rate_bps`).
+    pub(crate) max_send_rate_bps: Option<u64>,
     /// Oldest unacknowledged byte (RFC 793 SND.UNA).
     pub snd_una: u64,
     /// Next byte to send (SND.NXT); below `snd_max` after a timeout (go-back-N).
@@ -179,6 +181,7 @@ impl TcpSender {
             ts_recent: 0,
             snd_buffer: cfg.snd_buffer_bytes,
             pacing_gain: cfg.pacing_gain,
+            max_send_rate_bps: cfg.max_send_rate_bps.filter(|&r| r > 0),
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
@@ -215,7 +218,12 @@ impl TcpSender {
             paces: false,
             lost_reported_below: 0,
             head_lost_bytes: 0,
-            rtt: RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps, cfg.max_rto_ps),
+            rtt: match (cfg.rto_estimator, cfg.slow_timer_ps) {
+                (RtoEstimator::Bsd, Some(tick)) => {
+                    RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps, cfg.max_rto_ps).with_bsd_timer(tick)
+                }
+                _ => RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps, cfg.max_rto_ps),
+            },
             rto_deadline: None,
             persisting: false,
             persist_backoff: 0,
@@ -253,7 +261,7 @@ impl TcpSender {
         };
         sender.cc.init(&mut sender.cc_state);
         sender.controls = sender.cc.has_cong_control();
-        sender.paces = sender.pacing_gain.is_some() || sender.controls;
+        sender.paces = sender.pacing_gain.is_some() || sender.controls || sender.max_send_rate_bps.is_some();
         sender.cc_state.paces = sender.paces;
         if sender.controls {
             sender.rate = Some(RateSampler::default());
@@ -444,15 +452,18 @@ impl TcpSender {
     }
 
     /// The pacing rate in force, bits per second: the algorithm's own (BBR), else
-    /// gain x cwnd / SRTT when pacing is on and an RTT is known.
+    /// gain x cwnd / SRTT when pacing is on and an RTT is known; never above the host's cap.
     pub fn pacing_rate_bps(&self) -> Option<u64> {
-        if let Some(rate) = self.cc.pacing_rate_bps(&self.cc_state) {
-            return Some(rate.max(1));
+        let own = self.cc.pacing_rate_bps(&self.cc_state).map(|r| r.max(1)).or_else(|| {
+            let gain = self.pacing_gain?;
+            let srtt = self.rtt.srtt?.max(1);
+            let bits = self.cc_state.cwnd as f64 * self.mss as f64 * 8.0;
+            Some(((gain * bits * PS_PER_S as f64 / srtt as f64) as u64).max(1))
+        });
+        match (own, self.max_send_rate_bps) {
+            (Some(rate), Some(cap)) => Some(rate.min(cap)),
+            (rate, cap) => rate.or(cap),
         }
-        let gain = self.pacing_gain?;
-        let srtt = self.rtt.srtt?.max(1);
-        let bits = self.cc_state.cwnd as f64 * self.mss as f64 * 8.0;
-        Some(((gain * bits * PS_PER_S as f64 / srtt as f64) as u64).max(1))
     }
 
     /// Whether pacing, or the random send delay, holds the next segment back; if so the
@@ -499,7 +510,7 @@ impl TcpSender {
         // The Linux stack arms its timer slot itself (`linux_send.rs`).
         if self.stack != Stack::Linux && self.snd_max > self.snd_una && self.rto_deadline.is_none() {
             // RFC 6298 5.1: start the timer when data goes out and it is not running.
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.rtt.deadline(now));
         } else if self.rwnd == 0
             && self.snd_max == self.snd_una
             && self.written > self.snd_una

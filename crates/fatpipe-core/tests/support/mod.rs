@@ -50,6 +50,9 @@ pub fn tcp_config() -> TcpConfig {
         window_reduction: fatpipe_core::tcp::recovery::prr::WindowReduction::Prr,
         adaptive_reordering: false,
         max_reordering_segments: 300,
+        slow_timer_ps: None,
+        fast_timer_ps: None,
+        max_send_rate_bps: None,
     }
 }
 
@@ -75,6 +78,7 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             limit_cells: None,
         }),
         impairments: Vec::new(),
+        tx_ring: None,
     };
     let node = |name: &str, kind| NodeSpec { name: name.into(), kind };
     Scenario {

@@ -5,6 +5,7 @@
 
 pub mod droptail;
 pub mod red;
+pub mod tx_ring;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -56,6 +57,11 @@ pub trait QueueDiscipline: Send + Sync {
     fn len_packets(&self) -> usize;
     /// IP bytes waiting.
     fn len_bytes(&self) -> u64;
+    /// Whether the packet being serialized still takes room in this queue (a transmit
+    /// ring's descriptors), so that an idle link does not take one packet beyond its room.
+    fn holds_packet_in_service(&self) -> bool {
+        false
+    }
 }
 
 /// The disciplines as one enum: the link calls them on every packet, and a `match` the
@@ -64,6 +70,8 @@ pub trait QueueDiscipline: Send + Sync {
 pub enum Queue {
     DropTail(droptail::DropTail),
     Red(red::Red),
+    /// A host interface's transmit ring in front of one of the others (boxed: it holds one).
+    TxRing(Box<tx_ring::TxRing>),
 }
 
 macro_rules! dispatch {
@@ -71,6 +79,7 @@ macro_rules! dispatch {
         match $self {
             Queue::DropTail($q) => $e,
             Queue::Red($q) => $e,
+            Queue::TxRing($q) => $e,
         }
     };
 }
@@ -105,6 +114,10 @@ impl Queue {
     #[inline]
     pub fn len_bytes(&self) -> u64 {
         dispatch!(self, q => q.len_bytes())
+    }
+    #[inline]
+    pub fn holds_packet_in_service(&self) -> bool {
+        dispatch!(self, q => q.holds_packet_in_service())
     }
 }
 

@@ -20,6 +20,12 @@
 //! (`limit_packets`) still drops arrivals to a full queue. Every drop, early or forced,
 //! restarts the count (ns-2 since Philip Liu's fix, `ns1_compat_` off).
 //!
+//! Buffer cells (`cell_bytes`): a router that stores packets in fixed-size buffers, such as
+//! document 002's RS/960 cards (2 KB buffers, a 4 KB packet takes 3), runs RED on what it
+//! counts: the queue, its average, the thresholds and the hard limit (`limit_cells`) are in
+//! cells, a packet taking ceil(IP bytes / cell). Document 002's "r200" build counts the 200
+//! cells of the transmit side and drops as they near full (section 4.2).
+//!
 //! With `ecn` (RFC 3168 section 7) a probabilistic decision marks an ECN-capable packet
 //! Congestion Experienced and admits it instead of dropping it; packets that are not
 //! ECN-capable are dropped as before. As ns-2's RED (`setbit_`; `drop_early` marks, the
@@ -71,6 +77,21 @@ pub struct RedConfig {
     /// Mark ECN-capable packets instead of dropping them early (RFC 3168). Off by default.
     #[serde(default)]
     pub ecn: bool,
+    /// Count the queue in buffer cells of this many bytes (a packet takes ceil(IP bytes /
+    /// cell)): the average, the thresholds and `limit_cells` are then in cells. None: packets.
+    #[serde(default)]
+    pub cell_bytes: Option<u32>,
+    /// Hard limit in cells (with `cell_bytes`; None: none).
+    #[serde(default)]
+    pub limit_cells: Option<u64>,
+}
+
+impl RedConfig {
+    /// What a packet of `ip_bytes` counts for in the queue: its cells, or 1.
+    #[inline]
+    fn units(&self, ip_bytes: u32) -> u64 {
+        self.cell_bytes.map_or(1, |c| ip_bytes.div_ceil(c.max(1)) as u64)
+    }
 }
 
 /// What RED decides for an arrival before the hard limit.
@@ -93,7 +114,9 @@ pub struct Red {
     /// What waits: packets and IP bytes.
     packets: u64,
     bytes: u64,
-    /// Average queue, packets.
+    /// The queue in the unit RED counts: packets, or cells (`cell_bytes`).
+    units: u64,
+    /// Average queue, packets (cells with `cell_bytes`).
     pub avg: f64,
     /// Arrivals since the last drop, this one included (ns-2 `count`), and their bytes
     /// (`count_bytes`, byte mode).
@@ -112,7 +135,11 @@ impl Red {
     pub fn new(cfg: RedConfig, link_rate_bps: u64, rng: Rng) -> Self {
         let packets_per_s = link_rate_bps as f64 / (8.0 * cfg.mean_packet_bytes as f64);
         let target_s = cfg.target_delay_ps as f64 / crate::time::PS_PER_S as f64;
-        let min_th = cfg.min_th_packets.unwrap_or_else(|| MIN_TH_FLOOR_PACKETS.max(target_s * packets_per_s / 2.0));
+        // Automatic thresholds are in packets of the mean size; in cells, as many cells as
+        // such packets take.
+        let unit = cfg.units(cfg.mean_packet_bytes) as f64;
+        let min_th =
+            cfg.min_th_packets.unwrap_or_else(|| MIN_TH_FLOOR_PACKETS.max(target_s * packets_per_s / 2.0) * unit);
         let max_th = cfg.max_th_packets.unwrap_or(3.0 * min_th);
         let w_q = cfg.w_q.unwrap_or_else(|| 1.0 - (-1.0 / packets_per_s).exp());
         let typical_tx_ps = transmission_time(cfg.mean_packet_bytes as u64, link_rate_bps).max(1);
@@ -124,6 +151,7 @@ impl Red {
             typical_tx_ps,
             packets: 0,
             bytes: 0,
+            units: 0,
             avg: 0.0,
             count: 0,
             count_bytes: 0,
@@ -139,7 +167,7 @@ impl Red {
     }
 
     fn update_average(&mut self, now: Time) {
-        let q = self.packets as f64;
+        let q = self.units as f64;
         if let Some(since) = self.idle_since.take() {
             // As if m typical packets had arrived to an empty queue while it was idle.
             let m = (now - since) as f64 / self.typical_tx_ps as f64;
@@ -227,7 +255,10 @@ impl QueueDiscipline for Red {
         if early == Early::Force || (early == Early::Signal && !mark) {
             return Err(Admission::EarlyDrop);
         }
-        if self.cfg.limit_packets.is_some_and(|l| self.packets >= l) {
+        let units = self.cfg.units(pkt.ip_bytes);
+        let over_packets = self.cfg.limit_packets.is_some_and(|l| self.packets >= l);
+        let over_cells = self.cfg.limit_cells.is_some_and(|l| self.units + units > l);
+        if over_packets || over_cells {
             self.restart_count();
             return Err(Admission::Overflow);
         }
@@ -240,20 +271,24 @@ impl QueueDiscipline for Red {
         }
         self.packets += 1;
         self.bytes += pkt.ip_bytes as u64;
+        self.units += units;
         Ok(())
     }
 
     fn depart(&mut self, _t: Time, ip_bytes: u32) {
         self.packets -= 1;
         self.bytes -= ip_bytes as u64;
+        self.units -= self.cfg.units(ip_bytes);
     }
 
     fn idle(&mut self, t: Time) {
         self.idle_since.get_or_insert(t);
     }
 
-    fn room_packets(&self, _ip_bytes: u32) -> u64 {
-        self.cfg.limit_packets.map_or(u64::MAX, |l| l.saturating_sub(self.packets))
+    fn room_packets(&self, ip_bytes: u32) -> u64 {
+        let packets = self.cfg.limit_packets.map_or(u64::MAX, |l| l.saturating_sub(self.packets));
+        let cells = self.cfg.limit_cells.map_or(u64::MAX, |l| l.saturating_sub(self.units) / self.cfg.units(ip_bytes));
+        packets.min(cells)
     }
 
     fn ecn_marks(&self) -> u64 {
@@ -282,6 +317,15 @@ mod tests {
         crate::packet::testing::data(0, ip_bytes)
     }
 
+    impl Red {
+        /// Counts a packet as waiting without RED's decision (to hold the queue at a length).
+        fn hold(&mut self, p: Packet) {
+            self.packets += 1;
+            self.bytes += p.ip_bytes as u64;
+            self.units += self.cfg.units(p.ip_bytes);
+        }
+    }
+
     fn config(min_th: f64, max_th: f64, w_q: f64) -> RedConfig {
         RedConfig {
             limit_packets: Some(10_000),
@@ -295,6 +339,8 @@ mod tests {
             wait: false,
             target_delay_ps: 5 * PS_PER_MS,
             ecn: false,
+            cell_bytes: None,
+            limit_cells: None,
         }
     }
 
@@ -331,6 +377,7 @@ mod tests {
     fn hold(red: &mut Red, q: usize) {
         red.packets = q as u64;
         red.bytes = q as u64 * 1000;
+        red.units = q as u64 * red.cfg.units(1000);
     }
 
     /// Holds the instantaneous queue at `q` packets and offers `n` arrivals; returns drops.
@@ -503,5 +550,63 @@ mod tests {
         // A slow link keeps the floor of 5 packets.
         let slow = Red::new(cfg, 1_500_000, Rng::new(1));
         assert_eq!(slow.thresholds().0, 5.0);
+    }
+
+    #[test]
+    fn cells_count_the_queue_the_average_and_the_hard_limit() {
+        // Document 002's r200: 200 cells of 2 KB; a 4148-byte packet takes 3, so 66 fit.
+        let mut cfg = config(100.0, 200.0, 1.0);
+        cfg.limit_packets = None;
+        cfg.cell_bytes = Some(2048);
+        cfg.limit_cells = Some(200);
+        cfg.max_p = 1e-9; // (almost) no early drop: the hard limit decides
+        let mut red = Red::new(cfg, 44_736_000, Rng::new(1));
+        let admitted = (0..100).filter(|&i| red.admit(i, &mut pkt(4148), false).is_ok()).count();
+        assert_eq!(admitted, 66);
+        assert_eq!(red.room_packets(4148), 0);
+        assert_eq!(red.room_packets(1000), 2, "198 of 200 cells are taken: two one-cell packets fit");
+        // w_q = 1: the average is the queue in cells the last arrival found (66 x 3; refused
+        // arrivals update the average too).
+        assert_eq!(red.avg, 198.0);
+        red.depart(100, 4148);
+        assert_eq!(red.room_packets(4148), 1, "a departure frees three cells");
+    }
+
+    #[test]
+    fn thresholds_in_cells_drop_where_packets_would_not() {
+        // 30 packets of 4148 bytes are 90 cells: between thresholds of 60 and 120 cells RED
+        // drops early, while 30 packets are below a 60-packet min_th.
+        let mut in_cells = config(60.0, 120.0, 1.0);
+        in_cells.cell_bytes = Some(2048);
+        let mut red = Red::new(in_cells, 1_000_000_000, Rng::new(7));
+        let mut drops = 0;
+        for _ in 0..30 {
+            red.hold(pkt(4148));
+        }
+        for i in 0..10_000 {
+            match red.admit(i, &mut pkt(4148), false) {
+                Ok(()) => red.depart(i, 4148),
+                Err(_) => drops += 1,
+            }
+        }
+        // p_b = 0.1 x (90 - 60) / 60 = 0.05; Floyd and Jacobson's spacing doubles it.
+        assert!((800..1200).contains(&drops), "{drops} early drops of 10,000");
+        let mut red = Red::new(config(60.0, 120.0, 1.0), 1_000_000_000, Rng::new(7));
+        assert_eq!(drops_at_queue(&mut red, 30, 10_000), 0, "in packets the queue is below min_th");
+    }
+
+    #[test]
+    fn automatic_thresholds_in_cells_are_the_packet_thresholds_in_cells() {
+        let mut cfg = config(0.0, 0.0, 0.0);
+        cfg.min_th_packets = None;
+        cfg.max_th_packets = None;
+        cfg.w_q = None;
+        cfg.mean_packet_bytes = 4148;
+        let packets = Red::new(cfg.clone(), 1_000_000_000, Rng::new(1)).thresholds();
+        cfg.cell_bytes = Some(2048);
+        let cells = Red::new(cfg, 1_000_000_000, Rng::new(1)).thresholds();
+        assert_eq!(cells.0, 3.0 * packets.0);
+        assert_eq!(cells.1, 3.0 * packets.1);
+        assert_eq!(cells.2, packets.2, "the weight is per arrival, whatever the unit");
     }
 }

@@ -328,7 +328,10 @@ impl TcpSender {
         }
         match self.rto_estimator {
             crate::tcp::config::RtoEstimator::Linux => self.rtt.sample_linux(seq_rtt, self.snd_una, self.snd_nxt),
-            crate::tcp::config::RtoEstimator::Rfc6298 => self.rtt.sample(seq_rtt),
+            // BSD's timers run on the RFC stack only (the scenario's checks refuse them here).
+            crate::tcp::config::RtoEstimator::Rfc6298 | crate::tcp::config::RtoEstimator::Bsd => {
+                self.rtt.sample(seq_rtt)
+            }
         }
         ca_rtt
     }

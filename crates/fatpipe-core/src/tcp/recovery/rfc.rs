@@ -146,19 +146,21 @@ impl TcpSender {
     ) {
         let ack = ack_pkt.ack;
         let acked_bytes = ack - self.snd_una;
-        let rtt_sample = if self.timestamps {
-            Some(now.saturating_sub(ack_pkt.ts_ecr))
+        // When the segment this ACK times left: the echoed timestamp, or the timed segment.
+        let timed_sent = if self.timestamps {
+            Some(ack_pkt.ts_ecr.min(now))
         } else {
             match self.timed_segment {
                 Some((end, sent)) if ack >= end => {
                     self.timed_segment = None;
-                    Some(now - sent)
+                    Some(sent)
                 }
                 _ => None,
             }
         };
-        if let Some(r) = rtt_sample {
-            self.rtt.sample(r);
+        let rtt_sample = timed_sent.map(|sent| now - sent);
+        if let Some(sent) = timed_sent {
+            self.rtt.sample_sent(sent, now);
         }
         // Each byte is delivered once: SACKed bytes counted when SACKed, not again when the
         // cumulative ACK passes them (Linux counts SACKed segments out of `delivered` in
@@ -237,7 +239,7 @@ impl TcpSender {
         if self.snd_una == self.snd_max {
             self.rto_deadline = None; // RFC 6298 5.2
         } else if restart_timer {
-            self.rto_deadline = Some(now + self.rtt.rto()); // RFC 6298 5.3
+            self.rto_deadline = Some(self.rtt.deadline(now)); // RFC 6298 5.3
         }
     }
 
@@ -349,7 +351,7 @@ impl TcpSender {
             self.retransmit_first_unacked(now, out);
             self.snd_nxt += len;
         }
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(self.rtt.deadline(now));
     }
 
     pub(crate) fn retransmit_first_unacked(&mut self, now: Time, out: &mut Vec<Packet>) {

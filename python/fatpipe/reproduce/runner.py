@@ -1,0 +1,222 @@
+"""Running a reproduction: an experiment's sweeps through the sweep machinery (so ``--jobs``,
+``--dask`` and resuming work as for ``fatpipe sweep``), its table of runs, the comparison
+and the figures.
+
+Layout of the output directory (one per document)::
+
+    OUTDIR/comparison.md, comparison.json    every experiment's counts, and the tables
+    OUTDIR/<id>/comparison.md, .json         the experiment's numbers, findings, assumptions
+    OUTDIR/<id>/runs.csv                     one row per run of its sweeps (and used ones)
+    OUTDIR/<id>/<figure>.png                 the analogues of the document's figures
+    OUTDIR/<id>/sweeps/<sweep>/              what `fatpipe sweep` writes for each sweep
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..scenario import ScenarioError, read_scenario_file
+from ..sweeps import Sweep, SweepError, _flatten, format_path, parse_path, set_path
+from .catalog import Document, Experiment, SweepDef
+from .evaluate import Results, count, evaluate_finding, evaluate_number
+
+__all__ = ["ExperimentOutcome", "run_experiment", "build_sweep"]
+
+
+@dataclass
+class ExperimentOutcome:
+    experiment: Experiment
+    numbers: List[Dict[str, Any]]
+    findings: List[Dict[str, Any]]
+    figures: List[Dict[str, Any]]
+    runs: int
+    failed: int
+    wall_s: float
+    quick: bool
+    errors: List[str] = field(default_factory=list)
+    #: The runs' own simulation times, summed (seconds of one core), and how many of the
+    #: runs were reused from an earlier invocation rather than run now.
+    compute_s: float = 0.0
+    reused: int = 0
+
+    @property
+    def counts(self) -> Dict[str, Dict[str, int]]:
+        return {"numbers": count(self.numbers, "agrees"), "findings": count(self.findings, "holds")}
+
+
+def _canonical(path: str) -> str:
+    return format_path(parse_path(path))
+
+
+def _flat(table: Any, where: str) -> Dict[str, List[Any]]:
+    return {param: values for param, _, values in _flatten(table, where)} if table else {}
+
+
+def build_sweep(s: SweepDef, quick: Optional[Any]) -> Sweep:
+    """The sweep of ``s``, cut down as ``quick`` says (None: the full sweep)."""
+    base = s.doc["base"]
+    if isinstance(base, str):
+        path = s.folder / base
+        base = read_scenario_file(path)
+        base.setdefault("name", path.stem)
+    base = copy.deepcopy(base)
+    grid = _flat(s.doc.get("grid"), "grid")
+    zips_raw = s.doc.get("zip") or []
+    zips = [_flat(z, f"zip[{i}]") for i, z in enumerate(zips_raw if isinstance(zips_raw, list) else [zips_raw])]
+    replications = s.doc.get("replications", 1)
+    changes = [("set", s.doc.get("set") or {})] + ([("quick.set", quick.set)] if quick is not None else [])
+    for where, values in changes:
+        for path, value in values.items():
+            try:
+                set_path(base, parse_path(path), value)
+            except ScenarioError as err:
+                raise SweepError(f"sweep {s.name!r}: {where}: {err}") from None
+    if quick is not None:
+        replications = quick.replications
+        keep = {_canonical(k): v if isinstance(v, list) else [v] for k, v in quick.keep.items()}
+        for key, wanted in keep.items():
+            for param in list(grid):
+                if _canonical(param) == key:
+                    grid[param] = [v for v in grid[param] if v in wanted]
+            for group in zips:
+                match = [p for p in group if _canonical(p) == key]
+                if match:
+                    indices = [i for i, v in enumerate(group[match[0]]) if v in wanted]
+                    for p in group:
+                        group[p] = [group[p][i] for i in indices]
+        for where, values in [*(("grid", v) for v in grid.values()), *(("zip", v) for g in zips for v in g.values())]:
+            if not values:
+                raise SweepError(f"quick.keep: leaves no value of a varied parameter of sweep {s.name!r}")
+    return Sweep.build(base, grid=grid or None, zip=[z for z in zips if z] or None, replications=replications,
+                       name=s.name, relative_to=s.folder)
+
+
+def quick_keeps_known(doc: Document, exp: Experiment) -> None:
+    """Every parameter ``quick.keep`` names is varied by one of the sweeps."""
+    varied = set()
+    for s in doc.sweeps_of(exp):
+        for table in [s.doc.get("grid")] + list(s.doc.get("zip") or []):
+            varied |= {_canonical(p) for p in _flat(table, "grid")}
+    for key in exp.quick.keep:
+        if _canonical(key) not in varied:
+            raise SweepError(f"{exp.path}: quick.keep: {key!r} is not varied by any sweep of {exp.id}")
+
+
+def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_ps: int) -> Any:
+    """Per run and flow, the payload delivered in each interval from the run's start, in
+    bits per second (iperf -i): columns ``interval.<flow>.<k>``."""
+    import pandas as pd
+
+    every_s = interval_ps / 1e12
+    rows: List[Dict[str, float]] = []
+    for run_dir in run_dirs:
+        row: Dict[str, float] = {}
+        series_file = run_dir / "flow_series.parquet" if run_dir else None
+        if series_file is not None and series_file.exists():
+            series = pd.read_parquet(series_file, columns=["time_s", "flow", "delivered_bytes"])
+            for flow, s in series.groupby("flow", sort=False, observed=True):
+                times, delivered = s["time_s"].to_numpy(), s["delivered_bytes"].to_numpy()
+                k = 0
+                while (k + 1) * every_s <= times[-1] + 1e-9:
+                    start, end = (_at(times, delivered, k * every_s), _at(times, delivered, (k + 1) * every_s))
+                    row[f"interval.{flow}.{k}"] = (end - start) * 8 / every_s
+                    k += 1
+        rows.append(row)
+    extra = pd.DataFrame(rows, index=table.index)
+    return pd.concat([table, extra], axis=1)
+
+
+def _at(times: Any, values: Any, t: float) -> float:
+    import numpy as np
+
+    return float(np.interp(t, times, values))
+
+
+def run_experiment(
+    doc: Document,
+    exp: Experiment,
+    outdir: Path,
+    *,
+    quick: bool,
+    jobs: Optional[int],
+    executor: str,
+    dask: Optional[str],
+    progress: bool,
+    done: Dict[Tuple[str, str], Tuple[Any, Any]],
+    on_sweep: Optional[Callable[[str, Any], None]] = None,
+) -> ExperimentOutcome:
+    """Runs (or reuses) the experiment's sweeps and compares; ``done`` caches sweeps already
+    run in this invocation (an experiment may use another's)."""
+    import pandas as pd
+
+    from ..sweep_runner import run_sweep
+    from .figures import draw_figure
+    from .report import write_experiment
+
+    started = time.perf_counter()
+    quick_keeps_known(doc, exp)
+    frames, parameters, run_dirs = [], {}, []
+    runs = failed = reused = 0
+    compute_s = 0.0
+    for s in doc.sweeps_of(exp):
+        owner = doc.experiments[s.owner]
+        if quick and owner.quick.sweeps is not None and s.name not in owner.quick.sweeps:
+            continue
+        key = (s.owner, s.name)
+        if key not in done:
+            spec = build_sweep(s, owner.quick if quick else None)
+            target = outdir / s.owner / "sweeps" / s.name
+            outcome = run_sweep(spec, target, jobs=jobs, executor=executor, dask=dask, plots=False,
+                                progress=progress)
+            done[key] = (spec, outcome)
+            if on_sweep is not None:
+                on_sweep(s.name, outcome)
+        spec, outcome = done[key]
+        frame = outcome.summary.copy()
+        frame.insert(0, "sweep", s.name)
+        frames.append(frame)
+        dirs = [outcome.outdir / "runs" / rid if st == "ok" else None for rid, st in zip(frame["run_id"], frame["status"])]
+        run_dirs += dirs
+        if s.owner == exp.id:  # another experiment's runs count as its own
+            compute_s += sum(_run_wall_s(d) for d in dirs if d)
+        runs += len(frame)
+        reused += getattr(outcome, "reused", 0)
+        failed += int((frame["status"] != "ok").sum())
+        for p in spec.parameters:
+            known = parameters.setdefault(p.path, [])
+            known += [v for v in p.values if v not in known]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"sweep": [], "status": []})
+    if exp.interval_ps is not None and len(table):
+        table = _interval_columns(table, run_dirs, exp.interval_ps)
+    table = table.copy()  # one block per dtype: the interval columns and figures add columns
+    table["__run_dir"] = [str(d) if d else "" for d in run_dirs] if run_dirs else []
+    results = Results(table, parameters, (exp.interval_ps or 0) / 1e12)
+    numbers = [evaluate_number(results, n, doc.tolerance, f"numbers[{i}]") for i, n in enumerate(exp.numbers)]
+    findings = [evaluate_finding(results, f, f"findings[{i}]") for i, f in enumerate(exp.findings)]
+    target = outdir / exp.id
+    target.mkdir(parents=True, exist_ok=True)
+    figures = [draw_figure(results, fig, target) for fig in exp.figures]
+    outcome = ExperimentOutcome(exp, numbers, findings, figures, runs, failed, time.perf_counter() - started, quick,
+                                compute_s=compute_s, reused=reused)
+    table.drop(columns=["__run_dir"]).to_csv(target / "runs.csv", index=False)
+    write_experiment(doc, outcome, target)
+    return outcome
+
+
+def _run_wall_s(run_dir: Path) -> float:
+    """How long the run's simulation took when it ran (its done.json), seconds."""
+    import json
+
+    try:
+        return float(json.loads((run_dir / "done.json").read_text(encoding="utf-8")).get("wall_s") or 0.0)
+    except (OSError, ValueError, TypeError):
+        return 0.0
+
+
+def finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
