@@ -25,6 +25,9 @@ __all__ = [
     "flow_metrics",
     "fairness",
     "recovery_events",
+    "regain_time",
+    "REGAIN_SHARE",
+    "CLIMB_RTTS",
 ]
 
 
@@ -163,3 +166,51 @@ def recovery_events(result: "Result", flow: str) -> pd.DataFrame:
         events,
         columns=["time_s", "cwnd_before_segments", "ssthresh_segments", "recovery_95_s", "recovery_s"],
     )
+
+
+#: A climb counts as back at the ceiling once cwnd reaches this share of it: a sawtooth's
+#: peaks differ by a segment or two (when the loss falls within the RTT that detects it), so
+#: 100 % could skip the climb whose peak came out one segment short and count a whole cycle
+#: more. 1 % of 3325 segments is 33 RTTs of linear growth (0.8 s of a 70 s recovery).
+REGAIN_SHARE = 0.99
+#: A climb lasts at least this many smoothed RTTs: the window inflation of Reno's and
+#: NewReno's fast recovery (one segment per duplicate ACK, within about an RTT) is not one.
+CLIMB_RTTS = 4
+
+
+def regain_time(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[float],
+                first_loss_s: Optional[float]) -> float:
+    """Document 003's recovery time (section 4.1, Figure 13): "the time that it normally
+    takes the congestion window to reach its maximum value after a drastic reduction
+    resulting from a packet drop", from one flow's sampled series.
+
+    A climb is a run of samples over which cwnd never falls, lasting at least CLIMB_RTTS
+    smoothed RTTs and ended by a fall (a congestion event). The maximum is the window the
+    path sustains: the largest cwnd at the top of a climb. The time runs from the first
+    congestion event (``first_loss_ps``) to the first sample of the first climb after it
+    that reaches REGAIN_SHARE of the maximum. Reno halving at W and growing one segment per
+    RTT takes W/2 RTTs. NaN without a loss, or when no climb after it ends in another.
+    Unlike ``recovery_time_s`` (back to the cwnd just before the first loss, NaN after a
+    slow-start overshoot), this counts the climb to the sawtooth's ceiling, as the document
+    does. Resolution: the sample interval."""
+    t = np.asarray(time_s, dtype=np.float64)
+    w = np.asarray(cwnd, dtype=np.float64)
+    rtt = np.asarray(srtt_s, dtype=np.float64)
+    if first_loss_s is None or not math.isfinite(first_loss_s) or len(t) < 3:
+        return math.nan
+    falls = np.nonzero(w[1:] < w[:-1])[0]  # the sample before each fall: a climb's top
+    min_rtt = float(np.nanmedian(rtt)) if np.isfinite(rtt).any() else 0.0
+    climbs = []
+    start = 0
+    for top in falls:
+        if t[start] >= first_loss_s and t[top] - t[start] >= CLIMB_RTTS * min_rtt:
+            climbs.append((start, top))
+        start = top + 1
+    if not climbs:
+        return math.nan
+    target = REGAIN_SHARE * max(w[top] for _, top in climbs)
+    for start, top in climbs:
+        if w[top] >= target:
+            j = start + int(np.argmax(w[start:top + 1] >= target))
+            return float(t[j] - first_loss_s)
+    return math.nan

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .metrics import fairness, flow_metrics
+from .metrics import fairness, flow_metrics, regain_time
 from .outdir import check_target, discard, publish, staging_dir
 from .units import PS_PER_S
 
@@ -48,6 +48,7 @@ FLOW_METRIC_COLUMNS = (
     "slow_start_loss_rate",
     "recovery_time_s",
     "recovery_time_95_s",
+    "regain_time_s",
 )
 #: The core's per-link drop counters by cause, in the order the summary table shows them:
 #: (summary key, short label). ``drops_packets`` counts queue overflow only.
@@ -175,6 +176,7 @@ class Result:
         self.links = pd.DataFrame(self.summary["links"])
         self.flow_series = self._build_flow_series(_taken(output, "flow_series"))
         self.queue_series = self._build_queue_series(_taken(output, "queue_series"))
+        self._add_series_metrics()
 
     # ---- summary ----------------------------------------------------------------------
 
@@ -264,6 +266,20 @@ class Result:
             else:
                 ordered[key] = values if np.isnan(values).any() else values.astype(np.int64)
         return pd.DataFrame(ordered, copy=False)
+
+    def _add_series_metrics(self) -> None:
+        """docs/metrics.md's per-flow measures that need the sampled series (document 003's
+        recovery time), into the summary and the flow table."""
+        by_flow = {str(name): rows for name, rows in self.flow_series.groupby("flow", sort=False, observed=True)}
+        for flow in self.summary["flows"]:
+            rows = by_flow.get(flow["name"])
+            value = math.nan
+            if rows is not None and "tcp" in next((f for f in self.scenario["flows"] if f["name"] == flow["name"]), {}):
+                loss = flow.get("first_loss_ps")
+                value = regain_time(rows["time_s"], rows["cwnd_segments"], rows["srtt_s"],
+                                    None if loss is None else loss / PS_PER_S)
+            flow["regain_time_s"] = _json_number(value)
+        self.flows = _flow_table(self.summary["flows"])
 
     def _build_requests(self, cols: Optional[Mapping[str, Any]]) -> pd.DataFrame:
         if not cols or not len(cols.get("flow", ())):
