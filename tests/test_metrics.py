@@ -206,3 +206,5 @@ def test_regain_time_of_a_simulated_ns2_reno_matches_its_closed_form():
     expected = (bdp - w // 2) * 0.025 + (w * w - bdp * bdp) / 2 * packet_s + w * packet_s
     assert flow["regain_time_s"] == pytest.approx(expected, rel=0.05)
     assert result.flows.loc[0, "regain_time_s"] == flow["regain_time_s"]
+    # The ceiling is the path's window: the BDP plus the queue, a segment more at the loss.
+    assert flow["cwnd_ceiling_segments"] == pytest.approx(bdp + 20 + 1, abs=1.5)

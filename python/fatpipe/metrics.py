@@ -26,6 +26,7 @@ __all__ = [
     "fairness",
     "recovery_events",
     "regain_time",
+    "regain",
     "REGAIN_SHARE",
     "CLIMB_RTTS",
 ]
@@ -178,26 +179,9 @@ REGAIN_SHARE = 0.99
 CLIMB_RTTS = 4
 
 
-def regain_time(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[float],
-                first_loss_s: Optional[float]) -> float:
-    """Document 003's recovery time (section 4.1, Figure 13): "the time that it normally
-    takes the congestion window to reach its maximum value after a drastic reduction
-    resulting from a packet drop", from one flow's sampled series.
-
-    A climb is a run of samples over which cwnd never falls, lasting at least CLIMB_RTTS
-    smoothed RTTs and ended by a fall (a congestion event). The maximum is the window the
-    path sustains: the largest cwnd at the top of a climb. The time runs from the first
-    congestion event (``first_loss_ps``) to the first sample of the first climb after it
-    that reaches REGAIN_SHARE of the maximum. Reno halving at W and growing one segment per
-    RTT takes W/2 RTTs. NaN without a loss, or when no climb after it ends in another.
-    Unlike ``recovery_time_s`` (back to the cwnd just before the first loss, NaN after a
-    slow-start overshoot), this counts the climb to the sawtooth's ceiling, as the document
-    does. Resolution: the sample interval."""
-    t = np.asarray(time_s, dtype=np.float64)
-    w = np.asarray(cwnd, dtype=np.float64)
-    rtt = np.asarray(srtt_s, dtype=np.float64)
-    if first_loss_s is None or not math.isfinite(first_loss_s) or len(t) < 3:
-        return math.nan
+def _climbs(t: Any, w: Any, rtt: Any, first_loss_s: float) -> List[Any]:
+    """The climbs after the first loss: (first, top) sample indices of each run over which
+    cwnd never falls, lasting at least CLIMB_RTTS smoothed RTTs and ended by a fall."""
     falls = np.nonzero(w[1:] < w[:-1])[0]  # the sample before each fall: a climb's top
     min_rtt = float(np.nanmedian(rtt)) if np.isfinite(rtt).any() else 0.0
     climbs = []
@@ -206,11 +190,47 @@ def regain_time(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence
         if t[start] >= first_loss_s and t[top] - t[start] >= CLIMB_RTTS * min_rtt:
             climbs.append((start, top))
         start = top + 1
+    return climbs
+
+
+def regain(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[float],
+           first_loss_s: Optional[float]) -> Dict[str, float]:
+    """Document 003's recovery time (section 4.1, Figure 13): "the time that it normally
+    takes the congestion window to reach its maximum value after a drastic reduction
+    resulting from a packet drop" ("only the first Congestion Avoidance phase was
+    utilized"), from one flow's sampled series: ``regain_time_s`` and the maximum,
+    ``cwnd_ceiling_segments``.
+
+    A climb is a run of samples over which cwnd never falls, lasting at least CLIMB_RTTS
+    smoothed RTTs and ended by a fall (a congestion event). The maximum is the window the
+    path sustains: the largest cwnd at the top of a climb after the first loss. The time
+    runs from the first congestion event (``first_loss_ps``) to the first sample of the
+    first climb that reaches REGAIN_SHARE of the maximum. Reno halving at W and growing one
+    segment per RTT takes W/2 RTTs. NaN without a loss, or when no climb after it ends in
+    another. Unlike ``recovery_time_s`` (back to the cwnd just before the first loss, NaN
+    after a slow-start overshoot), this counts the climb to the sawtooth's ceiling, as the
+    document does. Resolution: the sample interval."""
+    t = np.asarray(time_s, dtype=np.float64)
+    w = np.asarray(cwnd, dtype=np.float64)
+    rtt = np.asarray(srtt_s, dtype=np.float64)
+    out = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan}
+    if first_loss_s is None or not math.isfinite(first_loss_s) or len(t) < 3:
+        return out
+    climbs = _climbs(t, w, rtt, first_loss_s)
     if not climbs:
-        return math.nan
-    target = REGAIN_SHARE * max(w[top] for _, top in climbs)
+        return out
+    ceiling = max(w[top] for _, top in climbs)
+    out["cwnd_ceiling_segments"] = float(ceiling)
+    target = REGAIN_SHARE * ceiling
     for start, top in climbs:
         if w[top] >= target:
             j = start + int(np.argmax(w[start:top + 1] >= target))
-            return float(t[j] - first_loss_s)
-    return math.nan
+            out["regain_time_s"] = float(t[j] - first_loss_s)
+            break
+    return out
+
+
+def regain_time(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[float],
+                first_loss_s: Optional[float]) -> float:
+    """``regain(...)["regain_time_s"]``: document 003's recovery time."""
+    return regain(time_s, cwnd, srtt_s, first_loss_s)["regain_time_s"]

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .metrics import fairness, flow_metrics, regain_time
+from .metrics import fairness, flow_metrics, regain
 from .outdir import check_target, discard, publish, staging_dir
 from .units import PS_PER_S
 
@@ -49,6 +49,7 @@ FLOW_METRIC_COLUMNS = (
     "recovery_time_s",
     "recovery_time_95_s",
     "regain_time_s",
+    "cwnd_ceiling_segments",
 )
 #: The core's per-link drop counters by cause, in the order the summary table shows them:
 #: (summary key, short label). ``drops_packets`` counts queue overflow only.
@@ -273,12 +274,12 @@ class Result:
         by_flow = {str(name): rows for name, rows in self.flow_series.groupby("flow", sort=False, observed=True)}
         for flow in self.summary["flows"]:
             rows = by_flow.get(flow["name"])
-            value = math.nan
+            values = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan}
             if rows is not None and "tcp" in next((f for f in self.scenario["flows"] if f["name"] == flow["name"]), {}):
                 loss = flow.get("first_loss_ps")
-                value = regain_time(rows["time_s"], rows["cwnd_segments"], rows["srtt_s"],
-                                    None if loss is None else loss / PS_PER_S)
-            flow["regain_time_s"] = _json_number(value)
+                values = regain(rows["time_s"], rows["cwnd_segments"], rows["srtt_s"],
+                                None if loss is None else loss / PS_PER_S)
+            flow.update({k: _json_number(v) for k, v in values.items()})
         self.flows = _flow_table(self.summary["flows"])
 
     def _build_requests(self, cols: Optional[Mapping[str, Any]]) -> pd.DataFrame:
