@@ -208,3 +208,5 @@ def test_regain_time_of_a_simulated_ns2_reno_matches_its_closed_form():
     assert result.flows.loc[0, "regain_time_s"] == flow["regain_time_s"]
     # The ceiling is the path's window: the BDP plus the queue, a segment more at the loss.
     assert flow["cwnd_ceiling_segments"] == pytest.approx(bdp + 20 + 1, abs=1.5)
+    # Each climb starts from Reno's halved window.
+    assert flow["first_climb_cwnd_segments"] == pytest.approx(w // 2, abs=1)

@@ -198,8 +198,9 @@ def regain(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[floa
     """Document 003's recovery time (section 4.1, Figure 13): "the time that it normally
     takes the congestion window to reach its maximum value after a drastic reduction
     resulting from a packet drop" ("only the first Congestion Avoidance phase was
-    utilized"), from one flow's sampled series: ``regain_time_s`` and the maximum,
-    ``cwnd_ceiling_segments``.
+    utilized"), from one flow's sampled series: ``regain_time_s``, the maximum
+    (``cwnd_ceiling_segments``) and the cwnd the first climb starts from
+    (``first_climb_cwnd_segments``: document 003's "the cwnd was set equal to 41").
 
     A climb is a run of samples over which cwnd never falls, lasting at least CLIMB_RTTS
     smoothed RTTs and ended by a fall (a congestion event). The maximum is the window the
@@ -213,7 +214,7 @@ def regain(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[floa
     t = np.asarray(time_s, dtype=np.float64)
     w = np.asarray(cwnd, dtype=np.float64)
     rtt = np.asarray(srtt_s, dtype=np.float64)
-    out = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan}
+    out = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan, "first_climb_cwnd_segments": math.nan}
     if first_loss_s is None or not math.isfinite(first_loss_s) or len(t) < 3:
         return out
     climbs = _climbs(t, w, rtt, first_loss_s)
@@ -221,6 +222,7 @@ def regain(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[floa
         return out
     ceiling = max(w[top] for _, top in climbs)
     out["cwnd_ceiling_segments"] = float(ceiling)
+    out["first_climb_cwnd_segments"] = float(w[climbs[0][0]])
     target = REGAIN_SHARE * ceiling
     for start, top in climbs:
         if w[top] >= target:

@@ -50,6 +50,7 @@ FLOW_METRIC_COLUMNS = (
     "recovery_time_95_s",
     "regain_time_s",
     "cwnd_ceiling_segments",
+    "first_climb_cwnd_segments",
 )
 #: The core's per-link drop counters by cause, in the order the summary table shows them:
 #: (summary key, short label). ``drops_packets`` counts queue overflow only.
@@ -274,7 +275,8 @@ class Result:
         by_flow = {str(name): rows for name, rows in self.flow_series.groupby("flow", sort=False, observed=True)}
         for flow in self.summary["flows"]:
             rows = by_flow.get(flow["name"])
-            values = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan}
+            values = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan,
+                      "first_climb_cwnd_segments": math.nan}
             if rows is not None and "tcp" in next((f for f in self.scenario["flows"] if f["name"] == flow["name"]), {}):
                 loss = flow.get("first_loss_ps")
                 values = regain(rows["time_s"], rows["cwnd_segments"], rows["srtt_s"],
