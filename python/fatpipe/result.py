@@ -51,6 +51,8 @@ FLOW_METRIC_COLUMNS = (
     "regain_time_s",
     "cwnd_ceiling_segments",
     "first_climb_cwnd_segments",
+    "mean_response_time_s",
+    "mean_request_throughput_bps",
 )
 #: The core's per-link drop counters by cause, in the order the summary table shows them:
 #: (summary key, short label). ``drops_packets`` counts queue overflow only.
@@ -271,9 +273,15 @@ class Result:
 
     def _add_series_metrics(self) -> None:
         """docs/metrics.md's per-flow measures that need the sampled series (document 003's
-        recovery time), into the summary and the flow table."""
+        recovery time) or the request table (document 000's HTTP response times), into the
+        summary and the flow table."""
         by_flow = {str(name): rows for name, rows in self.flow_series.groupby("flow", sort=False, observed=True)}
+        requests = {str(name): rows for name, rows in self.requests.groupby("flow", sort=False, observed=True)}
         for flow in self.summary["flows"]:
+            done = requests.get(flow["name"])
+            if done is not None and len(done):
+                flow["mean_response_time_s"] = _json_number(float(done["response_time_s"].mean()))
+                flow["mean_request_throughput_bps"] = _json_number(float(done["throughput_bps"].mean()))
             rows = by_flow.get(flow["name"])
             values = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan,
                       "first_climb_cwnd_segments": math.nan}
