@@ -65,6 +65,13 @@ def scenario(path: str, preset: str) -> dict:
     }
 
 
+def spread(results: list, key: str) -> str:
+    """The emulated runs' median of a flow counter, with its range when they differ."""
+    values = sorted(r.summary["flows"][0][key] for r in results)
+    median = values[len(values) // 2]
+    return f"{median}" if values[0] == values[-1] else f"{median} ({values[0]}-{values[-1]})"
+
+
 def pct(x: float) -> str:
     text = f"{100 * x:+.1f} %"
     return "+0.0 %" if text == "-0.0 %" else text
@@ -103,8 +110,9 @@ def main() -> int:
                 f"| {PATHS[path][0]} | `{preset}` / Linux {f_emu['algorithm']} | {g_sim / 1e6:.2f} | "
                 f"{goodputs[len(goodputs) // 2] / 1e6:.2f} ({goodputs[0] / 1e6:.2f}-{goodputs[-1] / 1e6:.2f}) | "
                 f"{pct((goodputs[len(goodputs) // 2] - g_sim) / g_sim)} ({pct((goodputs[0] - g_sim) / g_sim)} to {pct((goodputs[-1] - g_sim) / g_sim)}) | "
-                f"{f_sim['segments_retransmitted']} / {f_emu['segments_retransmitted']} | "
-                f"{f_sim['timeouts']} / {f_emu.get('timeouts', 'n/a')} | {f_sim['data_packets_lost']} / {f_emu['data_packets_lost']} | "
+                f"{f_sim['segments_retransmitted']} / {spread(emulated, 'segments_retransmitted')} | "
+                f"{f_sim['timeouts']} / {spread(emulated, 'timeouts')} | "
+                f"{f_sim['data_packets_lost']} / {spread(emulated, 'data_packets_lost')} | "
                 f"{tcp_ext.get('TCPSackRecovery', 0)} | {tcp_ext.get('TCPHystartTrainDetect', 0) + tcp_ext.get('TCPHystartDelayDetect', 0)} | "
                 f"[cwnd](validation/{name}-cwnd.png) |"
             )
@@ -123,7 +131,7 @@ def main() -> int:
         f"emulated {REPEATS} times. Goodput over the flow's active time (docs/metrics.md): the emulated runs' "
         "median (range), and its difference from the simulated run's (range). Retransmitted segments, timeouts "
         "and data segments lost in the network (counted by the simulator's links, and by the same links in the "
-        "emulator's relay) as simulated / emulated (the median run); the median run's SACK recoveries "
+        "emulator's relay) as simulated / emulated (median of the runs, and range); the median-goodput run's SACK recoveries "
         "(TCPSackRecovery) and HyStart exits (TCPHystartTrainDetect + DelayDetect) from the sender namespace's "
         "/proc/net/netstat.",
         "",

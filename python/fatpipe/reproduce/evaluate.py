@@ -129,7 +129,10 @@ def _display(value: float, unit: str) -> float:
 
 def tolerance_text(tol: Tuple[str, float], unit: str) -> str:
     kind, amount = tol
-    return f"±{amount * 100:g} %" if kind == "relative" else f"±{amount:g}{(' ' + unit) if unit else ''}"
+    if kind == "relative":
+        return f"±{amount * 100:g} %"
+    # An absolute band on a percentage is in percentage points, not a fraction of the value.
+    return f"±{amount:g} points" if unit == "%" else f"±{amount:g}{(' ' + unit) if unit else ''}"
 
 
 def evaluate_number(results: Results, n: Number, default_tolerance: Tuple[str, float], where: str) -> Dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from .. import __version__
 from .catalog import Document, Experiment
 
-__all__ = ["write_experiment", "write_document", "docs_page", "number_text"]
+__all__ = ["write_experiment", "write_document", "docs_page", "number_text", "format_reference"]
 
 
 def number_text(value: Optional[float]) -> str:
@@ -51,6 +51,7 @@ def experiment_json(doc: Document, outcome: Any) -> Dict[str, Any]:
         "document": doc.number, "name": doc.name, "experiment": exp.id, "title": exp.title,
         "reports": exp.reports, "mode": "quick" if outcome.quick else "full", "fatpipe_version": __version__,
         "runs": outcome.runs, "failed_runs": outcome.failed, "wall_s": round(outcome.wall_s, 1),
+        "compute_s": round(outcome.compute_s, 1), "reused_runs": outcome.reused,
         "counts": outcome.counts, "numbers": outcome.numbers, "findings": outcome.findings,
         "figures": outcome.figures, "assumptions": doc.assumptions + exp.assumptions, "note": exp.note,
     }
@@ -152,6 +153,7 @@ def document_json(doc: Document, outcomes: Sequence[Any]) -> Dict[str, Any]:
     return {"document": doc.number, "name": doc.name, "title": doc.title, "fatpipe_version": __version__,
             "mode": "quick" if outcomes and outcomes[0].quick else "full", "counts": total,
             "wall_s": round(sum(o.wall_s for o in outcomes), 1), "runs": sum(o.runs for o in outcomes),
+            "compute_s": round(sum(o.compute_s for o in outcomes), 1),
             "experiments": experiments}
 
 
@@ -185,6 +187,9 @@ def write_document(doc: Document, outcomes: Sequence[Any], outdir: Path) -> Dict
 def docs_page(sections: Sequence[tuple], page: Path, command: str, wall_s: float) -> None:
     """``docs/reproductions.md``: every document's section, figures copied beside the page
     (``docs/reproductions/<name>/<id>-<file>``)."""
+    runs = sum(data["runs"] for _, data, _ in sections)
+    compute_s = sum(data["compute_s"] for _, data, _ in sections)
+    reused = sum(e["reused_runs"] for _, data, _ in sections for e in data["experiments"])
     figures_root = page.parent / "reproductions"
     head = [
         "# Reproductions of the source documents", "",
@@ -192,8 +197,10 @@ def docs_page(sections: Sequence[tuple], page: Path, command: str, wall_s: float
         "`fatpipe reproduce NAME` reruns a document's experiments and compares fatpipe's results with "
         "the numbers and findings the document reports (`fatpipe reproduce --list`). This page is the "
         "output of a full run, regenerated with:", "", "```sh", command, "```", "",
-        f"Full mode took {wall_s / 60:.0f} minutes of wall time on the project's 2-core machine, shared "
-        "with other work while it ran.",
+        f"{runs} runs. Their simulations took {compute_s / 60:.0f} minutes of one core in all (each run's "
+        f"own wall time, summed): a full run from scratch takes about that divided by `--jobs`. This "
+        f"invocation took {wall_s / 60:.1f} minutes and reused {reused} finished runs. Timings are from the "
+        "project's 2-core machine, shared with other work while they ran.",
         "", "How to read it: each experiment lists the document's numbers with fatpipe's value, the "
         "tolerance and whether they agree, then the document's qualitative findings and whether they "
         "hold in fatpipe's runs. Where they differ the note gives the reason we believe, with its "
@@ -213,4 +220,70 @@ def docs_page(sections: Sequence[tuple], page: Path, command: str, wall_s: float
                     shutil.copyfile(outdir / e["experiment"] / f["file"], target / f"{e['experiment']}-{f['file']}")
             dirs[e["experiment"]] = f"reproductions/{doc.name}/{e['experiment']}-"
         body.append(document_markdown(doc, data, dirs, level=2))
-    _write(page, "\n".join(head + body))
+    _write(page, "\n".join(head + body + [format_reference()]))
+
+
+FORMAT_INTRO = """\
+## The format of a reproduction
+
+A reproduction is data in the package, never code: a folder
+`python/fatpipe/reproductions/<name>/` holding `document.toml`, one file per experiment,
+`E<document>.<n>.toml`, and the scenario files its sweeps start from (by convention in
+`bases/`). `fatpipe reproduce --list` shows every folder that has a `document.toml`; adding
+a document is adding a folder (the name in `document.toml` is the one the command takes,
+its number orders the list). This format is stable: the keys below keep their meaning.
+
+An experiment runs its `[[sweeps]]` through the sweep machinery (each is a sweep file's
+`base`, `grid`, `[[zip]]` and `replications`, plus `set`: values changed in the base before
+the sweep varies it), so `--jobs`, `--dask` and resuming work as for `fatpipe sweep`. An
+experiment may read another's runs instead of running its own (`uses`). Every run is a row
+of the experiment's table (`runs.csv`): the sweep's name (`sweep`), the varied parameters
+as the sweep writes them (`flows[*].tcp.rcv_buffer`), `replication`, `seed`, and every
+column of the run's summary (`flows.<flow>.goodput_bps`, `links.<link>.drops_packets`,
+...; see docs/metrics.md). With `interval = "5s"` each flow also gets its payload rate per
+interval from the run's start, `interval.<flow>.<k>` (iperf's `-i`).
+
+A *measure* selects runs (`where = {parameter = value or [values]}`; the parameter may
+also be `sweep` or `replication`), evaluates its expression per run, averages each point
+over its replications (the document's "mean of ten runs") and reduces the points to one
+number (`reduce`: mean, median, min, max, sum, first, last, peak_drop; the last three
+order the points by the parameter `x`). A `[[numbers]]` entry is the document's value with
+one measure (or several, named in `measures` and combined by `value`) and a tolerance
+(`0.1` is 10 % of the document's value; `{absolute = 20}` is in the number's unit). A
+`[[findings]]` entry is a qualitative claim: its condition `holds_if` is an expression
+over its named measures (and `tau`, Kendall's rank agreement, when it has a `ranking`).
+Whatever the runs cannot give (no run matches, as in `--quick`) is reported as not
+measured, never as agreement.
+
+Expressions are parsed, never executed: numbers, `+ - * / **`, comparisons, `and`, `or`,
+`not`; a column in braces, `{flows.standard.goodput_bps}`, or a pattern,
+`{flows.f*.goodput_bps}`, for `min`, `max`, `sum`, `mean`, `count`; `abs`; and `bytes`,
+`rate`, `seconds`, which read a parameter written as a size, rate or duration.
+
+`[quick]` says what `--quick` runs: fewer replications, a `set` (a shorter duration),
+`keep` (only these values of a varied parameter) and `sweeps` (only these). Quick mode is
+a check that everything runs and draws; its numbers are not the document's conditions.
+
+Every `[[figures]]` entry is drawn from the runs into `<id>/<file>.png`: `lines` or `bars`
+(an expression against a varied parameter, one series per `by`), `intervals` (per-interval
+throughput of the chosen runs' flows), `series` (a column of the flow series over time,
+`every` resampling it, one run per `by` value), `scatter`. `document = {label = [values]}`
+draws the document's values over fatpipe's.
+
+Every `[[assumptions]]` entry (in `document.toml` for all its experiments, or in one
+experiment) says what the document leaves open, what fatpipe assumes and why, with the
+source. Where fatpipe disagrees, a number's or finding's `note` gives the reason and the
+evidence; an experiment's `note` says what its runs show.
+"""
+
+
+def format_reference() -> str:
+    """The format section of docs/reproductions.md: the text above, then every key of
+    ``document.toml`` and of an experiment file, from the catalog's own schema."""
+    from ..scenario.reference import _walk
+    from .catalog import _DOCUMENT, _EXPERIMENT
+
+    lines = [FORMAT_INTRO]
+    lines += _walk("`document.toml`", "", _DOCUMENT.doc, _DOCUMENT)
+    lines += _walk("`E<document>.<n>.toml`", "", _EXPERIMENT.doc, _EXPERIMENT)
+    return "\n".join(lines)

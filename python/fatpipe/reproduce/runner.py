@@ -39,6 +39,10 @@ class ExperimentOutcome:
     wall_s: float
     quick: bool
     errors: List[str] = field(default_factory=list)
+    #: The runs' own simulation times, summed (seconds of one core), and how many of the
+    #: runs were reused from an earlier invocation rather than run now.
+    compute_s: float = 0.0
+    reused: int = 0
 
     @property
     def counts(self) -> Dict[str, Dict[str, int]]:
@@ -157,7 +161,8 @@ def run_experiment(
     started = time.perf_counter()
     quick_keeps_known(doc, exp)
     frames, parameters, run_dirs = [], {}, []
-    runs = failed = 0
+    runs = failed = reused = 0
+    compute_s = 0.0
     for s in doc.sweeps_of(exp):
         owner = doc.experiments[s.owner]
         if quick and owner.quick.sweeps is not None and s.name not in owner.quick.sweeps:
@@ -175,9 +180,12 @@ def run_experiment(
         frame = outcome.summary.copy()
         frame.insert(0, "sweep", s.name)
         frames.append(frame)
-        run_dirs += [outcome.outdir / "runs" / rid if st == "ok" else None
-                     for rid, st in zip(frame["run_id"], frame["status"])]
+        dirs = [outcome.outdir / "runs" / rid if st == "ok" else None for rid, st in zip(frame["run_id"], frame["status"])]
+        run_dirs += dirs
+        if s.owner == exp.id:  # another experiment's runs count as its own
+            compute_s += sum(_run_wall_s(d) for d in dirs if d)
         runs += len(frame)
+        reused += getattr(outcome, "reused", 0)
         failed += int((frame["status"] != "ok").sum())
         for p in spec.parameters:
             known = parameters.setdefault(p.path, [])
@@ -185,18 +193,29 @@ def run_experiment(
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"sweep": [], "status": []})
     if exp.interval_ps is not None and len(table):
         table = _interval_columns(table, run_dirs, exp.interval_ps)
+    table = table.copy()  # one block per dtype: the interval columns and figures add columns
     table["__run_dir"] = [str(d) if d else "" for d in run_dirs] if run_dirs else []
-    table = table.copy()  # one block per dtype: the figures add columns to it
     results = Results(table, parameters, (exp.interval_ps or 0) / 1e12)
     numbers = [evaluate_number(results, n, doc.tolerance, f"numbers[{i}]") for i, n in enumerate(exp.numbers)]
     findings = [evaluate_finding(results, f, f"findings[{i}]") for i, f in enumerate(exp.findings)]
     target = outdir / exp.id
     target.mkdir(parents=True, exist_ok=True)
     figures = [draw_figure(results, fig, target) for fig in exp.figures]
-    outcome = ExperimentOutcome(exp, numbers, findings, figures, runs, failed, time.perf_counter() - started, quick)
+    outcome = ExperimentOutcome(exp, numbers, findings, figures, runs, failed, time.perf_counter() - started, quick,
+                                compute_s=compute_s, reused=reused)
     table.drop(columns=["__run_dir"]).to_csv(target / "runs.csv", index=False)
     write_experiment(doc, outcome, target)
     return outcome
+
+
+def _run_wall_s(run_dir: Path) -> float:
+    """How long the run's simulation took when it ran (its done.json), seconds."""
+    import json
+
+    try:
+        return float(json.loads((run_dir / "done.json").read_text(encoding="utf-8")).get("wall_s") or 0.0)
+    except (OSError, ValueError, TypeError):
+        return 0.0
 
 
 def finite(x: Any) -> bool:

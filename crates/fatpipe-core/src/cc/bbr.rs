@@ -462,9 +462,14 @@ impl Bbr {
         let expired = s.now > self.min_rtt_stamp_ps + self.cfg.min_rtt_window_ps;
         // Linux: a sample that may include the receiver's delayed-ACK wait does not replace an
         // expired RTprop, or PROBE_RTT would lift RTprop by up to the delayed-ACK timeout.
-        let trusted = !(self.cfg.variant == BbrVariant::Linux && ack.is_ack_delayed);
+        let linux = self.cfg.variant == BbrVariant::Linux;
+        let trusted = !(linux && ack.is_ack_delayed);
         if let Some(rtt) = ack.rtt {
-            if self.min_rtt_ps.is_none_or(|m| rtt <= m) || (expired && trusted) {
+            // A sample equal to RTprop renews it in the draft (BBRUpdateRTprop: rtt <=
+            // RTprop); Linux takes only a smaller one (`rs->rtt_us < bbr->min_rtt_us`), so on
+            // a path whose queue empties RTprop still expires every 10 s and PROBE_RTT runs.
+            let new_minimum = self.min_rtt_ps.is_none_or(|m| if linux { rtt < m } else { rtt <= m });
+            if new_minimum || (expired && trusted) {
                 self.min_rtt_ps = Some(rtt);
                 self.min_rtt_stamp_ps = s.now;
             }

@@ -197,7 +197,13 @@ impl CongestionControl for Fast {
         }
         if self.period_ends(s, ack) {
             self.update(s);
-            return;
+            // An update that leaves slow start on still lets this ACK grow the window, as
+            // Linux's tcp_vegas_cong_avoid slow-starts on its once-per-RTT ACK: with one or
+            // two segments in flight (after a timeout) every ACK ends a period, and the
+            // window would otherwise never grow.
+            if !s.in_slow_start() {
+                return;
+            }
         }
         if !s.cwnd_limited {
             return;
@@ -323,6 +329,25 @@ mod tests {
         }
         let queued = s.cwnd as f64 - 1000.0;
         assert!((queued - 200.0).abs() <= 2.0, "cwnd {} queues {queued}", s.cwnd);
+    }
+
+    #[test]
+    fn after_a_timeout_slow_start_grows_even_when_every_ack_ends_a_period() {
+        // cwnd 2 after a timeout, nothing else in flight: each delayed ACK covers the whole
+        // window and so ends an update period. The window must still double per round trip
+        // (it stayed at 2 for the rest of document 004's outage run).
+        let mut f = Fast::new(config());
+        let mut s = state(2, 500);
+        for _ in 0..6 {
+            s.in_flight_segments = 0;
+            s.cwnd_limited = true;
+            s.now += BASE_RTT;
+            let two =
+                AckSample { acked_segments: 2, delivered_segments: 2, acked_bytes: 2 * MSS as u64, ..ack(BASE_RTT) };
+            f.cong_avoid(&mut s, &two);
+        }
+        assert!(s.in_slow_start());
+        assert_eq!(s.cwnd, 2 + 6 * 2, "each 2-segment ACK adds 2 in slow start");
     }
 
     #[test]

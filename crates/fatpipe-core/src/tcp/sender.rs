@@ -645,7 +645,11 @@ impl TcpSender {
         let ip_bytes = self.header_bytes + len;
         if self.paces {
             if let Some(rate) = self.pacing_rate_bps() {
-                self.next_send_ps = now + transmission_time(ip_bytes as u64, rate);
+                // Linux spaces segments by their payload (tcp_update_skb_after_send: skb->len
+                // at the rate, which BBR and tcp_update_pacing_rate state in payload bytes);
+                // the RFC stack, as fatpipe always did, by the IP packet.
+                let paced_bytes = if self.stack == Stack::Linux { len } else { ip_bytes };
+                self.next_send_ps = now + transmission_time(paced_bytes as u64, rate);
             }
         }
         out.push(Packet {

@@ -412,8 +412,12 @@ fn rt_prop_after_expiry(variant: BbrVariant, rtt: Time, delayed: bool) -> Time {
     let mut d = Driver::with(cfg);
     d.run(50 * PS_PER_MS, BW_BPS, RTT_PS, Flight::Window);
     assert_eq!(d.bbr.rt_prop_ps(), Some(RTT_PS));
-    // 10 s of samples above RTprop: none refreshes it; the next ACK finds the filter expired.
-    d.run(10 * PS_PER_S, BW_BPS, RTT_PS + PS_PER_MS, Flight::Window);
+    // Samples above RTprop up to the end of its 10 s window: none refreshes it; the next ACK
+    // finds the filter expired.
+    let stamp = d.bbr.min_rtt_stamp_ps;
+    while d.now + STEP_PS <= stamp + DEFAULT_MIN_RTT_WINDOW_PS {
+        d.step(BW_BPS, RTT_PS + PS_PER_MS, Flight::Window);
+    }
     assert_eq!(d.bbr.rt_prop_ps(), Some(RTT_PS));
     let mut sample = d.sample(d.now + STEP_PS, 1000, rtt, 10);
     sample.is_ack_delayed = delayed;
@@ -432,6 +436,29 @@ fn linux_form_does_not_let_a_delayed_ack_refresh_an_expired_rt_prop() {
     // A new minimum is taken, delayed or not.
     let shorter = RTT_PS - PS_PER_MS;
     assert_eq!(rt_prop_after_expiry(BbrVariant::Linux, shorter, true), shorter);
+}
+
+#[test]
+fn linux_form_lets_rt_prop_expire_under_samples_equal_to_it() {
+    // Samples exactly at RTprop (an empty queue, in a simulation) for 11 s: the draft renews
+    // RTprop on each (rtt <= RTprop) and never probes; Linux renews only on a smaller
+    // sample, so its filter expires after 10 s and PROBE_RTT follows.
+    for (variant, probes) in [(BbrVariant::Linux, true), (BbrVariant::Draft, false)] {
+        let mut d = Driver::with(BbrConfig { variant, ..Default::default() });
+        d.reach_probe_bw();
+        let stamp = d.bbr.min_rtt_stamp_ps;
+        let mut entered = None;
+        while d.now < stamp + 11 * PS_PER_S {
+            d.step(BW_BPS, RTT_PS, Flight::Segments(BDP_SEGMENTS));
+            if entered.is_none() && d.bbr.mode() == Mode::ProbeRtt {
+                entered = Some(d.now);
+            }
+        }
+        assert_eq!(entered.is_some(), probes, "{variant:?}");
+        if let Some(t) = entered {
+            assert!(t > stamp + DEFAULT_MIN_RTT_WINDOW_PS && t <= stamp + DEFAULT_MIN_RTT_WINDOW_PS + STEP_PS, "{t}");
+        }
+    }
 }
 
 #[test]

@@ -153,11 +153,19 @@ impl HyStart {
     /// One RTT sample of `delay_us` (Linux `cubictcp_acked` then `hystart_update`); the caller
     /// has folded it into `delay_min_us`.
     fn on_sample(&mut self, s: &mut CcState, delay_us: u64, delay_min_us: u64) {
-        if self.found || !s.in_slow_start() || s.cwnd < self.low_window {
+        if self.found || !s.in_slow_start() {
             return;
         }
         if s.snd_una > self.end_seq {
             self.reset(s);
+        }
+        // Rounds are counted from the first sample, below the low window too (Linux 6.11's
+        // "tcp_cubic: fix incorrect HyStart round start detection"): gated by it, the first
+        // reset came late, and every later round began that far into its ACK train, so
+        // the train test fired a round early (cwnd 272 instead of the kernel's 488 on
+        // 100 Mb/s x 40 ms) or the delay test saw a round's queue as delay.
+        if s.cwnd < self.low_window {
+            return;
         }
         if self.detect.ack_train() {
             let now_us = s.now / PS_PER_US;
@@ -472,6 +480,25 @@ mod tests {
         assert_eq!(ack_train(true, None, quarter_ms, 200 * PS_MS), Some(100 * PS_MS + quarter_ms));
         // ACKs more than hystart_ack_delta (2 ms) apart are no train.
         assert_eq!(ack_train(false, None, 3 * PS_MS, 200 * PS_MS), None);
+    }
+
+    #[test]
+    fn a_round_begins_at_its_first_sample_even_below_the_low_window() {
+        let mut h = linux_hystart(HyStartDetect::AckTrain);
+        let mut s = state(10);
+        h.init(&s);
+        // A round begins at 1 ms with cwnd 10, below hystart_low_window = 16; its ACK train
+        // goes on every 0.25 ms while cwnd grows past 16.
+        new_round(&mut h, &mut s, PS_MS, 100 * PS_MS);
+        let mut now = PS_MS;
+        while !h.found() && now < 200 * PS_MS {
+            now += PS_MS / 4;
+            s.cwnd += 1;
+            sample(&mut h, &mut s, now, 100 * PS_MS, 100 * PS_MS);
+        }
+        // delay_min / 2 = 50 ms after the round began (Linux 6.11+), not after cwnd reached
+        // 16 (which would be 52.75 ms).
+        assert_eq!(now, PS_MS + 50 * PS_MS + PS_MS / 4);
     }
 
     #[test]
