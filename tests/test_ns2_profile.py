@@ -45,6 +45,9 @@ def test_ns2_agents_map_to_the_rfc_recoveries(preset, recovery):
 def test_a_flow_overrides_an_ns2_member_and_other_profiles_keep_theirs():
     tcp = load_scenario(_doc(delayed_ack=True, timestamps=True))["flows"][0]["tcp"]
     assert tcp["delayed_ack"] and tcp["timestamps"]
+    # Another estimator drops the profile's tick (it clocks BSD's estimator only).
+    tcp = load_scenario(_doc(rto_estimator="rfc6298"))["flows"][0]["tcp"]
+    assert (tcp["rto_estimator"], tcp["slow_timer_ps"]) == ("rfc6298", None)
     for profile in ("linux", "linux-2.4", "rfc", "bsd-4.4"):
         doc = _doc(profile=profile)
         doc["flows"][0]["cc"] = "newreno"

@@ -254,6 +254,10 @@ def resolve_tcp_members(
     for key, member in profile.tcp.items():
         if resolved.get(key) is None:
             resolved[key] = parse(key, member.value)
+    if tcp.get("slow_timer") is None and resolved.get("rto_estimator") != "bsd":
+        # The profile's slow timer clocks its BSD estimator only: a flow that picks another
+        # estimator (ns2 with rto_estimator = "rfc6298") does not get it.
+        resolved["slow_timer"] = None
     if profile.stack == "linux" and resolved["rack"]:
         for key, why in (("fack", "RACK replaced FACK (Linux 4.15)"),
                          ("dcr_div", "DCR raises the duplicate-ACK threshold, which RACK does not use")):
