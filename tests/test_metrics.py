@@ -15,6 +15,7 @@ from fatpipe.metrics import (
     fairness_deviation,
     jain_index,
     recovery_events,
+    regain,
     regain_time,
     throughput_ratio,
     utilization_estimate,
@@ -167,20 +168,32 @@ def test_recovery_events_unknown_flow(reference):
 
 def test_regain_time_of_a_drawn_reno_sawtooth_is_w_over_2_rtts():
     # Reno halving at W = 100 and adding one segment per 50 ms RTT: W/2 RTTs = 2.5 s to climb
-    # back, whatever the overshoot before (the first loss at cwnd 400, inflated recovery).
+    # back, whatever the overshoot before (the first loss at cwnd 400, then a fast recovery
+    # whose inflated window climbs for 10 RTTs to 900 and deflates to ssthresh 50).
     rtt, w = 0.05, 100
-    t, cwnd = [0.0], [400.0]
-    t.append(0.01), cwnd.append(600.0)  # the first loss's recovery: an inflated window
-    now = 0.05
+    t, cwnd, th = [0.0], [400.0], [math.nan]
+    for k in range(10):
+        t.append(0.01 + k * rtt), cwnd.append(500.0 + 40 * k), th.append(50.0)
+    now = 0.6
     for _ in range(3):
         for k in range(w // 2, w + 1):
-            t.append(now)
-            cwnd.append(float(k))
+            t.append(now), cwnd.append(float(k)), th.append(50.0)
             now += rtt
     srtt = [rtt] * len(t)
-    assert regain_time(t, cwnd, srtt, 0.0) == pytest.approx(0.05 + (w // 2 - 1) * rtt, abs=rtt)
-    assert math.isnan(regain_time(t, cwnd, srtt, None))  # no loss, no recovery
-    assert math.isnan(regain_time(t[:3], cwnd[:3], srtt[:3], 0.0))  # no climb after the loss
+    out = regain(t, cwnd, srtt, th, 0.0)
+    assert out["cwnd_ceiling_segments"] == w  # not the inflated 860
+    assert out["first_climb_cwnd_segments"] == w // 2
+    assert out["regain_time_s"] == pytest.approx(0.6 + (w // 2 - 1) * rtt, abs=rtt)
+    assert math.isnan(regain_time(t, cwnd, srtt, th, None))  # no loss, no recovery
+    assert math.isnan(regain_time(t[:3], cwnd[:3], srtt[:3], th[:3], 0.0))  # no climb after the loss
+    # A loss between two samples shows no fall (Westwood's slow start at 1 Gb/s, sampled
+    # every 100 ms): the climb runs from the first sample after the loss.
+    t2 = [0.0, 0.1, 0.2] + [0.3 + k * rtt for k in range(w // 2 + 1)] + [0.3 + (w // 2 + 1) * rtt]
+    w2 = [2.0, 50.0, float(w // 2)] + [float(w // 2 + k) for k in range(w // 2 + 1)] + [float(w // 2)]
+    th2 = [math.nan, math.nan] + [float(w // 2)] * (len(t2) - 2)
+    out = regain(t2, w2, [rtt] * len(t2), th2, 0.15)
+    assert out["first_climb_cwnd_segments"] == w // 2 and out["cwnd_ceiling_segments"] == w
+    assert out["regain_time_s"] == pytest.approx(0.3 + (w // 2 - 1) * rtt - 0.15, abs=rtt)
 
 
 def test_regain_time_of_a_simulated_ns2_reno_matches_its_closed_form():

@@ -287,7 +287,7 @@ class Result:
                       "first_climb_cwnd_segments": math.nan}
             if rows is not None and "tcp" in next((f for f in self.scenario["flows"] if f["name"] == flow["name"]), {}):
                 loss = flow.get("first_loss_ps")
-                values = regain(rows["time_s"], rows["cwnd_segments"], rows["srtt_s"],
+                values = regain(rows["time_s"], rows["cwnd_segments"], rows["srtt_s"], rows["ssthresh_segments"],
                                 None if loss is None else loss / PS_PER_S)
             flow.update({k: _json_number(v) for k, v in values.items()})
         self.flows = _flow_table(self.summary["flows"])
