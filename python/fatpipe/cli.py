@@ -4,6 +4,8 @@
 
     fatpipe run SCENARIO.toml [-o OUTDIR] [--seed N] [--no-plots] [--quiet]
     fatpipe emulate SCENARIO.toml [-o OUTDIR] [--seed N] [--no-plots] [--quiet]
+    fatpipe probe serve [--bind ADDR:PORT] [--secret-file FILE] [--data-ports LOW-HIGH]
+    fatpipe probe run HOST[:PORT] SCENARIO.toml [-o OUTDIR] [--simulate] [--secret-file FILE]
     fatpipe compare RUN_A RUN_B [...] [-o OUTDIR] [--labels A,B,...]
     fatpipe validate SCENARIO.toml [--json]
     fatpipe reference [--update docs/scenario.md]
@@ -18,8 +20,9 @@ Every user mistake -- an invalid scenario, a missing or unreadable file, a TOML 
 error, an unwritable output directory, a bad argument -- prints one line
 ``fatpipe: error: <message>`` on stderr and exits with status 2; never a traceback.
 Status 1 means the simulation could not run (the compiled core is missing; an emulation
-without root or whose system calls failed), or, for a sweep, that some of its runs failed
-or were invalid; 130 means interrupted (143: an emulation ended by SIGTERM).
+without root or whose system calls failed; a probe whose daemon could not be reached or
+whose test failed), or, for a sweep, that some of its runs failed or were invalid; 130
+means interrupted (143: an emulation or a probe ended by SIGTERM).
 """
 
 from __future__ import annotations
@@ -115,6 +118,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-realtime-priority", action="store_true",
                    help="leave the relay and the applications at normal priority instead of SCHED_FIFO")
     p.set_defaults(func=_cmd_emulate)
+
+    from .probe.command import add_probe_command
+
+    add_probe_command(commands)
 
     p = commands.add_parser(
         "compare",
@@ -719,6 +726,10 @@ def _summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None
     if "emulation" in summary:
         head = (f"{summary['name']}: {duration_s:g} s emulated with Linux {summary['emulation']['kernel']} "
                 f"({wall_s:.1f} s wall with setup), {summary['events']:,} link events, seed {summary['seed']}")
+    elif "probe" in summary:
+        p = summary["probe"]
+        head = (f"{summary['name']}: {duration_s:g} s probed between {p['controller']['hostname']} ({p['controller']['address']}) "
+                f"and {p['daemon']['hostname']} ({p['daemon']['address']}) ({wall_s:.1f} s wall with setup)")
     else:
         head = (f"{summary['name']}: {duration_s:g} s simulated in {wall_s:.1f} s wall{speed}, "
                 f"{summary['events']:,} events, seed {summary['seed']}")
@@ -752,7 +763,8 @@ def _summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None
             [[f["name"], f"{f['requests_completed']}/{requested[f['name']]}", f["connections"], f["request_retransmissions"]] for f in http],
         )
         lines.append("")
-    lines += _link_table(summary["links"], scenario)
+    if summary["links"]:  # a probe run has none: the path is real
+        lines += _link_table(summary["links"], scenario)
     return "\n".join(lines)
 
 

@@ -54,6 +54,8 @@ def relative_difference(value: Optional[float], reference: Optional[float]) -> O
 
 
 def _kind(result: Result) -> str:
+    if "probe" in result.summary:
+        return "probed"
     e = result.summary.get("emulation")
     if e is None:
         return "simulated"

@@ -343,6 +343,8 @@ def plot_time_sequence(
 
 
 def _sender_capture(result: "Result", node: int) -> Path:
+    if "probe" in result.summary:
+        raise PlotUnavailable("time_sequence: a probe run has no packet capture (a probe captures no packets)")
     names = {n_i: n["name"] for n_i, n in enumerate(result.scenario["nodes"])}
     host = names.get(node, "")
     path = result.capture_files.get(host)

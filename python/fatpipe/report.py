@@ -185,6 +185,45 @@ def _emulation_section(s: Dict[str, Any]) -> str:
     )
 
 
+def _probe_section(s: Dict[str, Any]) -> str:
+    """A probe run's hosts, measured path, what it ignored, and what each host's kernel was
+    asked and granted (docs/probe.md); nothing for other runs."""
+    p = s.get("probe")
+    if not p:
+        return ""
+    path = p["path"]
+    ms = lambda ps: _fmt(None if ps is None else ps / 1e9)  # noqa: E731
+    hosts = [[html.escape(side), html.escape(str(p[side]["hostname"])), html.escape(str(p[side]["address"])),
+              html.escape(str(p[side]["kernel"])), html.escape(str(p[side]["software"]))] for side in ("controller", "daemon")]
+    rows = []
+    for f in s["flows"]:
+        k = f.get("probe", {})
+        if "snd_buffer_asked_bytes" in k:
+            rows.append([html.escape(f["name"]), html.escape(k["sender"]), html.escape(str(k.get("congestion_control"))),
+                         _fmt(k["snd_buffer_asked_bytes"]), _fmt(k.get("snd_buffer_granted_bytes")), _fmt(k["rcv_buffer_asked_bytes"]),
+                         _fmt(k.get("rcv_buffer_granted_bytes")), _fmt(k.get("max_receiver_window_bytes"))])
+    notes = "".join(f"<li>{html.escape(f['name'])}: {html.escape(n)}</li>" for f in s["flows"] for n in f.get("probe", {}).get("notes", []))
+    ignored = "; ".join(html.escape(i) for i in p.get("ignored", []))
+    return (
+        "<h2>Probe</h2><p>Real hosts over a real network" + (", authenticated by the shared secret" if p.get("authenticated") else "")
+        + f". Base RTT {ms(path['base_rtt_ps'])} ms (control connection), path MTU {_fmt(path.get('path_mtu_bytes'))} bytes; "
+        f"the hosts' clocks agree within {ms(path['clock_offset_bound_ps'])} ms.</p>"
+        + _table(["host", "name", "address", "kernel", "software"], hosts)
+        + (_table(["flow", "sent by", "kernel algorithm", "snd_buffer asked", "granted", "rcv_buffer asked", "granted",
+                   "largest window announced"], rows) if rows else "")
+        + (f'<p class="note">Not used by a probe: {ignored}.</p>' if ignored else "")
+        + (f'<p class="note">Where the hosts or Linux depart from the scenario:</p><ul class="note">{notes}</ul>' if notes else "")
+    )
+
+
+def _run_kind(s: Dict[str, Any]) -> str:
+    if "emulation" in s:
+        return "emulated with Linux " + html.escape(str(s["emulation"].get("kernel")))
+    if "probe" in s:
+        return f"probed between {html.escape(str(s['probe']['controller']['hostname']))} and {html.escape(str(s['probe']['daemon']['address']))}"
+    return "simulated"
+
+
 def _png(draw: Callable[[Path], str]) -> Tuple[str, str]:
     """Draws into a temporary PNG; returns (title, data URI)."""
     with tempfile.TemporaryDirectory(prefix="fatpipe-report-") as tmp:
@@ -330,9 +369,10 @@ def write_report(run_dir: PathLike, path: Optional[PathLike] = None) -> Path:
 <style>{_STYLE}</style></head>
 <body>
 <h1>fatpipe report: {name}</h1>
-<p>{_fmt(s.get("duration_s"))} s {"emulated with Linux " + html.escape(str(s["emulation"].get("kernel"))) if "emulation" in s else "simulated"}, seed {_fmt(s.get("seed"))}, {_fmt(s.get("events"))} events,
+<p>{_fmt(s.get("duration_s"))} s {_run_kind(s)}, seed {_fmt(s.get("seed"))}, {_fmt(s["events"]) + " events, " if "events" in s else ""}
 total goodput {_fmt(s.get("total_goodput_bps"), 1e6)} Mb/s. fatpipe {html.escape(str(s.get("fatpipe_version", "")))}.</p>
 {_emulation_section(s)}
+{_probe_section(s)}
 <h2>Flows</h2>
 {_flows_table(result)}
 <h2>Links</h2>

@@ -305,7 +305,8 @@ class Result:
 
     def _build_queue_series(self, cols: Mapping[str, Any]) -> pd.DataFrame:
         time_ps = _int64(cols["time_ps"])
-        codes = np.asarray(cols["link"])
+        # As integers even when empty (a probe run has no links).
+        codes = _codes(cols["link"])
         names = self._link_names
         rate = np.array([link["rate_bps"] for link in self.scenario["links"]], dtype=np.float64)
         columns: Dict[str, Any] = {"time_s": time_ps / PS_PER_S, "link": _categories(codes, names)}

@@ -119,11 +119,18 @@ fn endpoints(i: u32, spec: &FlowSpec, conn: u16, seed: u64) -> (TcpSender, TcpRe
 /// [0, start_jitter] late, from the scenario seed and the flow's name.
 fn jittered_flows(scenario: &mut Scenario) {
     for f in &mut scenario.flows {
-        if f.start_jitter_ps > 0 {
-            let mut rng = Rng::for_element(scenario.seed, &format!("{}/start_jitter", f.name));
-            f.source.delay_start((rng.uniform() * f.start_jitter_ps as f64) as Time);
-        }
+        f.source.delay_start(start_jitter(scenario.seed, f));
     }
+}
+
+/// How late flow `f` starts by its start jitter (drawn from `seed` and its name; 0 without
+/// jitter): the same draw wherever a scenario runs (simulated, or on real hosts).
+pub fn start_jitter(seed: u64, f: &FlowSpec) -> Time {
+    if f.start_jitter_ps == 0 {
+        return 0;
+    }
+    let mut rng = Rng::for_element(seed, &format!("{}/start_jitter", f.name));
+    (rng.uniform() * f.start_jitter_ps as f64) as Time
 }
 
 impl Flow {

@@ -19,6 +19,7 @@ use crate::kernel::{self, FlowKnobs, RouteMetrics};
 use crate::netns::{self, Interfaces, Namespace};
 use crate::relay::{self, FlowPorts, Port, Relay, RelayOptions, RelayReport, Shared};
 use crate::sampler::{self, SampledFlow, SamplerOutput};
+use crate::traffic::app::{self, App, Obtain};
 use crate::traffic::tcp::{TcpListener, TcpStream, Writer};
 use crate::traffic::udp::UdpSocket;
 use crate::traffic::{self, Counters, Schedule};
@@ -141,7 +142,12 @@ impl Emulation {
     /// Sets up the emulation of the normalized scenario `json` (its captures' paths are
     /// where the pcap files go).
     pub fn new(json: &str, options: Options) -> Result<Emulation, Error> {
-        let scenario = Scenario::from_json(json).map_err(Error::Scenario)?;
+        let mut scenario = Scenario::from_json(json).map_err(Error::Scenario)?;
+        // Start jitter: the simulation's own draw, so a flow starts when it would there.
+        let seed = scenario.seed;
+        for f in &mut scenario.flows {
+            f.source.delay_start(fatpipe_core::sim::start_jitter(seed, f));
+        }
         let raw: Value = serde_json::from_str(json).map_err(|e| Error::Scenario(e.to_string()))?;
         if !netns::has_privileges() {
             return Err(Error::Privileges(
@@ -321,7 +327,7 @@ impl Emulation {
                 });
                 continue;
             }
-            self.spawn_tcp(i, schedule, clock)?;
+            self.spawn_tcp(i, schedule)?;
         }
         let sampled = self
             .flows
@@ -344,63 +350,50 @@ impl Emulation {
                     if realtime {
                         relay::set_realtime_priority(relay::APPLICATION_PRIORITY);
                     }
-                    sampler::run(sampled, interval, schedule, shared.clone(), &shared.stop)
+                    sampler::run(sampled, interval, schedule, Some(shared.clone()), &shared.stop)
                 })
                 .map_err(system("sampler thread"))?,
         );
         Ok(())
     }
 
-    fn spawn_tcp(&mut self, i: usize, schedule: Schedule, clock: Clock) -> Result<(), Error> {
+    fn spawn_tcp(&mut self, i: usize, schedule: Schedule) -> Result<(), Error> {
         let f = &mut self.flows[i];
         let name = f.spec.name.clone();
-        let t = f.spec.tcp().clone();
         let knobs = f.knobs.clone().expect("TCP flows have knobs");
-        let writer = match &f.spec.source {
-            SourceSpec::Bulk(b) => Writer::Bulk { bytes: b.bytes },
-            SourceSpec::Burst(b) => {
-                Writer::Burst { burst_bytes: b.burst_bytes, period_ps: b.period_ps, carry_over: b.carry_over }
-            }
-            _ => unreachable!("checked by plan_flows"),
-        };
-        let handshake = f.spec.tcp().handshake;
-        // A flow with a handshake connects when its application starts.
-        let listener = f.listener.take();
-        let (sender, receiver, counters) = (f.sender.clone(), f.receiver.clone(), f.counters.clone());
-        let (src, dst, ports) = (f.spec.src, f.spec.dst, f.ports);
-        let ns_src = self.host(src).ns.try_clone().map_err(system(&name))?;
-        let timeout = self.options.connect_timeout_ps;
-        let shared = self.shared.clone();
-        let sender_opts = knobs.sender.clone();
-        self.spawn(format!("{name} sender"), move || {
-            if handshake {
-                if !schedule.sleep_until(schedule.start_ps, &shared.stop) {
-                    return Ok(());
-                }
+        let writer = Writer::of(&f.spec.source).expect("checked by plan_flows");
+        // A flow with a handshake connects when its application starts, from its host.
+        let obtain = if f.spec.tcp().handshake {
+            let (src, dst, ports) = (f.spec.src, f.spec.dst, f.ports);
+            let ns_src = self.host(src).ns.try_clone().map_err(system(&name))?;
+            let opts = knobs.sender.clone();
+            let connect: app::Connect = Box::new(move |timeout_ps| {
                 ns_src.enter()?;
-                // Never past the run's end: the thread ends with it.
-                let timeout = timeout.min(schedule.end_ps.saturating_sub(clock.now()));
-                let stream = TcpStream::connect(
+                TcpStream::connect(
                     (node_ip(src), ports.sender_port),
                     (node_ip(dst), ports.receiver_port),
-                    &sender_opts,
-                    timeout,
-                )?;
-                let _ = sender.set(stream);
-            }
-            let Some(stream) = sender.get() else { return Ok(()) };
-            traffic::tcp::send(stream, writer, &schedule, &counters, &shared.stop)
+                    &opts,
+                    timeout_ps,
+                )
+            });
+            Obtain::ConnectAtStart { connect, timeout_ps: self.options.connect_timeout_ps }
+        } else {
+            Obtain::Open
+        };
+        let f = &mut self.flows[i];
+        let (sender, counters, shared) = (f.sender.clone(), f.counters.clone(), self.shared.clone());
+        self.spawn(format!("{name} sender"), move || {
+            app::run(obtain, &sender, App::Send(writer), &schedule, &counters, &shared.stop)
         });
-        let (counters, shared) = (self.flows[i].counters.clone(), self.shared.clone());
-        let drain = t.receiver_drain_rate_bps;
-        let quick_ack = knobs.quick_ack;
+        let f = &mut self.flows[i];
+        let obtain = match f.listener.take() {
+            Some(listener) => Obtain::Accept { listener, peer: None },
+            None => Obtain::Open,
+        };
+        let (receiver, counters, shared) = (f.receiver.clone(), f.counters.clone(), self.shared.clone());
+        let receive = App::Receive { drain_rate_bps: f.spec.tcp().receiver_drain_rate_bps, quick_ack: knobs.quick_ack };
         self.spawn(format!("{name} receiver"), move || {
-            if let Some(listener) = listener {
-                let wait = schedule.end_ps.saturating_sub(clock.now());
-                let _ = receiver.set(listener.accept(wait)?);
-            }
-            let Some(stream) = receiver.get() else { return Ok(()) };
-            traffic::tcp::receive(stream, drain, quick_ack, &schedule, &counters, &shared.stop)
+            app::run(obtain, &receiver, receive, &schedule, &counters, &shared.stop)
         });
         Ok(())
     }
@@ -549,10 +542,15 @@ fn plan_flows(scenario: &Scenario, raw: &Value, available: &[String]) -> Result<
                     .and_then(|v| v.split_whitespace().next().and_then(|x| x.parse::<u64>().ok()))
             };
             let module = |m: &str, p: &str| std::fs::read_to_string(format!("/sys/module/{m}/parameters/{p}")).ok();
-            Some(
-                kernel::flow_knobs(spec, cc, available, &value, &module)
-                    .map_err(|e| Error::Scenario(format!("{label}.cc: {e}")))?,
-            )
+            let mut k = kernel::flow_knobs(spec, cc, available, &value, &module)
+                .map_err(|e| Error::Scenario(format!("{label}.cc: {e}")))?;
+            // A namespace cannot raise net.core.rmem_max / wmem_max (read-only outside the
+            // initial namespace), and raising the machine's would touch every other
+            // program: force instead.
+            k.sender.force_buffers = true;
+            k.receiver.force_buffers = true;
+            k.notes.extend(kernel::buffer_notes(spec, (&value, true), (&value, true)));
+            Some(k)
         };
         let ports = FlowPorts {
             udp,

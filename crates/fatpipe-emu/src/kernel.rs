@@ -115,20 +115,8 @@ pub fn flow_knobs(
     }
     k.sender.snd_buffer_bytes = Some(t.snd_buffer_bytes);
     k.receiver.rcv_buffer_bytes = Some(t.rcv_buffer_bytes);
-    // A namespace cannot raise net.core.rmem_max / wmem_max (read-only outside the initial
-    // namespace), and raising the machine's would touch every other program: force instead.
-    k.sender.force_buffers = true;
-    k.receiver.force_buffers = true;
-    for (what, asked, ceiling) in [
-        ("snd_buffer", t.snd_buffer_bytes, "net.core.wmem_max"),
-        ("rcv_buffer", t.rcv_buffer_bytes, "net.core.rmem_max"),
-    ] {
-        if let Some(max) = sysctl_value(ceiling).filter(|&max| asked > max) {
-            k.notes.push(format!(
-                "{what} {asked} bytes is above {ceiling} ({max}), where a plain setsockopt would be silently capped; the emulator forces it (SO_*BUFFORCE), and the kernel doubles it for its bookkeeping"
-            ));
-        }
-    }
+    // fatpipe's sender has no Nagle algorithm: a short segment leaves when the window allows.
+    k.sender.nodelay = true;
     let bool01 = |b: bool| if b { "1" } else { "0" }.to_string();
     for sysctls in [&mut k.sender_sysctls, &mut k.receiver_sysctls] {
         sysctls.insert("net.ipv4.tcp_window_scaling", bool01(t.window_scaling));
@@ -213,6 +201,87 @@ pub fn flow_knobs(
     }
     k.sender_route.ssthresh = t.initial_ssthresh_segments;
     Ok(k)
+}
+
+/// A host as `buffer_notes` sees it: its numeric sysctls, and whether the buffers are set
+/// with SO_*BUFFORCE past its ceilings (the emulator, whose namespaces' read-only ceilings
+/// would otherwise cap them; a probe with CAP_NET_ADMIN).
+pub type BufferHost<'a> = (&'a dyn Fn(&str) -> Option<u64>, bool);
+
+/// Where `snd_buffer` (on the sending host) or `rcv_buffer` (on the receiving one) is above
+/// the host's ceiling (net.core.wmem_max, rmem_max), where a plain setsockopt is capped
+/// without a word.
+pub fn buffer_notes(spec: &FlowSpec, sender: BufferHost, receiver: BufferHost) -> Vec<String> {
+    let Some(t) = spec.tcp.as_ref() else { return Vec::new() };
+    let mut notes = Vec::new();
+    for (what, asked, ceiling, (sysctl_value, forced)) in [
+        ("snd_buffer", t.snd_buffer_bytes, "net.core.wmem_max", sender),
+        ("rcv_buffer", t.rcv_buffer_bytes, "net.core.rmem_max", receiver),
+    ] {
+        if let Some(max) = sysctl_value(ceiling).filter(|&max| asked > max) {
+            notes.push(if forced {
+                format!("{what} {asked} bytes is above {ceiling} ({max}), where a plain setsockopt would be silently capped; it is forced (SO_*BUFFORCE), and the kernel doubles it for its bookkeeping")
+            } else {
+                format!("{what} {asked} bytes is above {ceiling} ({max}) and the process lacks CAP_NET_ADMIN to force it: the kernel caps it at {max} (the granted size is reported)")
+            });
+        }
+    }
+    notes
+}
+
+/// Every sysctl `flow_knobs` may ask a host for, the buffer ceilings `buffer_notes` reads,
+/// and the host's default algorithm: what `fatpipe probe`, which never changes a host's
+/// settings, reads on each host to say where a host departs from what a flow asks.
+pub const HOST_SYSCTLS: [&str; 19] = [
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.ipv4.tcp_window_scaling",
+    "net.ipv4.tcp_timestamps",
+    "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_ecn",
+    "net.ipv4.tcp_reordering",
+    "net.ipv4.tcp_rto_min_us",
+    "net.ipv4.tcp_rto_max_ms",
+    "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_pacing_ss_ratio",
+    "net.ipv4.tcp_pacing_ca_ratio",
+    "net.ipv4.tcp_recovery",
+    "net.ipv4.tcp_early_retrans",
+    "net.ipv4.tcp_frto",
+    "net.ipv4.tcp_max_reordering",
+    "net.ipv4.tcp_dsack",
+    "net.ipv4.tcp_no_metrics_save",
+    "net.ipv4.tcp_congestion_control",
+];
+
+/// One note per sysctl a flow asks of a host that the host has otherwise (`actual` reads
+/// the host's value; a sysctl the host lacks is noted too). `host` names the host.
+pub fn host_setting_notes(
+    wanted: &BTreeMap<&'static str, String>,
+    actual: &dyn Fn(&str) -> Option<String>,
+    host: &str,
+) -> Vec<String> {
+    wanted
+        .iter()
+        .filter_map(|(&key, value)| match actual(key) {
+            Some(v) if v.split_whitespace().eq(value.split_whitespace()) => None,
+            Some(v) => Some(format!("{key} is {v} on {host}; the flow asks for {value} (not changed: a probe never changes a host's settings)")),
+            None => Some(format!("{key} does not exist on {host}; the flow asks for {value}")),
+        })
+        .collect()
+}
+
+/// A note for route metrics the flow needs (the initial window, a fixed initial ssthresh),
+/// which a probe does not set: they belong to the host's routing table.
+pub fn route_notes(route: &RouteMetrics, host: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(n) = route.initcwnd {
+        notes.push(format!("initial_window {n}: Linux takes it from a route metric (ip route ... initcwnd {n}) that a probe does not set on {host}; the route's own (10 unless set) applies"));
+    }
+    if let Some(n) = route.ssthresh {
+        notes.push(format!("initial_ssthresh {n}: Linux takes it from a route metric (ip route ... ssthresh lock {n}) that a probe does not set on {host}"));
+    }
+    notes
 }
 
 /// The loss detection and recovery stack: the Linux stack's members become the namespace's
@@ -419,9 +488,40 @@ mod tests {
         let text = k.notes.join("\n");
         assert!(text.contains("cubic beta = 0.5: the kernel runs 0.7002"), "{text}");
         assert!(text.contains("recovers as NewReno") && text.contains("Limited Slow Start"), "{text}");
-        // 8 MiB asked, 4 MiB ceiling: the plain setsockopt would be capped, so it is forced.
-        assert!(text.contains("rcv_buffer 8388608 bytes is above net.core.rmem_max (4194304)"), "{text}");
-        assert!(k.receiver.force_buffers && k.sender.force_buffers);
+        // 8 MiB asked, 4 MiB ceiling: the plain setsockopt would be capped; forced or not.
+        let small = |_: &str| Some(4194304);
+        let large = |_: &str| Some(1 << 30);
+        let forced = buffer_notes(&spec, (&small, true), (&small, true)).join("\n");
+        assert!(forced.contains("rcv_buffer 8388608 bytes is above net.core.rmem_max (4194304)"), "{forced}");
+        assert!(forced.contains("forced (SO_*BUFFORCE)"), "{forced}");
+        // Each buffer against its own host's ceiling.
+        let capped = buffer_notes(&spec, (&large, false), (&small, false));
+        assert_eq!(capped.len(), 1, "{capped:?}");
+        assert!(capped[0].starts_with("rcv_buffer") && capped[0].contains("lacks CAP_NET_ADMIN"), "{capped:?}");
+        assert!(capped[0].contains("caps it at 4194304"), "{capped:?}");
+        assert!(buffer_notes(&spec, (&large, false), (&large, false)).is_empty());
+    }
+
+    #[test]
+    fn every_sysctl_a_flow_asks_for_is_one_a_probe_reads() {
+        let mut t = tcp();
+        t["ecn"] = json!(true);
+        t["dupack_threshold"] = json!(5);
+        t["pacing_gain"] = json!(1.2);
+        t["recovery"] = json!("newreno");
+        let (spec, cc) = flow(t, json!({"algorithm": "bbr"}));
+        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
+        assert!(k.sender_sysctls.len() >= 15, "{:?}", k.sender_sysctls);
+        for key in k.sender_sysctls.keys().chain(k.receiver_sysctls.keys()) {
+            assert!(HOST_SYSCTLS.contains(key), "{key} is not in HOST_SYSCTLS");
+        }
+        assert!(k.sender.nodelay, "fatpipe's sender has no Nagle algorithm");
+        // A host that has the flow's settings gets no note; one that differs gets one line.
+        let same = |key: &str| k.sender_sysctls.get(key).cloned();
+        assert!(host_setting_notes(&k.sender_sysctls, &same, "the daemon's host").is_empty());
+        let other = |key: &str| if key == "net.ipv4.tcp_sack" { Some("1".to_string()) } else { same(key) };
+        let notes = host_setting_notes(&k.sender_sysctls, &other, "the daemon's host");
+        assert_eq!(notes, ["net.ipv4.tcp_sack is 1 on the daemon's host; the flow asks for 0 (not changed: a probe never changes a host's settings)"]);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub mod ip;
 pub mod kernel;
 pub mod lateness;
 pub mod netns;
-mod output;
+pub mod output;
 pub mod relay;
 mod rtnl;
 pub mod sampler;

@@ -178,12 +178,20 @@ fn set_sockaddr(req: &mut libc::ifreq, ip: [u8; 4]) {
     unsafe { std::ptr::write((&mut req.ifr_ifru.ifru_addr as *mut libc::sockaddr).cast::<libc::sockaddr_in>(), sin) };
 }
 
+/// Capability bits of linux/capability.h.
+pub const CAP_NET_ADMIN: u64 = 1 << 12;
+pub const CAP_SYS_ADMIN: u64 = 1 << 21;
+
 /// Whether the process may create namespaces and TUN devices: CAP_SYS_ADMIN (unshare,
 /// setns) and CAP_NET_ADMIN (TUN, interface settings) in its effective set.
 pub fn has_privileges() -> bool {
+    has_capabilities(CAP_SYS_ADMIN | CAP_NET_ADMIN)
+}
+
+/// Whether the process's effective capability set holds every bit of `mask`.
+pub fn has_capabilities(mask: u64) -> bool {
     let Ok(status) = fs::read_to_string("/proc/self/status") else { return false };
     let Some(line) = status.lines().find(|l| l.starts_with("CapEff:")) else { return false };
     let Ok(caps) = u64::from_str_radix(line["CapEff:".len()..].trim(), 16) else { return false };
-    let need = (1u64 << 21) | (1u64 << 12); // CAP_SYS_ADMIN, CAP_NET_ADMIN
-    caps & need == need
+    caps & mask == mask
 }

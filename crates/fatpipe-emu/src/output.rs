@@ -9,14 +9,16 @@
 use crate::emulation::{Emulation, FlowState};
 use crate::relay::{FlowNet, RelayReport};
 use crate::sampler::{FinalState, SamplerOutput};
-use crate::traffic::tcp_info::{Field, INFINITE_SSTHRESH, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
+use crate::traffic::tcp::Granted;
+use crate::traffic::tcp_info::{Field, Sampled, INFINITE_SSTHRESH, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
+use crate::traffic::CountersSnapshot;
 use fatpipe_core::net::routing::routing_table;
 use fatpipe_core::packet::{IPV4_TCP_HEADER_BYTES, IPV4_UDP_HEADER_BYTES, TCP_TIMESTAMPS_OPTION_BYTES};
-use fatpipe_core::scenario::Scenario;
+use fatpipe_core::scenario::{FlowSpec, Scenario};
 use fatpipe_core::source::SourceSpec;
 use fatpipe_core::time::{Time, PS_PER_US};
 use serde_json::{json, Map, Value};
-use std::sync::atomic::Ordering;
+use std::collections::BTreeMap;
 
 /// The release lateness a run may reach at its 99th percentile and still count as kept up:
 /// 1 % of the shortest round-trip propagation delay of its flows (what an RTT sample may be
@@ -85,38 +87,55 @@ pub fn document(emu: &Emulation, relay: RelayReport, sampler: SamplerOutput) -> 
     })
 }
 
-fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Value {
-    let spec = &f.spec;
+/// What a run on real sockets knows of a TCP flow at its end, wherever its two ends ran (the
+/// emulator holds both; `fatpipe probe` brings each host's readings together).
+pub struct TcpFlowEnd<'a> {
+    pub spec: &'a FlowSpec,
+    /// The kernel's name of the algorithm asked for.
+    pub congestion_asked: &'a str,
+    /// The sending and receiving sockets' last TCP_INFO and what the kernel granted them.
+    pub sender: Option<Sampled>,
+    pub receiver: Option<Sampled>,
+    pub granted_sender: Option<Granted>,
+    pub granted_receiver: Option<Granted>,
+    /// The largest window the receiver announced, as the sender saw it.
+    pub max_peer_window_bytes: u32,
+    /// The sending and the receiving application's counters.
+    pub sent: &'a CountersSnapshot,
+    pub got: &'a CountersSnapshot,
+    pub notes: &'a [String],
+}
+
+/// A TCP flow's summary entry with the keys a real stack fills (docs/emulation.md), and the
+/// section of what the kernel was asked and granted (the caller files it under its name).
+pub fn tcp_entry(f: &TcpFlowEnd) -> (Map<String, Value>, Map<String, Value>) {
+    let spec = f.spec;
     let t = spec.tcp();
-    let counters = &f.counters;
-    let read = counters.read.load(Ordering::Relaxed);
-    let tx = last.sender.map(|s| s.info);
-    let rx = last.receiver;
-    let granted_tx = f.sender.get().and_then(|s| s.granted().ok());
-    let granted_rx = f.receiver.get().and_then(|s| s.granted().ok());
-    let knobs = f.knobs.as_ref().expect("TCP flows have knobs");
+    let read = f.got.read;
+    let tx = f.sender.map(|s| s.info);
     let options = tx.map(|i| i.options).unwrap_or(0);
     let completed = match &spec.source {
         SourceSpec::Bulk(b) => b.bytes.is_some_and(|bytes| read >= bytes),
         _ => false,
     };
+    let congestion = f.granted_sender.as_ref().map(|g| g.congestion.clone());
     let mut e = Map::new();
     e.insert("name".into(), json!(spec.name));
     e.insert("transport".into(), json!("tcp"));
     e.insert("group".into(), json!(spec.group));
-    e.insert("algorithm".into(), json!(granted_tx.as_ref().map(|g| g.congestion.clone())));
+    e.insert("algorithm".into(), json!(congestion));
     e.insert("mss_bytes".into(), json!(tx.map(|i| i.snd_mss)));
     e.insert(
         "header_bytes".into(),
         json!(IPV4_TCP_HEADER_BYTES + if options & OPT_TIMESTAMPS != 0 { TCP_TIMESTAMPS_OPTION_BYTES } else { 0 }),
     );
     e.insert("start_ps".into(), json!(spec.source.start_ps()));
-    e.insert("end_ps".into(), json!(counters.last_read()));
+    e.insert("end_ps".into(), json!(f.got.last_read_ps));
     e.insert("completed".into(), json!(completed));
-    e.insert("bytes_delivered".into(), json!(rx.map_or(0, |r| r.info.bytes_received)));
+    e.insert("bytes_delivered".into(), json!(f.receiver.map_or(0, |r| r.info.bytes_received)));
     e.insert("bytes_read".into(), json!(read));
-    e.insert("bytes_written".into(), json!(counters.written.load(Ordering::Relaxed)));
-    if let Some(s) = last.sender {
+    e.insert("bytes_written".into(), json!(f.sent.written));
+    if let Some(s) = f.sender {
         let i = s.info;
         if s.has(Field::BytesSent) {
             e.insert("bytes_sent".into(), json!(i.bytes_sent));
@@ -136,75 +155,97 @@ fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Val
     } else {
         e.insert("bytes_sent".into(), json!(0));
     }
-    if let Some(r) = rx.filter(|r| r.has(Field::RcvOooPack)) {
+    if let Some(r) = f.receiver.filter(|r| r.has(Field::RcvOooPack)) {
         e.insert("out_of_order_segments".into(), json!(r.info.rcv_ooopack));
     }
-    let is_burst = matches!(spec.source, SourceSpec::Burst(_));
-    e.insert("bursts".into(), json!(counters.bursts.load(Ordering::Relaxed)));
-    e.insert("failed_burst_cycles".into(), json!(counters.failed_cycles.load(Ordering::Relaxed)));
-    e.insert("data_packets_lost".into(), json!(net.data_packets_lost));
-    e.insert("data_bytes_lost".into(), json!(net.data_bytes_lost));
-    e.insert("retransmissions_lost".into(), json!(net.retransmissions_lost));
-    e.insert("ack_packets_lost".into(), json!(net.ack_packets_lost));
-    e.insert("setup_packets_lost".into(), json!(net.setup_packets_lost));
-    e.insert("first_send_ps".into(), json!(net.first_data_ps.map(|t| t.saturating_sub(epoch))));
+    e.insert("bursts".into(), json!(f.sent.bursts));
+    e.insert("failed_burst_cycles".into(), json!(f.sent.failed_cycles));
     e.insert("connections".into(), json!(1));
-    e.insert("syn_retransmits".into(), json!(net.syns.saturating_sub(1)));
-    e.insert("synack_retransmits".into(), json!(net.synacks.saturating_sub(1)));
-    let writer = if is_burst { "burst" } else { "bulk" };
-    e.insert(
-        "emulation".into(),
-        json!({
-            "writer": writer,
-            "congestion_control": granted_tx.as_ref().map(|g| g.congestion.clone()),
-            "congestion_control_asked": knobs.congestion,
-            "mss_asked_bytes": t.mss_bytes,
-            "snd_buffer_asked_bytes": t.snd_buffer_bytes,
-            "snd_buffer_granted_bytes": granted_tx.as_ref().map(|g| g.snd_buffer_bytes),
-            "rcv_buffer_asked_bytes": t.rcv_buffer_bytes,
-            "rcv_buffer_granted_bytes": granted_rx.as_ref().map(|g| g.rcv_buffer_bytes),
-            "max_receiver_window_bytes": last.max_peer_window_bytes,
-            "negotiated": {
-                "timestamps": options & OPT_TIMESTAMPS != 0,
-                "sack": options & OPT_SACK != 0,
-                "window_scaling": options & OPT_WSCALE != 0,
-                "ecn": options & OPT_ECN != 0,
-            },
-            "wire_data_segments": net.data_segments,
-            "wire_retransmitted_segments": net.retransmitted_segments,
-            "notes": knobs.notes,
-        }),
-    );
-    Value::Object(e)
+    let writer = if matches!(spec.source, SourceSpec::Burst(_)) { "burst" } else { "bulk" };
+    let kernel = json!({
+        "writer": writer,
+        "congestion_control": congestion,
+        "congestion_control_asked": f.congestion_asked,
+        "mss_asked_bytes": t.mss_bytes,
+        "snd_buffer_asked_bytes": t.snd_buffer_bytes,
+        "snd_buffer_granted_bytes": f.granted_sender.as_ref().map(|g| g.snd_buffer_bytes),
+        "rcv_buffer_asked_bytes": t.rcv_buffer_bytes,
+        "rcv_buffer_granted_bytes": f.granted_receiver.as_ref().map(|g| g.rcv_buffer_bytes),
+        "max_receiver_window_bytes": f.max_peer_window_bytes,
+        "negotiated": {
+            "timestamps": options & OPT_TIMESTAMPS != 0,
+            "sack": options & OPT_SACK != 0,
+            "window_scaling": options & OPT_WSCALE != 0,
+            "ecn": options & OPT_ECN != 0,
+        },
+        "notes": f.notes,
+    });
+    let Value::Object(kernel) = kernel else { unreachable!("an object") };
+    (e, kernel)
 }
 
-fn udp_flow(f: &FlowState, relay: &RelayReport, i: usize) -> Value {
-    let spec = &f.spec;
-    let net = &relay.flows[i];
-    let c = &f.counters;
-    let sent = c.datagrams_sent.load(Ordering::Relaxed);
-    let received = c.datagrams_received.load(Ordering::Relaxed);
-    json!({
+/// A UDP flow's summary entry from its applications: what the sender sent and the receiver
+/// got (losses and what was in flight are the caller's: only the network knows them).
+pub fn udp_entry(spec: &FlowSpec, sent: &CountersSnapshot, got: &CountersSnapshot) -> Map<String, Value> {
+    let entry = json!({
         "name": spec.name,
         "transport": "udp",
         "source": spec.source.kind(),
         "payload_bytes": spec.source.udp_payload_bytes(),
         "header_bytes": IPV4_UDP_HEADER_BYTES,
         "start_ps": spec.source.start_ps(),
-        "end_ps": c.last_read(),
-        "bytes_sent": c.written.load(Ordering::Relaxed),
-        "bytes_delivered": c.read.load(Ordering::Relaxed),
-        "bytes_lost": net.datagram_bytes_lost,
-        "datagrams_sent": sent,
-        "datagrams_received": received,
-        "datagrams_lost": net.datagrams_lost,
-        "datagrams_in_flight_at_end": relay.datagrams_in_flight[i],
-        "emulation": {
-            // Sent by the application but never seen by the relay, or delivered by the relay
-            // and never read: lost inside the hosts' kernels.
-            "datagrams_dropped_in_hosts": sent.saturating_sub(net.datagrams_entered) + net.datagrams_delivered.saturating_sub(received),
-        },
-    })
+        "end_ps": got.last_read_ps,
+        "bytes_sent": sent.written,
+        "bytes_delivered": got.read,
+        "datagrams_sent": sent.datagrams_sent,
+        "datagrams_received": got.datagrams_received,
+    });
+    let Value::Object(entry) = entry else { unreachable!("an object") };
+    entry
+}
+
+fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Value {
+    let counters = f.counters.snapshot();
+    let knobs = f.knobs.as_ref().expect("TCP flows have knobs");
+    let (mut e, mut kernel) = tcp_entry(&TcpFlowEnd {
+        spec: &f.spec,
+        congestion_asked: &knobs.congestion,
+        sender: last.sender,
+        receiver: last.receiver,
+        granted_sender: f.sender.get().and_then(|s| s.granted().ok()),
+        granted_receiver: f.receiver.get().and_then(|s| s.granted().ok()),
+        max_peer_window_bytes: last.max_peer_window_bytes,
+        sent: &counters,
+        got: &counters,
+        notes: &knobs.notes,
+    });
+    e.insert("data_packets_lost".into(), json!(net.data_packets_lost));
+    e.insert("data_bytes_lost".into(), json!(net.data_bytes_lost));
+    e.insert("retransmissions_lost".into(), json!(net.retransmissions_lost));
+    e.insert("ack_packets_lost".into(), json!(net.ack_packets_lost));
+    e.insert("setup_packets_lost".into(), json!(net.setup_packets_lost));
+    e.insert("first_send_ps".into(), json!(net.first_data_ps.map(|t| t.saturating_sub(epoch))));
+    e.insert("syn_retransmits".into(), json!(net.syns.saturating_sub(1)));
+    e.insert("synack_retransmits".into(), json!(net.synacks.saturating_sub(1)));
+    kernel.insert("wire_data_segments".into(), json!(net.data_segments));
+    kernel.insert("wire_retransmitted_segments".into(), json!(net.retransmitted_segments));
+    e.insert("emulation".into(), Value::Object(kernel));
+    Value::Object(e)
+}
+
+fn udp_flow(f: &FlowState, relay: &RelayReport, i: usize) -> Value {
+    let net = &relay.flows[i];
+    let c = f.counters.snapshot();
+    let mut e = udp_entry(&f.spec, &c, &c);
+    e.insert("bytes_lost".into(), json!(net.datagram_bytes_lost));
+    e.insert("datagrams_lost".into(), json!(net.datagrams_lost));
+    e.insert("datagrams_in_flight_at_end".into(), json!(relay.datagrams_in_flight[i]));
+    // Sent by the application but never seen by the relay, or delivered by the relay and
+    // never read: lost inside the hosts' kernels.
+    let in_hosts = c.datagrams_sent.saturating_sub(net.datagrams_entered)
+        + net.datagrams_delivered.saturating_sub(c.datagrams_received);
+    e.insert("emulation".into(), json!({ "datagrams_dropped_in_hosts": in_hosts }));
+    Value::Object(e)
 }
 
 /// The lateness limit of `LATENESS_SHARE_OF_RTT` for the scenario's flows.
@@ -249,15 +290,24 @@ fn host_counters(ns: &crate::netns::Namespace) -> Value {
             }
         }
     }
+    if let Some(counters) = tcp_ext(&netstat) {
+        let nonzero: Map<String, Value> =
+            counters.into_iter().filter(|&(_, n)| n > 0).map(|(k, n)| (k, json!(n))).collect();
+        out["tcp_ext"] = Value::Object(nonzero);
+    }
+    out
+}
+
+/// The TcpExt counters of /proc/net/netstat (a names line, then a values line).
+pub fn tcp_ext(netstat: &str) -> Option<BTreeMap<String, u64>> {
     let lines: Vec<&str> = netstat.lines().filter(|l| l.starts_with("TcpExt:")).collect();
-    if let [names, values] = lines[..] {
-        let counters: Map<String, Value> = names
+    let [names, values] = lines[..] else { return None };
+    Some(
+        names
             .split_whitespace()
             .zip(values.split_whitespace())
             .skip(1)
-            .filter_map(|(k, v)| v.parse::<u64>().ok().filter(|&n| n > 0).map(|n| (k.to_string(), json!(n))))
-            .collect();
-        out["tcp_ext"] = Value::Object(counters);
-    }
-    out
+            .filter_map(|(k, v)| v.parse::<u64>().ok().map(|n| (k.to_string(), n)))
+            .collect(),
+    )
 }

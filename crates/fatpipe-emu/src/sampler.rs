@@ -1,9 +1,12 @@
-//! Per-flow time series of an emulated run: every `sample_interval`, each TCP flow's
+//! Per-flow time series of a run on real sockets: every `sample_interval`, each TCP flow's
 //! TCP_INFO (sender and receiver) and what its applications wrote and read; for UDP flows
-//! the applications' counts and the bytes the relay holds in its links.
+//! the applications' counts and, in an emulation, the bytes the relay holds in its links.
 //!
 //! The columns are fatpipe-core's `FlowSeries` (so the Python side reads them the same way),
-//! with -1 where a UDP flow has no value, plus TCP_INFO's own columns.
+//! with -1 where a flow has no value, plus TCP_INFO's own columns. The sender's columns come
+//! from the sending socket and `delivered_bytes` from the receiving one, each only if this
+//! process holds it: `fatpipe probe` samples each end on its own host, with the same times,
+//! and puts the two together.
 
 use crate::relay::Shared;
 use crate::traffic::tcp::TcpStream;
@@ -40,6 +43,11 @@ pub struct FlowColumns {
     // The applications.
     pub written_bytes: Vec<u64>,
     pub read_bytes: Vec<u64>,
+    // UDP (-1 for TCP flows): datagrams sent, received, and lost so far as the receiving
+    // application sees them (gaps in the datagram numbers, iperf's count).
+    pub datagrams_sent: Vec<i64>,
+    pub datagrams_received: Vec<i64>,
+    pub datagrams_lost: Vec<i64>,
 }
 
 /// The sender's and receiver's TCP_INFO at the run's end, and the largest window the
@@ -56,12 +64,14 @@ pub struct SamplerOutput {
     pub finals: Vec<FinalState>,
 }
 
-/// Samples at 0, interval, 2 x interval ... up to the end, then once more at the end.
+/// Samples at 0, interval, 2 x interval ... up to the end, then reads the final state.
+/// `relay`: the emulator's relay, which knows the UDP bytes in its links (None on a real
+/// host: `outstanding_bytes` of a UDP flow is then 0, for whoever sees both ends to fill).
 pub fn run(
     flows: Vec<SampledFlow>,
     interval_ps: Time,
     schedule: Schedule,
-    shared: Arc<Shared>,
+    relay: Option<Arc<Shared>>,
     stop: &AtomicBool,
 ) -> SamplerOutput {
     crate::clock::tight_timer_slack();
@@ -74,7 +84,7 @@ pub fn run(
             break;
         }
         for (i, f) in flows.iter().enumerate() {
-            sample(&mut series, t, i as u32, f, &shared, &mut finals[i]);
+            sample(&mut series, t, i as u32, f, relay.as_deref(), &mut finals[i]);
         }
         t += interval_ps;
     }
@@ -85,49 +95,66 @@ pub fn run(
     SamplerOutput { series, finals }
 }
 
-fn sample(all: &mut FlowColumns, t: Time, i: u32, f: &SampledFlow, shared: &Shared, last: &mut FinalState) {
+fn sample(all: &mut FlowColumns, t: Time, i: u32, f: &SampledFlow, relay: Option<&Shared>, last: &mut FinalState) {
     let c = &mut all.base;
     c.time_ps.push(t);
     c.flow.push(i);
-    let written = f.counters.written.load(Ordering::Relaxed);
-    let read = f.counters.read.load(Ordering::Relaxed);
+    let counters = &f.counters;
+    let written = counters.written.load(Ordering::Relaxed);
+    let read = counters.read.load(Ordering::Relaxed);
     all.written_bytes.push(written);
     all.read_bytes.push(read);
-    let tx = f.sender.get().and_then(|s| s.info().ok().map(|info| (s, info)));
-    if f.udp || tx.is_none() {
-        let bytes = &shared.flows[i as usize];
-        let in_network = bytes
-            .entered
-            .load(Ordering::Relaxed)
-            .saturating_sub(bytes.lost.load(Ordering::Relaxed) + bytes.delivered.load(Ordering::Relaxed));
+    let tcp_only = [
+        &mut all.rttvar_ps,
+        &mut all.retransmitted_segments,
+        &mut all.lost_segments,
+        &mut all.delivery_rate_bps,
+        &mut all.pacing_rate_bps,
+        &mut all.bytes_acked,
+    ];
+    if f.udp {
+        let in_network = relay.map_or(0, |r| {
+            let bytes = &r.flows[i as usize];
+            let gone = bytes.lost.load(Ordering::Relaxed) + bytes.delivered.load(Ordering::Relaxed);
+            bytes.entered.load(Ordering::Relaxed).saturating_sub(gone)
+        });
         c.cwnd_segments.push(-1);
         c.ssthresh_segments.push(-1);
-        c.outstanding_bytes.push(if f.udp { in_network } else { 0 });
+        c.outstanding_bytes.push(in_network);
         c.srtt_ps.push(-1);
-        c.delivered_bytes.push(if f.udp { read } else { 0 });
-        c.sent_bytes.push(if f.udp { written } else { 0 });
-        for col in [
-            &mut all.rttvar_ps,
-            &mut all.retransmitted_segments,
-            &mut all.lost_segments,
-            &mut all.delivery_rate_bps,
-            &mut all.pacing_rate_bps,
-            &mut all.bytes_acked,
-        ] {
-            col.push(-1);
-        }
+        c.delivered_bytes.push(read);
+        c.sent_bytes.push(written);
+        tcp_only.into_iter().for_each(|col| col.push(-1));
+        let received = counters.datagrams_received.load(Ordering::Relaxed);
+        let expected = counters.datagrams_expected.load(Ordering::Relaxed);
+        all.datagrams_sent.push(counters.datagrams_sent.load(Ordering::Relaxed) as i64);
+        all.datagrams_received.push(received as i64);
+        all.datagrams_lost.push(expected.saturating_sub(received) as i64);
         return;
     }
-    let (stream, s) = tx.expect("checked");
-    let info = &s.info;
+    for col in [&mut all.datagrams_sent, &mut all.datagrams_received, &mut all.datagrams_lost] {
+        col.push(-1);
+    }
+    // In-order bytes the receiving TCP took, if this process holds the receiving socket.
     let received = f.receiver.get().and_then(|r| r.info().ok()).map_or(0, |r| r.info.bytes_received);
+    c.delivered_bytes.push(received);
+    let Some((stream, s)) = f.sender.get().and_then(|s| s.info().ok().map(|info| (s, info))) else {
+        // Not connected yet, or the sending socket is on the other host.
+        c.cwnd_segments.push(-1);
+        c.ssthresh_segments.push(-1);
+        c.outstanding_bytes.push(0);
+        c.srtt_ps.push(-1);
+        c.sent_bytes.push(0);
+        tcp_only.into_iter().for_each(|col| col.push(-1));
+        return;
+    };
+    let info = &s.info;
     last.max_peer_window_bytes = last.max_peer_window_bytes.max(info.snd_wnd);
     c.cwnd_segments.push(info.snd_cwnd as i64);
     c.ssthresh_segments.push(if info.snd_ssthresh >= INFINITE_SSTHRESH { -1 } else { info.snd_ssthresh as i64 });
     c.outstanding_bytes.push(stream.outstanding_bytes().unwrap_or(0));
     // tcpi_rtt is 0 until the first sample (the handshake gives one).
     c.srtt_ps.push(if info.rtt_us == 0 { -1 } else { info.rtt_us as i64 * PS_PER_US as i64 });
-    c.delivered_bytes.push(received);
     c.sent_bytes.push(info.bytes_sent);
     all.rttvar_ps.push(info.rttvar_us as i64 * PS_PER_US as i64);
     all.retransmitted_segments.push(info.total_retrans as i64);

@@ -112,9 +112,25 @@ pub fn timespec(ns: u64) -> libc::timespec {
 
 /// The port a socket is bound to (getsockname), e.g. after binding port 0.
 pub fn local_port(fd: &impl AsRawFd) -> io::Result<u16> {
+    Ok(local_addr(fd)?.1)
+}
+
+/// The IPv4 address and port a socket is bound to (getsockname).
+pub fn local_addr(fd: &impl AsRawFd) -> io::Result<([u8; 4], u16)> {
+    socket_name(fd, libc::getsockname)
+}
+
+/// The IPv4 address and port of a connected socket's peer (getpeername).
+pub fn peer_addr(fd: &impl AsRawFd) -> io::Result<([u8; 4], u16)> {
+    socket_name(fd, libc::getpeername)
+}
+
+type NameCall = unsafe extern "C" fn(libc::c_int, *mut libc::sockaddr, *mut libc::socklen_t) -> libc::c_int;
+
+fn socket_name(fd: &impl AsRawFd, call: NameCall) -> io::Result<([u8; 4], u16)> {
     let mut addr = sockaddr_in([0; 4], 0);
     let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
     // SAFETY: the buffer is a sockaddr_in of the length given.
-    check(unsafe { libc::getsockname(fd.as_raw_fd(), (&mut addr as *mut libc::sockaddr_in).cast(), &mut len) })?;
-    Ok(u16::from_be(addr.sin_port))
+    check(unsafe { call(fd.as_raw_fd(), (&mut addr as *mut libc::sockaddr_in).cast(), &mut len) })?;
+    Ok((addr.sin_addr.s_addr.to_ne_bytes(), u16::from_be(addr.sin_port)))
 }

@@ -1,7 +1,8 @@
 //! Python bindings of fatpipe-core, built by maturin as `fatpipe._core`.
 //!
 //! Thin on purpose: the Python package validates scenarios and shapes results; this module
-//! only builds a simulation (or an emulation, fatpipe-emu) from a normalized scenario
+//! only builds a simulation (or an emulation, fatpipe-emu; or a probe between two hosts,
+//! fatpipe-probe) from a normalized scenario
 //! (JSON), advances it with the GIL released, and hands back its results: the summary as one
 //! small JSON object, the time series and request tables as columns whose memory numpy views
 //! without a copy (`Column.__array_interface__`), so a run's largest data is never copied or
@@ -13,6 +14,8 @@ use fatpipe_emu::{Emulation as CoreEmulation, Error as EmuError, Options as EmuO
 use pyo3::exceptions::{PyOSError, PyPermissionError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
+
+mod probe;
 
 /// A simulation built from a normalized scenario (see docs/core-interface.md).
 #[pyclass(module = "fatpipe._core")]
@@ -244,5 +247,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Emulation>()?;
     m.add_function(wrap_pyfunction!(available_congestion_control, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    probe::register(m)?;
     Ok(())
 }

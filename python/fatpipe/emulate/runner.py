@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import sys
-import threading
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
-from contextlib import contextmanager
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
+from .. import realtime
+from ..realtime import Terminated, sigterm_as_interrupt, wait_for
 from ..result import Result
 from ..runner import ScenarioSource, import_core, prepare, with_capture_paths
 from ..scenario import Loaded, ScenarioError
-from ..units import PS_PER_S
 
-__all__ = ["emulate", "EmulationError", "PrivilegeError", "check_privileges", "lateness_line", "notes_lines"]
+__all__ = ["emulate", "EmulationError", "PrivilegeError", "Terminated", "check_privileges", "lateness_line", "notes_lines"]
 
 #: Linux capabilities an emulation needs: CAP_SYS_ADMIN (network namespaces) and
 #: CAP_NET_ADMIN (TUN devices, interface settings); bit numbers of linux/capability.h.
 CAP_NET_ADMIN = 12
 CAP_SYS_ADMIN = 21
-#: How often the progress bar and Ctrl-C are looked at, seconds.
-POLL_S = 0.1
 
 
 class EmulationError(RuntimeError):
@@ -32,11 +27,6 @@ class EmulationError(RuntimeError):
 
 class PrivilegeError(EmulationError):
     """The process lacks root (CAP_SYS_ADMIN and CAP_NET_ADMIN)."""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived during an emulation (handled like Ctrl-C: everything is stopped and
-    removed before the process exits)."""
 
 
 def check_privileges() -> None:
@@ -54,24 +44,6 @@ def check_privileges() -> None:
             "fatpipe emulate needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network "
             "namespaces and TUN devices: run it as root, e.g. sudo fatpipe emulate SCENARIO.toml -o OUTDIR"
         )
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """While the emulation runs, SIGTERM raises :class:`Terminated` in the main thread (by
-    default it would end Python without running any cleanup)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def emulate(
@@ -114,13 +86,13 @@ def emulate(
     options: Dict[str, Any] = {"realtime_priority": realtime_priority}
     if spin_margin_us is not None:
         options["spin_margin_ps"] = int(round(spin_margin_us * 1e6))
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         emulation = _build(core, json.dumps(doc), options)
         try:
             emulation.start()
             if on_start is not None:
                 on_start(emulation)
-            _wait(emulation, loaded.core, progress)
+            wait_for(emulation, f"{loaded.core.get('name', 'run')} (emulated)", progress)
             try:
                 output = emulation.finish()
             except OSError as err:
@@ -144,33 +116,6 @@ def _build(core: Any, doc_json: str, options: Mapping[str, Any]) -> Any:
         raise EmulationError(str(err)) from None
 
 
-def _wait(emulation: Any, core_doc: Mapping[str, Any], progress: bool) -> None:
-    bar = None
-    duration_s = int(emulation.duration_ps) / PS_PER_S
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=duration_s,
-            desc=f"{core_doc.get('name', 'run')} (emulated)",
-            unit="s",
-            file=sys.stderr,
-            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]",
-            leave=False,
-        )
-    try:
-        while not emulation.wait(POLL_S):
-            if bar is not None:
-                bar.n = int(emulation.progress_ps) / PS_PER_S
-                bar.refresh()
-    except KeyboardInterrupt:
-        emulation.stop()
-        raise
-    finally:
-        if bar is not None:
-            bar.close()
-
-
 def lateness_line(summary: Mapping[str, Any]) -> str:
     """The run's release lateness in one line."""
     e = summary["emulation"]
@@ -188,8 +133,4 @@ def lateness_line(summary: Mapping[str, Any]) -> str:
 def notes_lines(summary: Mapping[str, Any]) -> List[str]:
     """Where the kernel departs from what the flows asked, one line per distinct note,
     naming the flows it applies to."""
-    by_note: Dict[str, List[str]] = {}
-    for flow in summary["flows"]:
-        for note in flow.get("emulation", {}).get("notes", []):
-            by_note.setdefault(note, []).append(flow["name"])
-    return [f"{', '.join(flows)}: {note}" for note, flows in by_note.items()]
+    return realtime.notes_lines(summary, "emulation")

@@ -12,14 +12,17 @@
 //!   or at a limited rate with core's `AppReader`);
 //! - `udp`: datagrams on the schedule of core's `UdpFlow` (CBR, bursts, on-off), and a
 //!   counting receiver;
-//! - `tcp_info`: the kernel's per-connection state.
+//! - `tcp_info`: the kernel's per-connection state;
+//! - `app`: one end of a TCP flow on its thread (connect, accept, send, receive).
 
+pub mod app;
 pub mod tcp;
 pub mod tcp_info;
 pub mod udp;
 
 use crate::clock::Clock;
 use fatpipe_core::time::Time;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Longest a loop waits before checking its stop conditions.
@@ -71,6 +74,9 @@ pub struct Counters {
     /// Datagrams sent and received (UDP).
     pub datagrams_sent: AtomicU64,
     pub datagrams_received: AtomicU64,
+    /// One more than the highest datagram number received (each datagram's payload starts
+    /// with its number): the datagrams received plus the gaps, as iperf counts UDP loss.
+    pub datagrams_expected: AtomicU64,
     /// Bursts written, and burst periods that ended before their burst was fully written.
     pub bursts: AtomicU64,
     pub failed_cycles: AtomicU64,
@@ -80,9 +86,39 @@ pub struct Counters {
     pub writer_done: AtomicBool,
 }
 
+/// `Counters` read at one moment, as plain numbers (`fatpipe probe` sends them between hosts).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountersSnapshot {
+    pub written: u64,
+    pub read: u64,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub datagrams_expected: u64,
+    pub bursts: u64,
+    pub failed_cycles: u64,
+    pub last_read_ps: Option<Time>,
+    pub writer_done: bool,
+}
+
 impl Counters {
     pub fn last_read(&self) -> Option<Time> {
         self.last_read_ps.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    pub fn snapshot(&self) -> CountersSnapshot {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        CountersSnapshot {
+            written: get(&self.written),
+            read: get(&self.read),
+            datagrams_sent: get(&self.datagrams_sent),
+            datagrams_received: get(&self.datagrams_received),
+            datagrams_expected: get(&self.datagrams_expected),
+            bursts: get(&self.bursts),
+            failed_cycles: get(&self.failed_cycles),
+            last_read_ps: self.last_read(),
+            writer_done: self.writer_done.load(Ordering::Relaxed),
+        }
     }
 
     fn note_read(&self, bytes: u64, now: Time) {

@@ -2,8 +2,10 @@
 
 use super::{tcp_info, Counters, Schedule, POLL_PS};
 use crate::sys;
+use fatpipe_core::source::SourceSpec;
 use fatpipe_core::tcp::reader::AppReader;
 use fatpipe_core::time::Time;
+use serde::{Deserialize, Serialize};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,8 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const CHUNK_BYTES: usize = 1 << 20;
 
 /// Socket options applied before connecting or listening (an accepted socket inherits the
-/// listener's).
-#[derive(Clone, Debug, Default)]
+/// listener's). Serializable: `fatpipe probe` sends them to the other host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TcpOptions {
     /// TCP_CONGESTION: the kernel's name of the algorithm.
     pub congestion: Option<String>,
@@ -29,10 +32,14 @@ pub struct TcpOptions {
     /// SO_MAX_PACING_RATE, bits per second; `Some(u64::MAX)` turns the kernel's own pacing on
     /// (at its tcp_pacing_ss_ratio / ca_ratio of cwnd / srtt) without a cap.
     pub max_pacing_rate_bps: Option<u64>,
+    /// TCP_NODELAY: a segment shorter than the MSS leaves as soon as the window allows, as
+    /// in fatpipe's sender, which has no Nagle algorithm (RFC 896); with Nagle, the tail of
+    /// every burst would wait for the ACK of what is in flight.
+    pub nodelay: bool,
 }
 
 /// What the kernel granted, read back with getsockopt.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Granted {
     pub congestion: String,
     pub snd_buffer_bytes: u64,
@@ -91,6 +98,10 @@ fn socket(opts: &TcpOptions) -> io::Result<OwnedFd> {
         sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &bytes_per_s)
             .map_err(|e| crate::netns::with_context(e, "SO_MAX_PACING_RATE"))?;
     }
+    if opts.nodelay {
+        sys::setsockopt(&fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one)
+            .map_err(|e| crate::netns::with_context(e, "TCP_NODELAY"))?;
+    }
     Ok(fd)
 }
 
@@ -130,19 +141,38 @@ impl TcpListener {
 
     /// Accepts one connection, waiting at most `timeout_ps`.
     pub fn accept(&self, timeout_ps: Time) -> io::Result<TcpStream> {
-        if !sys::wait_ready(self.fd.as_raw_fd(), libc::POLLIN, timeout_ps / 1000)? {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "no connection arrived"));
+        self.accept_from(None, timeout_ps)
+    }
+
+    /// Accepts one connection from `peer` (any address if None), waiting at most
+    /// `timeout_ps`; a connection from elsewhere is closed at once and not counted.
+    pub fn accept_from(&self, peer: Option<[u8; 4]>, timeout_ps: Time) -> io::Result<TcpStream> {
+        let deadline = crate::clock::monotonic_ns() + timeout_ps / 1000;
+        loop {
+            let left_ns = deadline.saturating_sub(crate::clock::monotonic_ns());
+            if left_ns == 0 || !sys::wait_ready(self.fd.as_raw_fd(), libc::POLLIN, left_ns)? {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "no connection arrived"));
+            }
+            // SAFETY: accept4 on a listening socket; we take ownership of the new descriptor.
+            let accepted = sys::owned(unsafe {
+                libc::accept4(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                )
+            });
+            let fd = match accepted {
+                Ok(fd) => fd,
+                // The peer gave up between poll and accept: wait for the next one.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ECONNABORTED)) => continue,
+                Err(e) => return Err(e),
+            };
+            let stream = TcpStream { fd };
+            if peer.is_none_or(|ip| stream.peer_addr().is_ok_and(|(from, _)| from == ip)) {
+                return Ok(stream);
+            }
         }
-        // SAFETY: accept4 on a listening socket; we take ownership of the new descriptor.
-        let fd = sys::owned(unsafe {
-            libc::accept4(
-                self.fd.as_raw_fd(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            )
-        })?;
-        Ok(TcpStream { fd })
     }
 }
 
@@ -186,6 +216,11 @@ impl TcpStream {
         Ok(TcpStream { fd })
     }
 
+    /// The peer's address and port.
+    pub fn peer_addr(&self) -> io::Result<([u8; 4], u16)> {
+        sys::peer_addr(&self.fd)
+    }
+
     /// The kernel's state of the connection (TCP_INFO).
     pub fn info(&self) -> io::Result<tcp_info::Sampled> {
         tcp_info::read(&self.fd)
@@ -223,7 +258,8 @@ impl AsRawFd for TcpStream {
 }
 
 /// What the sending application does.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Writer {
     /// Full blast (iperf, NetSpec full-blast mode): write whenever the send buffer takes
     /// data, `bytes` in all (None: without end).
@@ -231,6 +267,19 @@ pub enum Writer {
     /// NetSpec burst mode: every `period_ps` from the start, write a burst of `burst_bytes`
     /// (a blocking write: it goes on as ACKs free buffer space).
     Burst { burst_bytes: u64, period_ps: Time, carry_over: bool },
+}
+
+impl Writer {
+    /// The writer of a TCP source (None for UDP and HTTP sources, which have their own).
+    pub fn of(source: &SourceSpec) -> Option<Writer> {
+        match source {
+            SourceSpec::Bulk(b) => Some(Writer::Bulk { bytes: b.bytes }),
+            SourceSpec::Burst(b) => {
+                Some(Writer::Burst { burst_bytes: b.burst_bytes, period_ps: b.period_ps, carry_over: b.carry_over })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Runs the sending application on `stream` until the measurement ends (or `stop`).

@@ -2,12 +2,13 @@
 //! kernel fills a prefix; `TcpInfo::has` tells which fields it wrote.
 
 use crate::sys;
+use serde::{Deserialize, Serialize};
 use std::io;
 use std::mem::offset_of;
 use std::os::fd::AsRawFd;
 
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct TcpInfo {
     pub state: u8,
     pub ca_state: u8,
@@ -94,7 +95,8 @@ pub enum Field {
     TotalRto,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+/// Serializable so that `fatpipe probe` carries one host's readings to the other.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Sampled {
     pub info: TcpInfo,
     /// Bytes the kernel wrote.
