@@ -15,6 +15,8 @@ from fatpipe.metrics import (
     fairness_deviation,
     jain_index,
     recovery_events,
+    regain,
+    regain_time,
     throughput_ratio,
     utilization_estimate,
 )
@@ -162,3 +164,62 @@ def test_recovery_time_after_an_outage_matches_the_cwnd_series():
 def test_recovery_events_unknown_flow(reference):
     with pytest.raises(KeyError, match="no flow 'x'; flows: "):
         recovery_events(reference, "x")
+
+
+def test_regain_time_of_a_drawn_reno_sawtooth_is_w_over_2_rtts():
+    # Reno halving at W = 100 and adding one segment per 50 ms RTT: W/2 RTTs = 2.5 s to climb
+    # back, whatever the overshoot before (the first loss at cwnd 400, then a fast recovery
+    # whose inflated window climbs for 10 RTTs to 900 and deflates to ssthresh 50).
+    rtt, w = 0.05, 100
+    t, cwnd, th = [0.0], [400.0], [math.nan]
+    for k in range(10):
+        t.append(0.01 + k * rtt), cwnd.append(500.0 + 40 * k), th.append(50.0)
+    now = 0.6
+    for _ in range(3):
+        for k in range(w // 2, w + 1):
+            t.append(now), cwnd.append(float(k)), th.append(50.0)
+            now += rtt
+    srtt = [rtt] * len(t)
+    out = regain(t, cwnd, srtt, th, 0.0)
+    assert out["cwnd_ceiling_segments"] == w  # not the inflated 860
+    assert out["first_climb_cwnd_segments"] == w // 2
+    assert out["regain_time_s"] == pytest.approx(0.6 + (w // 2 - 1) * rtt, abs=rtt)
+    assert math.isnan(regain_time(t, cwnd, srtt, th, None))  # no loss, no recovery
+    assert math.isnan(regain_time(t[:3], cwnd[:3], srtt[:3], th[:3], 0.0))  # no climb after the loss
+    # A loss between two samples shows no fall (Westwood's slow start at 1 Gb/s, sampled
+    # every 100 ms): the climb runs from the first sample after the loss.
+    t2 = [0.0, 0.1, 0.2] + [0.3 + k * rtt for k in range(w // 2 + 1)] + [0.3 + (w // 2 + 1) * rtt]
+    w2 = [2.0, 50.0, float(w // 2)] + [float(w // 2 + k) for k in range(w // 2 + 1)] + [float(w // 2)]
+    th2 = [math.nan, math.nan] + [float(w // 2)] * (len(t2) - 2)
+    out = regain(t2, w2, [rtt] * len(t2), th2, 0.15)
+    assert out["first_climb_cwnd_segments"] == w // 2 and out["cwnd_ceiling_segments"] == w
+    assert out["regain_time_s"] == pytest.approx(0.3 + (w // 2 - 1) * rtt - 0.15, abs=rtt)
+
+
+def test_regain_time_of_a_simulated_ns2_reno_matches_its_closed_form():
+    # profile ns2: no delayed ACKs, so congestion avoidance adds one segment per RTT. Slow
+    # start ends at ssthresh 10 without a loss; the sawtooth then peaks at W = BDP + queue + 1
+    # and halves to W/2. With RTT(w) = max(base, w x packet time) the climb from W/2 to W
+    # takes the integral of RTT(w) dw: (BDP - W/2) base + (W^2 - BDP^2) / 2 x packet time,
+    # plus the fast recovery's RTT at W.
+    result = fatpipe.run(
+        {
+            "duration": "15s",
+            "topology": {"bottleneck_rate": "10Mbps", "rtt": "25ms", "access_rate": "1Gbps",
+                         "queue": {"discipline": "droptail", "limit_packets": 20}},
+            "flows": [{"name": "reno", "cc": "reno", "tcp": {"profile": "ns2", "mss": 1000, "initial_ssthresh": 10}}],
+            "output": {"plots": False, "sample_interval": "5ms"},
+        }
+    )
+    flow = result.summary["flows"][0]
+    packet_s = 1040 * 8 / 10e6  # 1000 bytes of payload + 40 of headers (ns-2 useHeaders_)
+    bdp = 0.025 / packet_s
+    w = flow["first_loss_cwnd_segments"]
+    assert w == pytest.approx(bdp + 20, abs=2)
+    expected = (bdp - w // 2) * 0.025 + (w * w - bdp * bdp) / 2 * packet_s + w * packet_s
+    assert flow["regain_time_s"] == pytest.approx(expected, rel=0.05)
+    assert result.flows.loc[0, "regain_time_s"] == flow["regain_time_s"]
+    # The ceiling is the path's window: the BDP plus the queue, a segment more at the loss.
+    assert flow["cwnd_ceiling_segments"] == pytest.approx(bdp + 20 + 1, abs=1.5)
+    # Each climb starts from Reno's halved window.
+    assert flow["first_climb_cwnd_segments"] == pytest.approx(w // 2, abs=1)

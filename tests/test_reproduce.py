@@ -1,4 +1,4 @@
-"""`fatpipe reproduce`: every experiment of documents 001, 002 and 004 runs in --quick mode
+"""`fatpipe reproduce`: every experiment of documents 000 to 004 runs in --quick mode
 and writes its figures and comparison files; the comparison itself (numbers against a
 tolerance, findings, counts) is checked on a small catalog of our own whose values follow
 from a closed form; mistakes in a reproduction's files or the command line are one line.
@@ -18,7 +18,7 @@ from fatpipe.reproduce.expressions import Expression, ExpressionError
 
 from test_cli_errors import assert_one_line_error, fatpipe
 
-DOCUMENTS = {"sandia-hstcp": "001", "ansnet": "002", "griddt": "004"}
+DOCUMENTS = {"nocc-pacing": "000", "sandia-hstcp": "001", "ansnet": "002", "tcp-versions": "003", "griddt": "004"}
 
 
 def test_list_names_every_experiment_of_the_three_documents():

@@ -25,6 +25,10 @@ __all__ = [
     "flow_metrics",
     "fairness",
     "recovery_events",
+    "regain_time",
+    "regain",
+    "REGAIN_SHARE",
+    "CLIMB_RTTS",
 ]
 
 
@@ -163,3 +167,86 @@ def recovery_events(result: "Result", flow: str) -> pd.DataFrame:
         events,
         columns=["time_s", "cwnd_before_segments", "ssthresh_segments", "recovery_95_s", "recovery_s"],
     )
+
+
+#: A climb counts as back at the ceiling once cwnd reaches this share of it: a sawtooth's
+#: peaks differ by a segment or two (when the loss falls within the RTT that detects it), so
+#: 100 % could skip the climb whose peak came out one segment short and count a whole cycle
+#: more. 1 % of 3325 segments is 33 RTTs of linear growth (0.8 s of a 70 s recovery).
+REGAIN_SHARE = 0.99
+#: A climb lasts at least this many smoothed RTTs: the window inflation of Reno's and
+#: NewReno's fast recovery (one segment per duplicate ACK, within about an RTT) is not one.
+CLIMB_RTTS = 4
+#: Segments a congestion event's window may exceed twice its new ssthresh by (the window
+#: grows while the loss is detected).
+DEFLATION_SLACK = 3
+
+
+def _climbs(t: Any, w: Any, rtt: Any, th: Any, first_loss_s: float) -> List[Any]:
+    """The climbs after the first loss: (first, top) sample indices of each run over which
+    cwnd never falls, lasting at least CLIMB_RTTS smoothed RTTs and ended by a congestion
+    event. A congestion event sets ssthresh to at least about half the window (RFC 5681
+    eq. 4; HighSpeed, Scalable and Westwood keep more); a fall from more than twice the
+    ssthresh after it is the deflation that ends a fast recovery's inflation (RFC 6582),
+    and the run before it is no climb."""
+    falls = np.nonzero(w[1:] < w[:-1])[0]  # the sample before each fall: a climb's top
+    min_rtt = float(np.nanmedian(rtt)) if np.isfinite(rtt).any() else 0.0
+    climbs = []
+    start = 0
+    after_loss = int(np.searchsorted(t, first_loss_s))
+    for top in falls:
+        # A reduction within one sample interval shows no fall: a run over the first loss
+        # climbs from the first sample after it.
+        first = max(start, after_loss)
+        deflation = np.isfinite(th[top + 1]) and w[top] > 2 * th[top + 1] + DEFLATION_SLACK
+        if first <= top and t[top] - t[first] >= CLIMB_RTTS * min_rtt and not deflation:
+            climbs.append((first, top))
+        start = top + 1
+    return climbs
+
+
+def regain(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[float],
+           ssthresh: Sequence[float], first_loss_s: Optional[float]) -> Dict[str, float]:
+    """Document 003's recovery time (section 4.1, Figure 13): "the time that it normally
+    takes the congestion window to reach its maximum value after a drastic reduction
+    resulting from a packet drop" ("only the first Congestion Avoidance phase was
+    utilized"), from one flow's sampled series: ``regain_time_s``, the maximum
+    (``cwnd_ceiling_segments``) and the cwnd the first climb starts from
+    (``first_climb_cwnd_segments``: document 003's "the cwnd was set equal to 41").
+
+    A climb is a run of samples over which cwnd never falls, lasting at least CLIMB_RTTS
+    smoothed RTTs and ended by a congestion event (a fall to a window whose ssthresh is at
+    least about half the top: not the deflation after a fast recovery's inflation). The maximum is the window the
+    path sustains: the largest cwnd at the top of a climb after the first loss. The time
+    runs from the first congestion event (``first_loss_ps``) to the first sample of the
+    first climb that reaches REGAIN_SHARE of the maximum. Reno halving at W and growing one
+    segment per RTT takes W/2 RTTs. NaN without a loss, or when no climb after it ends in
+    another. Unlike ``recovery_time_s`` (back to the cwnd just before the first loss, NaN
+    after a slow-start overshoot), this counts the climb to the sawtooth's ceiling, as the
+    document does. Resolution: the sample interval."""
+    t = np.asarray(time_s, dtype=np.float64)
+    w = np.asarray(cwnd, dtype=np.float64)
+    rtt = np.asarray(srtt_s, dtype=np.float64)
+    th = np.asarray(ssthresh, dtype=np.float64)
+    out = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan, "first_climb_cwnd_segments": math.nan}
+    if first_loss_s is None or not math.isfinite(first_loss_s) or len(t) < 3:
+        return out
+    climbs = _climbs(t, w, rtt, th, first_loss_s)
+    if not climbs:
+        return out
+    ceiling = max(w[top] for _, top in climbs)
+    out["cwnd_ceiling_segments"] = float(ceiling)
+    out["first_climb_cwnd_segments"] = float(w[climbs[0][0]])
+    target = REGAIN_SHARE * ceiling
+    for start, top in climbs:
+        if w[top] >= target:
+            j = start + int(np.argmax(w[start:top + 1] >= target))
+            out["regain_time_s"] = float(t[j] - first_loss_s)
+            break
+    return out
+
+
+def regain_time(time_s: Sequence[float], cwnd: Sequence[float], srtt_s: Sequence[float],
+                ssthresh: Sequence[float], first_loss_s: Optional[float]) -> float:
+    """``regain(...)["regain_time_s"]``: document 003's recovery time."""
+    return regain(time_s, cwnd, srtt_s, ssthresh, first_loss_s)["regain_time_s"]

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .metrics import fairness, flow_metrics
+from .metrics import fairness, flow_metrics, regain
 from .outdir import check_target, discard, publish, staging_dir
 from .units import PS_PER_S
 
@@ -48,6 +48,11 @@ FLOW_METRIC_COLUMNS = (
     "slow_start_loss_rate",
     "recovery_time_s",
     "recovery_time_95_s",
+    "regain_time_s",
+    "cwnd_ceiling_segments",
+    "first_climb_cwnd_segments",
+    "mean_response_time_s",
+    "mean_request_throughput_bps",
 )
 #: The core's per-link drop counters by cause, in the order the summary table shows them:
 #: (summary key, short label). ``drops_packets`` counts queue overflow only.
@@ -175,6 +180,7 @@ class Result:
         self.links = pd.DataFrame(self.summary["links"])
         self.flow_series = self._build_flow_series(_taken(output, "flow_series"))
         self.queue_series = self._build_queue_series(_taken(output, "queue_series"))
+        self._add_series_metrics()
 
     # ---- summary ----------------------------------------------------------------------
 
@@ -264,6 +270,27 @@ class Result:
             else:
                 ordered[key] = values if np.isnan(values).any() else values.astype(np.int64)
         return pd.DataFrame(ordered, copy=False)
+
+    def _add_series_metrics(self) -> None:
+        """docs/metrics.md's per-flow measures that need the sampled series (document 003's
+        recovery time) or the request table (document 000's HTTP response times), into the
+        summary and the flow table."""
+        by_flow = {str(name): rows for name, rows in self.flow_series.groupby("flow", sort=False, observed=True)}
+        requests = {str(name): rows for name, rows in self.requests.groupby("flow", sort=False, observed=True)}
+        for flow in self.summary["flows"]:
+            done = requests.get(flow["name"])
+            if done is not None and len(done):
+                flow["mean_response_time_s"] = _json_number(float(done["response_time_s"].mean()))
+                flow["mean_request_throughput_bps"] = _json_number(float(done["throughput_bps"].mean()))
+            rows = by_flow.get(flow["name"])
+            values = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan,
+                      "first_climb_cwnd_segments": math.nan}
+            if rows is not None and "tcp" in next((f for f in self.scenario["flows"] if f["name"] == flow["name"]), {}):
+                loss = flow.get("first_loss_ps")
+                values = regain(rows["time_s"], rows["cwnd_segments"], rows["srtt_s"], rows["ssthresh_segments"],
+                                None if loss is None else loss / PS_PER_S)
+            flow.update({k: _json_number(v) for k, v in values.items()})
+        self.flows = _flow_table(self.summary["flows"])
 
     def _build_requests(self, cols: Optional[Mapping[str, Any]]) -> pd.DataFrame:
         if not cols or not len(cols.get("flow", ())):

@@ -185,11 +185,12 @@ def _resample(s: Any, column: str, every_ps: Optional[int]) -> Tuple[Any, Any]:
         return t, s[column].to_numpy(dtype=float)
     every = every_ps / 1e12
     grid = np.arange(0.0, t[-1] + 1e-9, every)
-    if column == "throughput_bps":
-        # Throughput over the coarser interval, from the delivered bytes (as a capture tool's
-        # throughput graph with that bin).
-        delivered = np.interp(grid, t, s["delivered_bytes"].to_numpy(dtype=float))
-        return grid[1:], np.diff(delivered) * 8 / every
+    counters = {"throughput_bps": "delivered_bytes", "send_rate_bps": "sent_bytes"}
+    if column in counters:
+        # A rate over the coarser interval, from the cumulative bytes (as a capture tool's
+        # throughput graph with that bin): received, or transmitted.
+        total = np.interp(grid, t, s[counters[column]].to_numpy(dtype=float))
+        return grid[1:], np.diff(total) * 8 / every
     return grid, np.interp(grid, t, s[column].to_numpy(dtype=float))
 
 

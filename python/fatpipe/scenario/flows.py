@@ -19,6 +19,7 @@ from .sources import (
 )
 from .tcp import (
     InitialWindow, IPV4_TCP_HEADER_BYTES, MAX_WINDOW_BYTES, rfc3390_initial_window, _TCP, TIMESTAMPS_OPTION_BYTES,
+    UNLESS_PROFILE_SETS,
 )
 
 #: [[flows]] keys that belong to TCP flows only.
@@ -299,22 +300,6 @@ def _normalize_flow(
         return _normalize_udp_flow(flow, path, index, network, duration_ps)
     tcp = flow["tcp"]
     tcp_path = _join(path, "tcp")
-    header_bytes = IPV4_TCP_HEADER_BYTES + (TIMESTAMPS_OPTION_BYTES if tcp["timestamps"] else 0)
-    max_mss = network.path_mtu_bytes - header_bytes
-    mss = tcp["mss"] if tcp["mss"] is not None else max_mss
-    if max_mss < 1 or mss > max_mss:
-        raise ScenarioError(
-            f"{tcp_path}.mss: {mss} bytes is larger than the link MTU {network.path_mtu_bytes} "
-            f"minus {header_bytes} bytes of IP/TCP headers (max {max_mss})",
-            f"{tcp_path}.mss",
-        )
-    for key in ("rcv_buffer", "snd_buffer"):
-        if tcp[key] < mss:
-            raise ScenarioError(
-                f"{tcp_path}.{key}: {format_size(tcp[key])} is not allowed: must hold at least one "
-                f"segment (the MSS, {mss} bytes)",
-                f"{tcp_path}.{key}",
-            )
     _check_start_stop(flow, path, duration_ps)
     start_ps, stop_ps = flow["start"], flow["stop"]
     src, dst = _flow_endpoints(flow, path, network)
@@ -331,6 +316,25 @@ def _normalize_flow(
         # other algorithm there (the newreno preset is Linux without SACK).
         recovery = "sack"
     tcp = resolve_tcp_members(profile, tcp, tcp_path, parse=lambda key, value: _TCP_KINDS[key].parse(value, _join(tcp_path, key)))
+    for key, value in UNLESS_PROFILE_SETS.items():
+        if tcp[key] is None:
+            tcp[key] = value
+    header_bytes = IPV4_TCP_HEADER_BYTES + (TIMESTAMPS_OPTION_BYTES if tcp["timestamps"] else 0)
+    max_mss = network.path_mtu_bytes - header_bytes
+    mss = tcp["mss"] if tcp["mss"] is not None else max_mss
+    if max_mss < 1 or mss > max_mss:
+        raise ScenarioError(
+            f"{tcp_path}.mss: {mss} bytes is larger than the link MTU {network.path_mtu_bytes} "
+            f"minus {header_bytes} bytes of IP/TCP headers (max {max_mss})",
+            f"{tcp_path}.mss",
+        )
+    for key in ("rcv_buffer", "snd_buffer"):
+        if tcp[key] < mss:
+            raise ScenarioError(
+                f"{tcp_path}.{key}: {format_size(tcp[key])} is not allowed: must hold at least one "
+                f"segment (the MSS, {mss} bytes)",
+                f"{tcp_path}.{key}",
+            )
     if tcp["min_rto"] > tcp["max_rto"]:
         raise ScenarioError(
             f"{tcp_path}.min_rto: {format_duration(tcp['min_rto'])} is not allowed: must be at most "

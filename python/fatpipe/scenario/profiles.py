@@ -169,6 +169,43 @@ PROFILES: Dict[str, Profile] = {
     ),
 }
 
+#: ns-2.35 (the last release; document 003 used ns-2 of 2004-05, whose TCP defaults are the
+#: same): tcl/lib/ns-default.tcl, tcp/tcp.cc, tcp/tcp-sink.cc.
+_NS2 = "ns-2 ns-default.tcl"
+_NS2_PROFILE = Profile(
+    "ns2",
+    "ns-2's one-way Agent/TCP and TCPSink, as document 003 ran them: windows counted in "
+    "packets (window_ = 20 by default: set rcv_buffer to window_ x packetSize_; maxcwnd_ = 0 "
+    "leaves cwnd unbounded), packetSize_ 1000 bytes of payload to which useHeaders_ adds "
+    "tcpip_base_hdr_size_ = 40 (1040 bytes on the wire: set mss = 1000, and the topology's "
+    "framing_bytes = 0, as ns-2 links add no link layer), a sink that ACKs "
+    "every packet, no timestamps, no SACK but Agent/TCP/Sack1's, a SYN before the data (syn_, "
+    "delay_growth_) and then windowInit_ = 2, limited transmit (singledup_), BSD's RTO estimator "
+    "in ticks of tcpTick_ = 10 ms; ns-2's Tahoe, Reno, Newreno and Sack1 agents are the RFC "
+    "stack's tahoe, reno, newreno and sack recoveries",
+    "rfc",
+    Member("reno", f"{_NS2}: Agent/TCP/Reno is the reference agent of ns-2's TCP studies"),
+    {
+        "delayed_ack": Member(False, f"{_NS2}: Agent/TCPSink ACKs every packet (Agent/TCPSink/DelAck delays)"),
+        "timestamps": Member(False, f"{_NS2} Agent/TCP set timestamps_ false"),
+        "initial_window": Member(2, f"{_NS2} Agent/TCP set windowInit_ 2 (default since 2001/5/26)"),
+        "handshake": Member(True, f"{_NS2} Agent/TCP set syn_ true, delay_growth_ true: tcp.cc "
+                            "set_initial_window starts at cwnd 1 for the SYN, whose ACK opens it to 2"),
+        "limited_transmit": Member(True, f"{_NS2} Agent/TCP set singledup_ 1: tcp.cc send_one sends a new "
+                                   "packet on the first and second duplicate ACK (RFC 3042)"),
+        "dsack": Member(False, f"{_NS2} Agent/TCPSink set generateDSacks_ false"),
+        "fack": Member(False, "ns-2 tcp-sack1.cc: Sack1 counts pipe as RFC 6675 does; FACK is Agent/TCP/Fack"),
+        "rto_estimator": Member("bsd", "ns-2 tcp.cc rtt_update: BSD's fixed-point estimator (T_SRTT_BITS 3, "
+                                "T_RTTVAR_BITS 2, RTO = srtt + 4 rttvar) in ticks of tcpTick_; ns-2 arms "
+                                "the timer at the exact time, fatpipe on the next tick (at most 10 ms later)"),
+        "slow_timer": Member("10ms", f"{_NS2} Agent/TCP set tcpTick_ 0.01 (default since 2002/03/07)"),
+        "min_rto": Member("200ms", f"{_NS2} Agent/TCP set minrto_ 0.2"),
+        "max_rto": Member("60s", f"{_NS2} Agent/TCP set maxrto_ 60"),
+        "initial_rto": Member("3s", f"{_NS2} Agent/TCP set rtxcur_init_ 3.0 (RFC 2988's initial RTO)"),
+    },
+)
+PROFILES["ns2"] = _NS2_PROFILE
+
 #: The profile of a flow that names none (unless its preset needs the RFC stack).
 DEFAULT_PROFILE = "linux"
 #: Presets whose loss recovery only the RFC stack has: a flow naming one without a profile
@@ -217,6 +254,10 @@ def resolve_tcp_members(
     for key, member in profile.tcp.items():
         if resolved.get(key) is None:
             resolved[key] = parse(key, member.value)
+    if tcp.get("slow_timer") is None and resolved.get("rto_estimator") != "bsd":
+        # The profile's slow timer clocks its BSD estimator only: a flow that picks another
+        # estimator (ns2 with rto_estimator = "rfc6298") does not get it.
+        resolved["slow_timer"] = None
     if profile.stack == "linux" and resolved["rack"]:
         for key, why in (("fack", "RACK replaced FACK (Linux 4.15)"),
                          ("dcr_div", "DCR raises the duplicate-ACK threshold, which RACK does not use")):

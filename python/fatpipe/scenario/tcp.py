@@ -16,6 +16,9 @@ MAX_SND_BUFFER_BYTES = 2**31 - 1
 MAX_WINDOW_BYTES = 65535 * 2**14
 #: IPv4 (20) + TCP (20) header bytes without options (RFC 791, RFC 9293).
 IPV4_TCP_HEADER_BYTES = 40
+#: [flows.tcp] members whose default only the ns2 profile changes: the value every other
+#: profile keeps (Linux net.ipv4.tcp_timestamps = 1; RFC 1122 4.2.3.2 delayed ACKs).
+UNLESS_PROFILE_SETS = {"timestamps": True, "delayed_ack": True}
 #: The RFC 7323 timestamps option: 10 bytes, padded to 12 with two NOPs (as Linux sends it).
 TIMESTAMPS_OPTION_BYTES = 12
 
@@ -59,9 +62,9 @@ _TCP = Table(
             InitialWindow(),
             'initial congestion window, segments; "rfc3390" for min(4 MSS, max(2 MSS, 4380 '
             'bytes)) (3 segments of 1448 bytes)',
-            Derived('by profile: 10 (linux, rfc), "rfc3390" (linux-2.4), 1 (bsd-4.4)'),
+            Derived('by profile: 10 (linux, rfc), "rfc3390" (linux-2.4), 1 (bsd-4.4), 2 (ns2)'),
             "RFC 6928; Linux default since 2.6.39; Linux 2.4 tcp_init_cwnd (RFC 3390); 4.4BSD "
-            "tcp_mss (one segment)",
+            "tcp_mss (one segment); ns-2 windowInit_",
         ),
         Field(
             "rcv_buffer",
@@ -96,14 +99,14 @@ _TCP = Table(
             "timestamps",
             Boolean(),
             "RFC 7323 timestamps option: 12 header bytes per segment, an RTT sample from every ACK",
-            True,
+            Derived("by profile: true (linux, linux-2.4, rfc, bsd-4.4), false (ns2)"),
             "Linux net.ipv4.tcp_timestamps = 1",
         ),
         Field(
             "delayed_ack",
             Boolean(),
             "delay ACKs: acknowledge every ack_every full segments or after delayed_ack_timeout",
-            True,
+            Derived("by profile: true (linux, linux-2.4, rfc, bsd-4.4), false (ns2: TCPSink ACKs every packet)"),
             "RFC 1122 section 4.2.3.2, RFC 5681 section 4.2",
         ),
         Field(
@@ -129,11 +132,11 @@ _TCP = Table(
         ),
         Field(
             "profile",
-            Choice(("linux", "linux-2.4", "rfc", "bsd-4.4")),
+            Choice(("linux", "linux-2.4", "rfc", "bsd-4.4", "ns2")),
             "stack profile: a coherent set of TCP behaviours as a kernel ships them (linux: Linux 6.x; "
             "linux-2.4: the documents' Linux 2.4/2.6 hosts; rfc: the RFC reference stack, fatpipe's "
             "behaviour before profiles; bsd-4.4: 4.4BSD Reno with its coarse timers, document "
-            "002's hosts). Each member below can still be set on its own; the "
+            "002's hosts; ns2: ns-2's one-way Agent/TCP and TCPSink, document 003's simulator). Each member below can still be set on its own; the "
             "profiles and what they set: `fatpipe algorithms`",
             Derived('"linux"; "rfc" for the tahoe and reno presets (classic recoveries only the RFC stack has)'),
             "Linux 6.x as shipped: the kernel users run",
@@ -179,7 +182,7 @@ _TCP = Table(
             Boolean(),
             "the receiver reports duplicate segments with D-SACK (RFC 2883); the Linux stack uses "
             "them to undo and to widen RACK's reordering window",
-            Derived("by profile: true (linux, linux-2.4), false (rfc, bsd-4.4)"),
+            Derived("by profile: true (linux, linux-2.4), false (rfc, bsd-4.4, ns2)"),
             "Linux net.ipv4.tcp_dsack = 1",
         ),
         Field(
@@ -214,7 +217,7 @@ _TCP = Table(
             "clamped at min_rto) or bsd (4.4BSD tcp_xmit_timer: RTTs counted in ticks of "
             "slow_timer, SRTT + 4 RTTVAR ticks in BSD's fixed point, at least min_rto, doubled per "
             "backoff up to 64 times, the timer expiring on a tick; RFC stack only)",
-            Derived("by profile: linux (linux, linux-2.4), rfc6298 (rfc), bsd (bsd-4.4)"),
+            Derived("by profile: linux (linux, linux-2.4), rfc6298 (rfc), bsd (bsd-4.4, ns2)"),
             "Linux tcp_input.c tcp_rtt_estimator, tcp_set_rto; RFC 6298 section 2; 4.4BSD "
             "tcp_input.c tcp_xmit_timer, tcp_timer.c (Stevens, TCP/IP Illustrated vol. 2, ch. 25)",
         ),
@@ -224,7 +227,7 @@ _TCP = Table(
             "with rto_estimator = \"bsd\": the period of BSD's slow timer (tcp_slowtimo): the "
             "retransmission timer counts its ticks and expires on one (k ticks: between k - 1 "
             "and k periods after it was set), and RTTs are measured in ticks",
-            Derived("by profile: 500ms (bsd-4.4); unset otherwise"),
+            Derived("by profile: 500ms (bsd-4.4), 10ms (ns2: tcpTick_); unset otherwise"),
             "4.4BSD PR_SLOWHZ = 2 (netinet/tcp_timer.h): two ticks a second",
         ),
         Field(
@@ -241,7 +244,7 @@ _TCP = Table(
             Boolean(),
             "RFC 3042: the first two duplicate ACKs each send a new segment. RFC stack only (the "
             "Linux stack does it by counting SACKed segments out of the flight)",
-            Derived("by profile: false (rfc, bsd-4.4)"),
+            Derived("by profile: false (rfc, bsd-4.4), true (ns2: singledup_)"),
             "RFC 3042",
         ),
         Field(
@@ -262,7 +265,7 @@ _TCP = Table(
             "with recovery = sack: forward acknowledgment loss detection (Mathis and Mahdavi "
             "1996): every hole more than dupack_threshold segments below the highest SACKed "
             "byte is lost (the Linux stack: only with rack = false)",
-            Derived("by profile: false (linux, rfc, bsd-4.4), true (linux-2.4)"),
+            Derived("by profile: false (linux, rfc, bsd-4.4, ns2), true (linux-2.4)"),
             "RFC 6675 detects loss by the SACKed bytes above a hole; Linux 2.4 net.ipv4.tcp_fack = 1; "
             "Linux dropped FACK in 4.15",
         ),
@@ -351,14 +354,14 @@ _TCP = Table(
             "min_rto",
             Duration(positive=True, example="200ms"),
             "lower bound of the retransmission timeout",
-            Derived('by profile: "200ms" (linux, linux-2.4, rfc), "1s" (bsd-4.4)'),
+            Derived('by profile: "200ms" (linux, linux-2.4, rfc, ns2), "1s" (bsd-4.4)'),
             "Linux TCP_RTO_MIN; RFC 6298 section 2.4 says 1 s; 4.4BSD TCPTV_MIN (2 slow ticks)",
         ),
         Field(
             "max_rto",
             Duration(positive=True, example="120s"),
             "upper bound of the retransmission timeout (at least min_rto)",
-            Derived('by profile: "120s" (linux, linux-2.4, rfc), "64s" (bsd-4.4)'),
+            Derived('by profile: "120s" (linux, linux-2.4, rfc), "64s" (bsd-4.4), "60s" (ns2)'),
             "Linux TCP_RTO_MAX; RFC 6298 section 2.5 allows any maximum of at least 60 s; "
             "4.4BSD TCPTV_REXMTMAX",
         ),
@@ -366,7 +369,7 @@ _TCP = Table(
             "initial_rto",
             Duration(positive=True, example="1s"),
             "retransmission timeout before the first RTT sample",
-            Derived('by profile: "1s" (linux, linux-2.4, rfc), "6s" (bsd-4.4)'),
+            Derived('by profile: "1s" (linux, linux-2.4, rfc), "6s" (bsd-4.4), "3s" (ns2)'),
             "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT; 4.4BSD's first timeout, "
             "(TCPTV_SRTTDFLT << 2) >> 1 = 12 slow ticks",
         ),
@@ -377,7 +380,7 @@ _TCP = Table(
             "initial_rto, doubling) before the first data, which then starts one RTT after the "
             "application; the exchange gives the sender its first RTT sample. HTTP/1.0 needs it; "
             "a persistent HTTP/1.1 connection without it starts established",
-            Derived("true with [flows.http], false otherwise (the connection starts established)"),
+            Derived("true with [flows.http] or profile ns2 (syn_), false otherwise (the connection starts established)"),
             "RFC 793 section 3.4; a bulk flow is usually measured once established (iperf)",
         ),
         Field(
