@@ -51,6 +51,20 @@ fn tahoe_returns_to_one_segment_after_a_fast_retransmit() {
 }
 
 #[test]
+fn duplicate_acks_of_go_back_n_resends_start_no_second_fast_retransmit() {
+    // Tahoe resends everything after the hole. Once the hole's retransmission arrives, the
+    // cumulative ACK reaches `recover` (all that was sent before the loss), and each resent
+    // segment the receiver already holds brings a duplicate ACK at that point. They tell of
+    // no new loss: RFC 6582 3.2 step 2 (ns-2's bugFix_) starts fast retransmit only when the
+    // cumulative ACK covers more than `recover`.
+    // Four holes in one window: each resent segment above the last hole brings such an
+    // ACK. Without the strict guard this run made 91 fast retransmits.
+    let h = run(Recovery::Tahoe, &[60, 62, 64, 66], 400);
+    assert_eq!(h.sender.stats.fast_retransmits, 1, "one window of losses, one fast retransmit");
+    assert_eq!(h.sender.stats.timeouts, 0);
+}
+
+#[test]
 fn a_burst_of_drops_times_reno_out_but_not_newreno_or_sack() {
     // Three losses in the window of cwnd 40 (segments 30-69 travel together).
     let drops = [40, 44, 48];
