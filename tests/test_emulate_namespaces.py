@@ -57,8 +57,11 @@ def test_namespaces_are_removed_after_an_interrupted_run(tmp_path, sig, status):
     require_root()
     toml = write_toml(tmp_path / "long.toml", "60s")
     out = tmp_path / "out"
+    # As from a terminal: a suite started in the background (`cmd &` without job control)
+    # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it.
     proc = subprocess.Popen([sys.executable, "-m", "fatpipe", "emulate", str(toml), "-o", str(out), "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         held = set()
         deadline = time.monotonic() + 30
