@@ -145,14 +145,14 @@ def test_stop_ends_the_requests_and_completes_the_one_under_way():
 
 
 def test_the_run_summary_lists_requests_and_stream_groups():
-    from fatpipe.cli import _summary_table
+    from fatpipe.cli_tables import summary_table
 
     result = run({"version": "1.0", "objects": ["2KB", "7KB"]})
-    text = _summary_table(result.summary, 1.0, result.scenario)
+    text = summary_table(result.summary, 1.0, result.scenario)
     assert "requests done" in text and " 2/2 " in text
     pytest.importorskip("fatpipe._core")
     import fatpipe
 
     streams = fatpipe.run({"duration": "1s", "topology": PATH, "flows": [{"name": "p", "streams": 2}], "output": {"plots": False}})
-    text = _summary_table(streams.summary, 1.0, streams.scenario)
+    text = summary_table(streams.summary, 1.0, streams.scenario)
     assert "summed goodput Mb/s" in text and "p.1" in text and "p.2" in text

@@ -236,16 +236,16 @@ def test_red_ecn_default_is_off_and_tcp_ecn_alone_changes_nothing():
 
 
 def test_cli_summary_shows_window_cuts_without_loss_only_when_there_are_any():
-    from fatpipe.cli import _summary_table
+    from fatpipe.cli_tables import summary_table
 
     cut = fatpipe.run(back_to_back(100))
-    table = _summary_table(cut.summary, 1.0).splitlines()
+    table = summary_table(cut.summary, 1.0).splitlines()
     header = next(line for line in table if line.startswith("flow"))
     row = next(line for line in table if line.startswith("standard"))
     assert header.endswith("cwnd cuts w/o loss")
     assert row.split()[-1] == str(cut.summary["flows"][0]["cwr_entries"])
     plain = fatpipe.run(back_to_back(10000))
-    assert "w/o loss" not in _summary_table(plain.summary, 1.0)
+    assert "w/o loss" not in summary_table(plain.summary, 1.0)
 
 
 # ---- every way a sender transmits meets the interface budget -------------------------------

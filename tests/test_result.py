@@ -203,21 +203,21 @@ def _link_rows(text):
 
 
 def test_summary_table_without_red_or_impairments_keeps_one_drops_column():
-    from fatpipe.cli import _summary_table
+    from fatpipe.cli_tables import summary_table
 
     core = load_scenario(SCENARIO)
     out = fake_output(core)
     for link in out["summary"]["links"]:
         link.update(early_drops_packets=0, impairment_drops_packets=0, outage_drops_packets=0)
     r = Result(out, core)
-    text = _summary_table(r.summary, 1.0, r.scenario)
+    text = summary_table(r.summary, 1.0, r.scenario)
     header, rows = _link_rows(text)
     assert [h.strip() for h in header if h.strip()] == ["link", "rate", "utilization", "drops"]
     assert rows["bottleneck"][-1] == "1"  # link 1: one overflow
 
 
 def test_summary_table_breaks_drops_down_by_cause():
-    from fatpipe.cli import _summary_table
+    from fatpipe.cli_tables import summary_table
 
     doc = dict(SCENARIO)
     doc["topology"] = dict(
@@ -230,7 +230,7 @@ def test_summary_table_breaks_drops_down_by_cause():
     )
     core = load_scenario(doc)
     r = Result(fake_output(core), core)
-    text = _summary_table(r.summary, 1.0, r.scenario)
+    text = summary_table(r.summary, 1.0, r.scenario)
     header, rows = _link_rows(text)
     assert [h.strip() for h in header if h.strip()] == [
         "link", "rate", "utilization", "drops", "overflow", "early (RED)", "random loss", "outage",

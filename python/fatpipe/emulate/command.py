@@ -16,7 +16,8 @@ __all__ = ["emulate_command"]
 
 
 def emulate_command(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_TERMINATED, CliError, _error, _load, _staging, _summary_table
+    from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_TERMINATED, CliError, _error, _load, _staging
+    from ..cli_tables import summary_table
     from ..outdir import discard, publish
     from ..runner import import_core
 
@@ -69,7 +70,7 @@ def emulate_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if not args.quiet:
-        print(_summary_table(summary, wall_s, result.scenario))
+        print(summary_table(summary, wall_s, result.scenario))
         print(lateness_line(summary))
         notes = notes_lines(summary)
         if notes:

@@ -238,7 +238,8 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_TERMINATED, CliError, _error, _staging, _summary_table
+    from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_TERMINATED, CliError, _error, _staging
+    from ..cli_tables import summary_table
     from ..outdir import discard, publish
     from ..runner import import_core
     from . import load_probe_scenario, probe
@@ -297,7 +298,7 @@ def run_command(args: argparse.Namespace) -> int:
         line = ps.ignored_line()
         if line:
             print(f"fatpipe: note: {line}", file=sys.stderr)
-        print(_summary_table(result.summary, wall_s, result.scenario))
+        print(summary_table(result.summary, wall_s, result.scenario))
         print(path_line(result.summary))
         notes = notes_lines(result.summary)
         if notes:
