@@ -162,9 +162,19 @@ impl TcpSender {
                 _ => None,
             }
         };
-        let rtt_sample = timed_sent.map(|sent| now - sent);
         if let Some(sent) = timed_sent {
             self.rtt.sample_sent(sent, now);
+        }
+        // The algorithm's sample: the timed segment's, or, for one that times every segment
+        // (ns-2's Vegas), the newest segment this ACK covers; the retransmission timer keeps
+        // to the timed segment.
+        let rtt_sample = match &mut self.ack_timing {
+            Some(timing) => timing.on_ack(ack).map(|sent| now - sent),
+            None => timed_sent.map(|sent| now - sent),
+        };
+        if let (Some(rtt), true) = (rtt_sample, self.ack_timing.is_some()) {
+            // ns-2's Vegas keeps its base RTT (v_baseRTT_) over these samples.
+            self.rtt.note_min_rtt(rtt);
         }
         // Each byte is delivered once: SACKed bytes counted when SACKed, not again when the
         // cumulative ACK passes them (Linux counts SACKed segments out of `delivered` in
