@@ -63,7 +63,7 @@ def test_vegas_without_timestamps_grows_one_segment_per_rtt_as_ns2_times_every_p
     # most 3 packets of delay). With only the one timed segment per round trip, as the RFC
     # stack gave it before, its cwnd crept from 456 to 468 segments in 150 s.
     scenario = {
-        "duration": "20s",
+        "duration": "90s",
         "topology": {"bottleneck_rate": "1Gbps", "rtt": "25ms", "access_rate": "10Gbps", "framing_bytes": 0,
                      "queue": {"limit_packets": 200}},
         "flows": [{"name": "vegas", "cc": "vegas",
@@ -76,6 +76,13 @@ def test_vegas_without_timestamps_grows_one_segment_per_rtt_as_ns2_times_every_p
     # Samples every 100 ms (4 RTTs): an increment near either end may fall on either side.
     assert 0.9 * 600 <= growth <= 600 + 4, growth
     assert r.flows.iloc[0].segments_retransmitted == 0
+    # Then it holds alpha to beta (1 to 3) packets in the queue above the path's window,
+    # 1 Gb/s x 25 ms / 1040 bytes = 3005 packets, and stays there ("steady ... achieving
+    # full utilization", document 003 section 4.1). A base RTT taken from the 40-byte SYN
+    # stopped it at 2670: the data packets' longer serialization read as queueing.
+    bdp = 1e9 * 0.025 / (1040 * 8)
+    held = cwnd[(cwnd.index >= 80.0) & (cwnd.index <= 90.0)]
+    assert bdp + 1 <= held.min() and held.max() <= bdp + 3 + 1, (held.min(), held.max())
 
 
 def red_path(discipline, flows=None, duration="30s", rate="10Mbps", rtt="25ms", pairs=None, profile="linux"):

@@ -410,7 +410,9 @@ impl TcpSender {
     pub(crate) fn sync_cc_view(&mut self, now: Time) {
         self.cc_state.now = now;
         self.cc_state.srtt = self.rtt.srtt;
-        self.cc_state.min_rtt = self.rtt.min_rtt;
+        // An algorithm that times its own segments keeps its own base RTT (ns-2's Vegas,
+        // v_baseRTT_), over data segments only: see `ack_timing.rs`.
+        self.cc_state.min_rtt = self.ack_timing.as_ref().map_or(self.rtt.min_rtt, |t| t.min_rtt_ps);
         self.cc_state.in_flight_segments = self.segments(self.snd_max - self.snd_una);
         (self.cc_state.snd_una, self.cc_state.snd_nxt) = (self.snd_una, self.snd_max);
         self.cc_state.last_send_ps = self.last_data_sent_ps;

@@ -169,13 +169,9 @@ impl TcpSender {
         // (ns-2's Vegas), the newest segment this ACK covers; the retransmission timer keeps
         // to the timed segment.
         let rtt_sample = match &mut self.ack_timing {
-            Some(timing) => timing.on_ack(ack).map(|sent| now - sent),
+            Some(timing) => timing.on_ack(now, ack),
             None => timed_sent.map(|sent| now - sent),
         };
-        if let (Some(rtt), true) = (rtt_sample, self.ack_timing.is_some()) {
-            // ns-2's Vegas keeps its base RTT (v_baseRTT_) over these samples.
-            self.rtt.note_min_rtt(rtt);
-        }
         // Each byte is delivered once: SACKed bytes counted when SACKed, not again when the
         // cumulative ACK passes them (Linux counts SACKed segments out of `delivered` in
         // tcp_clean_rtx_queue). The window grows by these (Linux tcp_cong_avoid's acked_sacked).
