@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 from typing import Any, List, NoReturn, Optional, Sequence
 
-from . import __version__
 from .scenario import Loaded, ScenarioError, format_reference, load, read_scenario_bytes, update_reference
 from .cli_tables import summary_table, text_table
 from .units import U64_MAX, format_duration
@@ -85,12 +84,26 @@ def _jobs(text: str) -> int:
     return value
 
 
+class _VersionAction(argparse.Action):
+    """--version: the version is looked up only when asked for (it costs start-up)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from . import __version__
+
+        print(f"fatpipe {__version__}")  # on stdout, as argparse's own version action
+        parser.exit()
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="fatpipe",
         description="Simulate TCP congestion control on long fat networks.",
     )
-    parser.add_argument("--version", action="version", version=f"fatpipe {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = commands.add_parser(
