@@ -128,6 +128,7 @@ class Result:
         summary: JSON-ready dict: the core's summary plus ``duration_s``,
             ``total_goodput_bps``, per flow ``goodput_bps`` (over the flow's active time,
             start to last in-order delivery, or for UDP to the last datagram received) and ``run_goodput_bps`` (over the whole run),
+            ``sample_interval_s`` (the time series' interval, set or defaulted),
             per link ``utilization`` (busy time / duration) and ``total_drops_packets``
             (every packet lost on entering the link, the sum of :data:`DROP_CAUSES`: queue
             overflow ``drops_packets``, RED's ``early_drops_packets``, random loss
@@ -283,6 +284,8 @@ class Result:
             groups=_groups(flows),
             links=links,
             duration_s=duration_s,
+            # The series' interval: the scenario's, or the default for a run this long.
+            sample_interval_s=int(self.scenario["sample_interval_ps"]) / PS_PER_S,
             total_goodput_bps=sum(8 * int(f["bytes_delivered"]) for f in flows) / duration_s,
             fatpipe_version=_version(),
         )
