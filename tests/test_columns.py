@@ -135,3 +135,23 @@ def test_fatpipe_run_without_plots_imports_neither_pandas_nor_matplotlib(tmp_pat
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got == {"status": 0, "heavy": []}
     assert (tmp_path / "out" / "flow_series.parquet").is_file()
+
+
+def test_the_fatpipe_command_ends_at_once_after_a_run_with_its_output_whole(tmp_path):
+    """`fatpipe run` ends without the interpreter's teardown (cli.entry): what it printed
+    and wrote is complete, and the exit status is kept, errors included."""
+    scenario = tmp_path / "short.toml"
+    scenario.write_text('duration = "0.1s"\n[topology]\nbottleneck_rate = "100Mbps"\nrtt = "40ms"\n'
+                        '[[flows]]\nname = "bulk"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "fatpipe", "run", str(scenario), "-o", str(out), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["outdir"] == str(out) and summary["flows"][0]["name"] == "bulk"
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["duration_s"] == 0.1
+    assert len(pd.read_parquet(out / "flow_series.parquet")) == 11
+    assert (out / "cwnd.png").stat().st_size > 0
+    proc = subprocess.run([sys.executable, "-m", "fatpipe", "run", str(scenario), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "not empty" in proc.stderr
