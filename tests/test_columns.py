@@ -155,3 +155,28 @@ def test_the_fatpipe_command_ends_at_once_after_a_run_with_its_output_whole(tmp_
     proc = subprocess.run([sys.executable, "-m", "fatpipe", "run", str(scenario), "-o", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "not empty" in proc.stderr
+
+
+def test_rates_of_an_irregular_series_as_pandas_group_by_gave_them():
+    """A series whose rows are not one per group per sample in order (an emulation's
+    sampler) takes each row's predecessor in its group: the same rates, to the bit, as the
+    pandas group-by that computed them before."""
+    import numpy as np
+
+    from fatpipe.result import _rate_per_interval
+
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 3, size=200).astype(np.int32)
+    codes[:3] = [2, 0, 2]  # group 1 starts later; group 2 twice at the start
+    time_ps = np.cumsum(rng.integers(1, 10**10, size=200)).astype(np.int64)
+    values = np.cumsum(rng.integers(0, 10**6, size=200)).astype(np.int64)
+    frame = pd.DataFrame({"g": codes, "t": time_ps, "v": values})
+    g = frame.groupby("g", sort=False)
+    dt_ps = g["t"].diff().to_numpy(dtype=np.float64)
+    dv = g["v"].diff().to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = dv * 8 * 10**12 / dt_ps
+    expected = np.where(np.isfinite(expected), expected, 0.0)
+    got = _rate_per_interval(codes, 3, values, time_ps)
+    assert np.array_equal(got, expected)
+    assert got[0] == 0.0 and got[1] == 0.0 and got[2] > 0
