@@ -68,9 +68,13 @@ def test_parquet_files_are_the_pandas_path_byte_for_byte(written, tmp_path):
         assert ours == (tmp_path / f"{table}.parquet").read_bytes(), f"{name}: {table}.parquet differs"
 
 
-def test_files_read_back_as_the_result_tables(written):
+def test_files_read_back_as_the_result_tables(written, tmp_path):
     name, result, out = written
     again = Result.read(out)
+    # Read and written again, every file is the same, byte for byte.
+    again.write_files(tmp_path / "again", plots=False)
+    for path in out.iterdir():
+        assert (tmp_path / "again" / path.name).read_bytes() == path.read_bytes(), path.name
     for table in ("flow_series", "queue_series", "requests"):
         frame = getattr(result, table)
         if not len(frame):
