@@ -64,7 +64,8 @@ def test_the_interval_used_is_in_the_summary_and_on_the_command_line(tmp_path):
     scenario = tmp_path / "long.toml"
     scenario.write_text('duration = "200s"\n[topology]\nbottleneck_rate = "1Mbps"\nrtt = "40ms"\n'
                         '[[flows]]\nname = "bulk"\n', encoding="utf-8")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(["run", str(scenario), "-o", str(tmp_path / "out"), "--no-plots"]) == 0
-    assert "time series every 20ms" in out.getvalue().splitlines()[0]
+    for command in (["validate", str(scenario)], ["run", str(scenario), "-o", str(tmp_path / "out"), "--no-plots"]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(command) == 0
+        assert "time series every 20ms" in out.getvalue().splitlines()[0], command

@@ -518,7 +518,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     flows = len(core["flows"])
     print(
         f"{args.scenario}: OK: scenario {core['name']!r}, {format_duration(core['duration_ps'])}, "
-        f"{len(core['nodes'])} nodes, {len(core['links'])} links, {flows} flow{'s' if flows != 1 else ''}"
+        f"{len(core['nodes'])} nodes, {len(core['links'])} links, {flows} flow{'s' if flows != 1 else ''}, "
+        f"time series every {format_duration(core['sample_interval_ps'])}"
     )
     return EXIT_OK
 
