@@ -349,14 +349,14 @@ class Result:
         for flow in self.summary["flows"]:
             i = index.get(flow["name"])
             done = requests_by_flow[i] if i is not None else None
-            if done is not None and len(done):
+            if done is not None:
                 # Means as pandas took them (a pairwise sum over the rows in their order).
                 flow["mean_response_time_s"] = _json_number(float(np.mean(requests["response_time_s"][done])))
                 flow["mean_request_throughput_bps"] = _json_number(float(np.mean(requests["throughput_bps"][done])))
             rows = by_flow[i] if i is not None else None
             values = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan,
                       "first_climb_cwnd_segments": math.nan}
-            if rows is not None and len(rows) and flow["name"] in tcp:
+            if rows is not None and flow["name"] in tcp:
                 loss = flow.get("first_loss_ps")
                 values = regain(series["time_s"][rows], series["cwnd_segments"][rows], series["srtt_s"][rows],
                                 series["ssthresh_segments"][rows], None if loss is None else loss / PS_PER_S)
@@ -605,12 +605,22 @@ def _no_requests(flow_names: Sequence[str]) -> Columns:
                     for c in REQUEST_COLUMNS}, {"flow": flow_names})
 
 
-def _rows_by_code(codes: np.ndarray, groups: int) -> List[Optional[np.ndarray]]:
-    """The row indices of each group (flow or link), in row order; None for a group with
-    no rows. A stable sort, so a run of 100,000 flows is one pass, not 100,000."""
-    out: List[Optional[np.ndarray]] = [None] * groups
-    if not len(codes):
+def _one_row_per_group_per_sample(codes: np.ndarray, groups: int) -> bool:
+    """Whether a series has the core's layout: a row per group per sample, groups in order."""
+    n = len(codes)
+    return n % groups == 0 and bool((codes.reshape(-1, groups) == np.arange(groups)).all())
+
+
+def _rows_by_code(codes: np.ndarray, groups: int) -> List[Any]:
+    """The rows of each group (flow or link), in row order, as an index for its columns;
+    None for a group with no rows. The core writes one row per group per sample, groups in
+    order: then a group's rows are a strided slice (a view: a run of 100,000 flows and 50
+    million rows costs nothing more). Any other layout: a stable sort, one pass for all."""
+    out: List[Any] = [None] * groups
+    if not len(codes) or not groups:
         return out
+    if _one_row_per_group_per_sample(codes, groups):
+        return [slice(group, None, groups) for group in range(groups)]
     order = np.argsort(codes, kind="stable")
     counts = np.bincount(codes, minlength=groups)
     for group, rows in enumerate(np.split(order, np.cumsum(counts)[:-1])):
@@ -631,8 +641,7 @@ def _rate_per_interval(codes: np.ndarray, groups: int, values: np.ndarray, time_
     rate = np.zeros(n, dtype=np.float64)
     if n == 0 or groups == 0:
         return rate
-    regular = n % groups == 0 and bool((codes.reshape(-1, groups) == np.arange(groups)).all())
-    if regular:
+    if _one_row_per_group_per_sample(codes, groups):
         # In place on the result: no temporary as large as the column.
         per_sample = rate.reshape(-1, groups)
         v = values.reshape(-1, groups)
