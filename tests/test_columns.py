@@ -123,22 +123,28 @@ def test_records_typed_as_pandas_types_them():
     assert table.arrow().schema == expected.schema.remove_metadata()
 
 
-def test_fatpipe_run_without_plots_imports_neither_pandas_nor_matplotlib(tmp_path):
+def test_fatpipe_run_imports_no_pandas_and_without_plots_no_matplotlib(tmp_path):
     scenario = tmp_path / "short.toml"
     scenario.write_text('duration = "0.1s"\n[topology]\nbottleneck_rate = "100Mbps"\nrtt = "40ms"\n'
                         '[[flows]]\nname = "bulk"\n', encoding="utf-8")
-    code = (
-        "import sys, json\n"
-        "from fatpipe.cli import main\n"
-        f"status = main(['run', {str(scenario)!r}, '-o', {str(tmp_path / 'out')!r}, '--no-plots', '--quiet'])\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'matplotlib'})\n"
-        "print(json.dumps({'status': status, 'heavy': heavy}))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got == {"status": 0, "heavy": []}
+    def imported(*flags):
+        code = (
+            "import sys, json\n"
+            "from fatpipe.cli import main\n"
+            f"status = main(['run', {str(scenario)!r}, '-o', {str(tmp_path / 'out')!r}, '--overwrite', '--quiet', "
+            f"*{list(flags)!r}])\n"
+            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'matplotlib'})\n"
+            "print(json.dumps({'status': status, 'heavy': heavy}))\n"
+        )
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    assert imported("--no-plots") == {"status": 0, "heavy": []}
     assert (tmp_path / "out" / "flow_series.parquet").is_file()
+    # The run's own plots are drawn from the numpy columns too: matplotlib, no pandas.
+    assert imported() == {"status": 0, "heavy": ["matplotlib"]}
+    assert (tmp_path / "out" / "cwnd.png").stat().st_size > 0
 
 
 def test_the_fatpipe_command_ends_at_once_after_a_run_with_its_output_whole(tmp_path):
