@@ -39,6 +39,7 @@ use serde_json::Value;
 use std::collections::VecDeque;
 
 mod build;
+mod hand_on;
 mod summary;
 mod workload;
 
@@ -178,6 +179,17 @@ pub struct Simulation {
     /// how many of its packets' starts the captures have seen (`Link::for_each_started`).
     link_watched: Vec<bool>,
     link_starts_seen: Vec<u64>,
+    /// Per link and destination, the next link it may hand packets on to without an event
+    /// (`sim/hand_on.rs`), and what bounds that: the next probe's time, the end of the
+    /// current `run_until`.
+    hand_on: Vec<u32>,
+    next_probe: Time,
+    run_end: Time,
+    /// Hops a packet made without an event (handed on), and arrivals at a destination
+    /// handled without going through the event queue (`Simulation::last_hop`).
+    pub hops_handed_on: u64,
+    pub arrivals_direct: u64,
+    direct_last_hop: bool,
 }
 
 impl Simulation {
@@ -200,6 +212,7 @@ impl Simulation {
     /// Runs every event up to and including `t` (at most the scenario's duration).
     pub fn run_until(&mut self, t: Time) {
         let end = t.min(self.scenario.duration_ps);
+        self.run_end = end;
         while let Some((time, event)) = self.events.pop_until(end) {
             self.now = time;
             self.dispatch(event);
@@ -243,6 +256,9 @@ impl Simulation {
                 let next = self.now + self.scenario.sample_interval_ps;
                 if next <= self.scenario.duration_ps {
                     self.events.schedule(next, Event::Probe);
+                    self.next_probe = next;
+                } else {
+                    self.next_probe = Time::MAX;
                 }
             }
         }
@@ -447,6 +463,17 @@ impl Simulation {
         }
         let next = self.next_link(node, dst);
         debug_assert_ne!(next, l, "a link does not lead back to its own start");
+        if self.hands_on(next, dst) {
+            let pkt = *self.links[l as usize].head();
+            self.offer_ahead(next, &pkt);
+            self.links[l as usize].drop_head(now);
+            return;
+        }
+        if self.direct_last_hop && self.links[next as usize].spec.to == dst && self.link_taps[next as usize].is_empty()
+        {
+            self.last_hop(l, next);
+            return;
+        }
         let (from, into) = two_links(&mut self.links, l, next);
         if self.events.link_offer(into, next, now, from.head()) {
             if !self.link_taps[next as usize].is_empty() {
@@ -481,6 +508,10 @@ impl Simulation {
 
     fn forward(&mut self, node: u32, pkt: &Packet) {
         let l = self.next_link(node, pkt.dst);
+        if self.hands_on(l, pkt.dst) {
+            self.offer_ahead(l, pkt);
+            return;
+        }
         if self.events.link_offer(&mut self.links[l as usize], l, self.now, pkt) {
             if !self.link_taps[l as usize].is_empty() {
                 self.tap_started(l);
