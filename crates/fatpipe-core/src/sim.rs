@@ -7,8 +7,10 @@
 //! (one event per hop; the queue's length follows lazily from the departure times,
 //! `Link::advance`). That node either forwards it on its route or, at the destination host,
 //! hands it to the flow's receiver (data) or sender (ACKs). A `LinkTxEnd` is scheduled only
-//! for links that captures or refused senders watch. Time only advances by popping the
-//! earliest event.
+//! for links that captures or refused senders watch. Most hops need not even that event: a
+//! link hands a packet on to the next link at its arrival time when that is exact, and a
+//! last hop that would be the next event anyway is handled at once (`sim/hand_on.rs`).
+//! Time only advances by popping the earliest event.
 //!
 //! Local congestion: the first link of a flow leaves its sender's host, so it is that host's
 //! interface and its queue is the interface queue (Linux txqueuelen). Before every call into
