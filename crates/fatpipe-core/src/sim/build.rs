@@ -101,6 +101,15 @@ impl Simulation {
         let captures =
             scenario.captures.iter().map(|spec| Capture::create(spec.clone())).collect::<Result<Vec<_>, _>>()?;
         let hand_on = hand_on::hand_on_table(&scenario, &routes, &link_taps);
+        let next_hop = routes
+            .iter()
+            .flatten()
+            .map(|hop| match hop {
+                None => NO_ROUTE,
+                Some(l) if split_of[*l as usize].is_some() => l | IN_SPLIT,
+                Some(l) => *l,
+            })
+            .collect();
         let flow_series = series(&scenario, scenario.flows.len(), FlowSeries::reserve);
         let queue_series = series(&scenario, scenario.links.len(), QueueSeries::reserve);
         Ok(Simulation {
@@ -109,6 +118,7 @@ impl Simulation {
             events,
             links,
             routes,
+            next_hop,
             splits,
             split_of,
             flows,
