@@ -502,7 +502,7 @@ impl Simulation {
     }
 
     /// The link a packet for `dst` leaves `node` on.
-    #[inline]
+    #[inline(always)]
     fn next_link(&mut self, node: u32, dst: u32) -> u32 {
         let hop = self.next_hop[node as usize * self.scenario.nodes.len() + dst as usize];
         if hop & IN_SPLIT == 0 {
