@@ -55,6 +55,36 @@ def test_vegas_fills_100mbps_within_10s_whatever_the_start(initial_window, delay
         assert flow.segments_retransmitted == 0, "the paper's Vegas fills the path without a loss"
 
 
+def test_vegas_without_timestamps_grows_one_segment_per_rtt_as_ns2_times_every_packet():
+    # Document 003's path (1 Gb/s x 25 ms, 200-packet queue, ns-2's 1000-byte packets) on the
+    # ns2 profile, which has no timestamps. ns-2's Vegas times every packet itself
+    # (tcp-vegas.cc v_sendtime_), so in congestion avoidance, with the queue below alpha, it
+    # adds a segment per RTT: 15 s / 25 ms = 600 segments from 5 s to 20 s (the queue adds at
+    # most 3 packets of delay). With only the one timed segment per round trip, as the RFC
+    # stack gave it before, its cwnd crept from 456 to 468 segments in 150 s.
+    scenario = {
+        "duration": "90s",
+        "topology": {"bottleneck_rate": "1Gbps", "rtt": "25ms", "access_rate": "10Gbps", "framing_bytes": 0,
+                     "queue": {"limit_packets": 200}},
+        "flows": [{"name": "vegas", "cc": "vegas",
+                   "tcp": {"profile": "ns2", "mss": 1000, "rcv_buffer": "100MB", "snd_buffer": "100MB"}}],
+        "output": {"sample_interval": "100ms", "plots": False},
+    }
+    r = fatpipe.run(scenario)
+    cwnd = r.series("cwnd_segments")["vegas"]
+    growth = cwnd[cwnd.index <= 20.0].iloc[-1] - cwnd[cwnd.index <= 5.0].iloc[-1]
+    # Samples every 100 ms (4 RTTs): an increment near either end may fall on either side.
+    assert 0.9 * 600 <= growth <= 600 + 4, growth
+    assert r.flows.iloc[0].segments_retransmitted == 0
+    # Then it holds alpha to beta (1 to 3) packets in the queue above the path's window,
+    # 1 Gb/s x 25 ms / 1040 bytes = 3005 packets, and stays there ("steady ... achieving
+    # full utilization", document 003 section 4.1). A base RTT taken from the 40-byte SYN
+    # stopped it at 2670: the data packets' longer serialization read as queueing.
+    bdp = 1e9 * 0.025 / (1040 * 8)
+    held = cwnd[(cwnd.index >= 80.0) & (cwnd.index <= 90.0)]
+    assert bdp + 1 <= held.min() and held.max() <= bdp + 3 + 1, (held.min(), held.max())
+
+
 def red_path(discipline, flows=None, duration="30s", rate="10Mbps", rtt="25ms", pairs=None, profile="linux"):
     """Document 003's set-up scaled down: 1000-byte packets, a 200-packet queue."""
     tcp = {

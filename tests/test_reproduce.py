@@ -184,6 +184,16 @@ title = "Per second"
 kind = "intervals"
 flows = ["flow"]
 where = { "flows[0].tcp.rcv_buffer" = "100kB" }
+
+[[figures]]
+file = "series"
+title = "Throughput per second, beside the closed form"
+kind = "series"
+y = "throughput_bps"
+every = "1s"
+unit = "Mb/s"
+where = { "flows[0].tcp.rcv_buffer" = "100kB" }
+document = { "closed form" = [20, 20, 20] }
 """
 
 
@@ -215,6 +225,7 @@ def test_comparison_agrees_and_disagrees_as_the_closed_form_says(tmp_path):
     md = (target / "comparison.md").read_text()
     assert "**3 of 4 numbers agree within tolerance; 1 of 2 findings hold**" in md
     assert (target / "E9.1" / "goodput.png").exists() and (target / "E9.1" / "per-second.png").exists()
+    assert (target / "E9.1" / "series.png").exists()
     # Quick mode keeps the 100 kB point only: what needs the 50 kB one is not measured,
     # which is never counted as agreement.
     (_, [quick], qdata, _), = reproduce("window-limit", outdir=tmp_path / "quick", quick=True, jobs=1,
@@ -238,6 +249,9 @@ def test_a_second_run_reuses_the_finished_runs(tmp_path):
     ('document = 30\n', 'document = "thirty"\n', ["E9.1.toml", "numbers[1].document"]),
     ('holds_if = "g > 50e6"', 'holds_if = "h > 50e6"', ["findings[1].holds_if", "h is not a measure"]),
     ('kind = "intervals"', 'kind = "pie"', ["figures[1].kind", "pie"]),
+    # The document's values are drawn or refused, never silently dropped.
+    ('kind = "lines"', 'kind = "scatter"', ["figures[0].document", "not drawn on a scatter plot"]),
+    ('every = "1s"\n', '', ["figures[2].document", "set every"]),
     ('id = "E9.1"', 'id = "E9.2"', ["holds experiment E9.1"]),
     ('value = "big / small"', 'value = "big.real"', ["Attribute is not allowed"]),
     ('unit = "Mb/s"\nvalue = "{flows.flow.goodput_bps}"\nwhere = { "flows[0].tcp.rcv_buffer" = "100kB" }\n'

@@ -345,6 +345,12 @@ def _experiment(path: Path, document_name: str) -> Experiment:
             if fig[key] is None and not (key == "y" and fig["series"] is not None):
                 raise CatalogError(f"figures[{i}].{key}: missing; required with kind = \"{fig['kind']}\"",
                                    f"figures[{i}].{key}")
+        if fig["document"] is not None and fig["kind"] == "scatter":
+            raise CatalogError(f"figures[{i}].document: not drawn on a scatter plot; allowed with kind = "
+                               "\"lines\", \"bars\", \"intervals\" or \"series\"", f"figures[{i}].document")
+        if fig["document"] is not None and fig["kind"] == "series" and fig["every"] is None:
+            raise CatalogError(f"figures[{i}].document: a series overlays the document's values per interval; "
+                               "set every (the document's interval)", f"figures[{i}].document")
         figures.append(Figure(fig["file"], fig["title"], fig["kind"], fig))
     q = e["quick"]
     quick = Quick(q["replications"], dict(q["set"]), dict(q["keep"]), q["sweeps"])

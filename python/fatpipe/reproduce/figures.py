@@ -176,6 +176,11 @@ def _series(results: Results, rows: Any, fig: Figure, path: Path) -> None:
             drawn += 1
     if not drawn:
         raise MeasureError("no run directory with a flow series for these runs")
+    if spec.get("document"):
+        # The document's k-th value covers the k-th interval; drawn at its end, as the
+        # resampled series' points are (the catalog requires every with a document).
+        every_s = spec["every"] / 1e12
+        _overlay(ax, spec["document"], [(k + 1) * every_s for k in range(max(map(len, spec["document"].values())))])
     _save(figure, ax, path, fig.title, spec.get("x_label") or "time (s)", spec.get("y_label") or _unit_label(fig))
 
 

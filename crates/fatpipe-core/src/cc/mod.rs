@@ -257,6 +257,14 @@ pub trait CongestionControl: Send + Sync {
     fn marks_app_limited(&self) -> bool {
         false
     }
+
+    /// The algorithm times every segment itself, as ns-2's Vegas does (`v_sendtime_`): on the
+    /// RFC stack without timestamps, where the core times one segment per round trip, each
+    /// new ACK then carries the RTT of the newest segment it acknowledges (`tcp/ack_timing.rs`).
+    /// The Linux stack and timestamps give such samples anyway.
+    fn times_every_ack(&self) -> bool {
+        false
+    }
 }
 
 /// Standard slow start (Linux `tcp_slow_start`): grow by the acknowledged segments up to

@@ -203,6 +203,11 @@ impl CongestionControl for Vegas {
         "vegas"
     }
 
+    /// ns-2's `VegasTcpAgent` times every packet (`v_sendtime_`), the paper's fine-grained clock.
+    fn times_every_ack(&self) -> bool {
+        true
+    }
+
     /// As Reno: half the window, at least 2 segments (RFC 5681 eq. 4).
     fn ssthresh(&mut self, s: &CcState) -> u32 {
         (s.cwnd / 2).max(MIN_SSTHRESH_SEGMENTS)

@@ -1,6 +1,7 @@
 //! TCP endpoints as sans-I/O state machines: they take the current time and a packet or a
 //! timer expiry, and push the packets to send into a caller's buffer.
 
+pub mod ack_timing;
 pub mod bsd_timers;
 pub mod config;
 pub mod handshake;

@@ -26,6 +26,7 @@
 //! Sequence numbers are 64-bit byte offsets from the start of the stream (no wrap-around).
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
 
+use super::ack_timing::AckTiming;
 use super::config::{Recovery, RtoEstimator, Stack, TcpConfig};
 use super::milestones::{Milestones, SenderView};
 use super::rate::RateSampler;
@@ -90,6 +91,9 @@ pub struct TcpSender {
     pub scoreboard: Scoreboard,
     /// Delivery-rate sampling, for algorithms that control the window from it (BBR).
     pub(crate) rate: Option<RateSampler>,
+    /// Every segment's send time, for algorithms that time every ACK on the RFC stack
+    /// without timestamps (`ack_timing.rs`).
+    pub(crate) ack_timing: Option<AckTiming>,
     /// The algorithm sets cwnd itself (`has_cong_control`), asked once: the answer is fixed
     /// and the per-packet path should not pay a virtual call for it.
     pub(crate) controls: bool,
@@ -214,6 +218,7 @@ impl TcpSender {
             first_partial_ack: false,
             scoreboard: Scoreboard::default(),
             rate: None,
+            ack_timing: None,
             controls: false,
             paces: false,
             lost_reported_below: 0,
@@ -265,6 +270,9 @@ impl TcpSender {
         sender.cc_state.paces = sender.paces;
         if sender.controls {
             sender.rate = Some(RateSampler::default());
+        }
+        if sender.stack == Stack::Rfc && !sender.timestamps && sender.cc.times_every_ack() {
+            sender.ack_timing = Some(AckTiming::default());
         }
         sender
     }
@@ -402,7 +410,9 @@ impl TcpSender {
     pub(crate) fn sync_cc_view(&mut self, now: Time) {
         self.cc_state.now = now;
         self.cc_state.srtt = self.rtt.srtt;
-        self.cc_state.min_rtt = self.rtt.min_rtt;
+        // An algorithm that times its own segments keeps its own base RTT (ns-2's Vegas,
+        // v_baseRTT_), over data segments only: see `ack_timing.rs`.
+        self.cc_state.min_rtt = self.ack_timing.as_ref().map_or(self.rtt.min_rtt, |t| t.min_rtt_ps);
         self.cc_state.in_flight_segments = self.segments(self.snd_max - self.snd_una);
         (self.cc_state.snd_una, self.cc_state.snd_nxt) = (self.snd_una, self.snd_max);
         self.cc_state.last_send_ps = self.last_data_sent_ps;
@@ -633,6 +643,9 @@ impl TcpSender {
         }
         if let Some(rate) = &mut self.rate {
             rate.on_send(now, seq, seq + len as u64, self.cc_state.delivered_bytes, self.snd_max == self.snd_una);
+        }
+        if let Some(timing) = &mut self.ack_timing {
+            timing.on_send(now, seq, seq + len as u64);
         }
         let mut ecn = Ecn::default();
         if self.ecn && !retransmission {

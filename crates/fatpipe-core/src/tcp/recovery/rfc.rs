@@ -162,10 +162,16 @@ impl TcpSender {
                 _ => None,
             }
         };
-        let rtt_sample = timed_sent.map(|sent| now - sent);
         if let Some(sent) = timed_sent {
             self.rtt.sample_sent(sent, now);
         }
+        // The algorithm's sample: the timed segment's, or, for one that times every segment
+        // (ns-2's Vegas), the newest segment this ACK covers; the retransmission timer keeps
+        // to the timed segment.
+        let rtt_sample = match &mut self.ack_timing {
+            Some(timing) => timing.on_ack(now, ack),
+            None => timed_sent.map(|sent| now - sent),
+        };
         // Each byte is delivered once: SACKed bytes counted when SACKed, not again when the
         // cumulative ACK passes them (Linux counts SACKed segments out of `delivered` in
         // tcp_clean_rtx_queue). The window grows by these (Linux tcp_cong_avoid's acked_sacked).
