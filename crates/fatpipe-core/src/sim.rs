@@ -277,26 +277,45 @@ impl Simulation {
             return;
         }
         self.grant_tx_budget(f);
-        let flow = &mut self.flows[f as usize];
-        let mut out = std::mem::take(&mut self.out);
+        let flow = &self.flows[f as usize];
         match &flow.source {
-            SourceSpec::Bulk(b) => flow.sender.start_bulk(self.now, b.bytes, &mut out),
-            SourceSpec::Burst(_) => {
-                self.out = out;
-                self.on_burst_tick(f);
-                return;
+            SourceSpec::Bulk(b) => {
+                let (bytes, src) = (b.bytes, Some(flow.src));
+                self.drive(f, false, src, |flow, now, out| flow.sender.start_bulk(now, bytes, out));
             }
+            SourceSpec::Burst(_) => self.on_burst_tick(f),
             SourceSpec::Http(_) => unreachable!("an HTTP client starts in sim/workload.rs"),
-            SourceSpec::UdpCbr(_) | SourceSpec::UdpBurst(_) | SourceSpec::UdpOnoff(_) => {
-                self.out = out;
-                self.on_udp_tick(f);
-                return;
-            }
+            SourceSpec::UdpCbr(_) | SourceSpec::UdpBurst(_) | SourceSpec::UdpOnoff(_) => self.on_udp_tick(f),
         }
-        let node = flow.src;
-        self.transmit(node, &mut out);
+    }
+
+    /// Drives an endpoint of flow `f`: grants its sender the interface budget (`grant`),
+    /// calls `call` with the flow, now and the reused output buffer, sends what it emitted
+    /// from node `from` (None: each packet from its own source, for calls that may speak for
+    /// either end), and brings the flow's timers in line with the endpoints' deadlines. One
+    /// helper for what every endpoint call needs, in this order. (Three calls in
+    /// `sim/workload.rs` keep their own sequence: they schedule or start more between
+    /// sending and the timers.)
+    #[inline(always)]
+    fn drive<R>(
+        &mut self,
+        f: u32,
+        grant: bool,
+        from: Option<u32>,
+        call: impl FnOnce(&mut Flow, Time, &mut Vec<Packet>) -> R,
+    ) -> R {
+        if grant {
+            self.grant_tx_budget(f);
+        }
+        let mut out = std::mem::take(&mut self.out);
+        let result = call(&mut self.flows[f as usize], self.now, &mut out);
+        match from {
+            Some(node) => self.transmit(node, &mut out),
+            None => self.send_all(&mut out),
+        }
         self.out = out;
         self.sync_timers(f);
+        result
     }
 
     /// A paced application writes its next burst and schedules the one after.
@@ -308,14 +327,8 @@ impl Simulation {
         if stop.is_some_and(|s| now >= s) {
             return;
         }
-        self.grant_tx_budget(f);
-        let flow = &mut self.flows[f as usize];
-        let mut out = std::mem::take(&mut self.out);
-        flow.bursts.write(&mut flow.sender, now, burst, carry_over, &mut out);
-        let node = flow.src;
-        self.transmit(node, &mut out);
-        self.out = out;
-        self.sync_timers(f);
+        let src = Some(flow.src);
+        self.drive(f, true, src, |flow, now, out| flow.bursts.write(&mut flow.sender, now, burst, carry_over, out));
         let next = now + period;
         if next <= self.scenario.duration_ps && stop.is_none_or(|s| next < s) {
             self.events.schedule(next, Event::SourceTick(f));
@@ -388,16 +401,12 @@ impl Simulation {
                 break;
             }
             self.iface_waiters[l as usize].pop_front();
-            self.grant_tx_budget(f);
-            let flow = &mut self.flows[f as usize];
-            flow.iface_waiting = false;
-            let mut out = std::mem::take(&mut self.out);
-            flow.sender.on_interface_ready(self.now, &mut out);
-            let node = flow.src;
-            self.transmit(node, &mut out);
-            self.out = out;
-            // Still refused: back in the list, behind the others.
-            self.sync_timers(f);
+            // Still refused: back in the list, behind the others (`sync_timers`).
+            let src = Some(flow.src);
+            self.drive(f, true, src, |flow, now, out| {
+                flow.iface_waiting = false;
+                flow.sender.on_interface_ready(now, out)
+            });
         }
     }
 
@@ -430,21 +439,19 @@ impl Simulation {
         if pkt.conn != flow.conn {
             return; // a straggler of a closed connection: its endpoints are gone
         }
-        let mut out = std::mem::take(&mut self.out);
+        let workload = pkt.kind == PacketKind::Data && (flow.http.is_some() || flow.handshake.is_some());
         match pkt.kind {
-            PacketKind::Data => flow.receiver.on_segment(self.now, pkt, &mut out),
-            PacketKind::Ack => flow.sender.on_ack(self.now, pkt, &mut out),
+            // The sender's budget was granted above, before the checks.
+            PacketKind::Data => {
+                self.drive(f, false, Some(node), |flow, now, out| flow.receiver.on_segment(now, pkt, out))
+            }
+            PacketKind::Ack => self.drive(f, false, Some(node), |flow, now, out| flow.sender.on_ack(now, pkt, out)),
             PacketKind::Datagram => unreachable!("handled above"),
             PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => {
-                self.out = out;
                 self.on_connection_packet(node, pkt);
                 return;
             }
         }
-        let workload = pkt.kind == PacketKind::Data && (flow.http.is_some() || flow.handshake.is_some());
-        self.transmit(node, &mut out);
-        self.out = out;
-        self.sync_timers(f);
         if workload {
             self.after_data_delivery(f, pkt);
         }
@@ -595,33 +602,20 @@ impl Simulation {
             Fired::Rearm(t) => self.events.schedule(t, Event::Timer(f, kind)),
             Fired::Expired if kind == TimerKind::Connection => self.on_connection_timer(f),
             Fired::Expired => {
-                if kind != TimerKind::DelayedAck {
-                    self.grant_tx_budget(f);
-                }
-                let flow = &mut self.flows[f as usize];
-                let mut out = std::mem::take(&mut self.out);
-                let node = match kind {
+                let (src, dst) = (Some(flow.src), Some(flow.dst));
+                match kind {
                     TimerKind::Retransmission => {
-                        flow.sender.on_rto_timer(now, &mut out);
-                        flow.src
+                        self.drive(f, true, src, |fl, now, out| fl.sender.on_rto_timer(now, out))
                     }
                     TimerKind::DelayedAck => {
-                        flow.receiver.on_delayed_ack_timer(now, &mut out);
-                        flow.dst
+                        self.drive(f, false, dst, |fl, now, out| fl.receiver.on_delayed_ack_timer(now, out))
                     }
-                    TimerKind::Pacing => {
-                        flow.sender.on_pacing_timer(now, &mut out);
-                        flow.src
-                    }
+                    TimerKind::Pacing => self.drive(f, true, src, |fl, now, out| fl.sender.on_pacing_timer(now, out)),
                     TimerKind::Connection => unreachable!("handled above"),
                     TimerKind::WindowUpdate => {
-                        flow.receiver.on_window_update_timer(now, &mut out);
-                        flow.dst
+                        self.drive(f, true, dst, |fl, now, out| fl.receiver.on_window_update_timer(now, out))
                     }
-                };
-                self.transmit(node, &mut out);
-                self.out = out;
-                self.sync_timers(f);
+                }
             }
         }
     }
