@@ -1,7 +1,5 @@
 """``python -m fatpipe ...`` is the same as the ``fatpipe`` command."""
 
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
 
-from .units import format_rate
+from .units import PS_PER_S, format_duration, format_rate
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
@@ -33,7 +33,7 @@ def summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None)
                 f"and {p['daemon']['hostname']} ({p['daemon']['address']}) ({wall_s:.1f} s wall with setup)")
     else:
         head = (f"{summary['name']}: {duration_s:g} s simulated in {wall_s:.1f} s wall{speed}, "
-                f"{summary['events']:,} events, seed {summary['seed']}")
+                f"{summary['events']:,} events, seed {summary['seed']}{_series(summary)}")
     lines = [head, ""]
     # TCP counts retransmissions and timeouts, UDP lost datagrams: "-" where a flow's
     # transport has no such count; the lost column only when there is a UDP flow, window
@@ -67,6 +67,12 @@ def summary_table(summary: dict, wall_s: float, scenario: Optional[dict] = None)
     if summary["links"]:  # a probe run has none: the path is real
         lines += link_table(summary["links"], scenario)
     return "\n".join(lines)
+
+
+def _series(summary: dict) -> str:
+    """The time series' interval (it is coarser than 10 ms by default in long runs)."""
+    interval = summary.get("sample_interval_s")
+    return "" if interval is None else f", time series every {format_duration(round(interval * PS_PER_S))}"
 
 
 def link_table(links: Sequence[dict], scenario: Optional[dict]) -> List[str]:

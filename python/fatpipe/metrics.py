@@ -10,11 +10,12 @@ import math
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .units import PS_PER_S
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
     from .result import Result
 
 __all__ = [
@@ -126,7 +127,7 @@ def fairness(rates_bps: Sequence[float], link_rate_bps: Optional[float]) -> Dict
     return out
 
 
-def recovery_events(result: "Result", flow: str) -> pd.DataFrame:
+def recovery_events(result: "Result", flow: str) -> "pd.DataFrame":
     """Every congestion event of ``flow`` visible in its sampled series, with how long cwnd
     took to regain its pre-event value: one row per event with ``time_s`` (the sample where
     ssthresh changed), ``cwnd_before_segments`` (cwnd at the sample before),
@@ -163,6 +164,8 @@ def recovery_events(result: "Result", flow: str) -> pd.DataFrame:
                 **rec,
             }
         )
+    import pandas as pd
+
     return pd.DataFrame(
         events,
         columns=["time_s", "cwnd_before_segments", "ssthresh_segments", "recovery_95_s", "recovery_s"],

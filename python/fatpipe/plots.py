@@ -88,10 +88,11 @@ def _per_flow(result: "Result", column: str, tcp_only: bool, combine: str = "sum
     the note saying how many are shown. Reads the sample-major layout directly (a view per
     flow, no filtering of the whole table per flow)."""
     flows = result.scenario["flows"]
-    series = result.flow_series
+    # The numpy columns, not the DataFrame: `fatpipe run`'s plots then need no pandas.
+    series = result.table("flow_series")
     n = len(flows)
-    values = series[column].to_numpy(dtype=np.float64)
-    times = series["time_s"].to_numpy()
+    values = np.asarray(series[column], dtype=np.float64)
+    times = series["time_s"]
     if n == 0 or len(values) % n:
         return [], ""
     wide = values.reshape(-1, n)

@@ -4,6 +4,10 @@
 ``docs/core-interface.md``) together with the normalized scenario that produced it, and adds
 what people want to read: goodput, utilization, per-interval throughput, seconds instead
 of picoseconds, names instead of indices.
+
+The tables are kept as numpy columns (:class:`~fatpipe.columns.Columns`) and written to
+Parquet through pyarrow; the DataFrame attributes (``flows``, ``flow_series``, ...) are built
+on first use, so that ``fatpipe run`` never imports pandas (half a second of start-up).
 """
 
 from __future__ import annotations
@@ -13,14 +17,17 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
-import pandas as pd
 
+from .columns import Columns
 from .metrics import fairness, flow_metrics, regain
 from .outdir import check_target, discard, publish, staging_dir
 from .units import PS_PER_S
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["Result"]
 
@@ -121,6 +128,7 @@ class Result:
         summary: JSON-ready dict: the core's summary plus ``duration_s``,
             ``total_goodput_bps``, per flow ``goodput_bps`` (over the flow's active time,
             start to last in-order delivery, or for UDP to the last datagram received) and ``run_goodput_bps`` (over the whole run),
+            ``sample_interval_s`` (the time series' interval, set or defaulted),
             per link ``utilization`` (busy time / duration) and ``total_drops_packets``
             (every packet lost on entering the link, the sum of :data:`DROP_CAUSES`: queue
             overflow ``drops_packets``, RED's ``early_drops_packets``, random loss
@@ -174,13 +182,67 @@ class Result:
         self._flow_names: List[str] = [f["name"] for f in self.scenario["flows"]]
         self._link_names: List[str] = [link["name"] for link in self.scenario["links"]]
         self.summary: Dict[str, Any] = self._build_summary(output["summary"])
-        self.flows = _flow_table(self.summary["flows"])
-        self.groups = pd.DataFrame(self.summary["groups"], columns=GROUP_COLUMNS)
-        self.requests = self._build_requests(dict(output.get("requests") or {}))
-        self.links = pd.DataFrame(self.summary["links"])
-        self.flow_series = self._build_flow_series(_taken(output, "flow_series"))
-        self.queue_series = self._build_queue_series(_taken(output, "queue_series"))
+        self._frames: Dict[str, "pd.DataFrame"] = {}
+        self._tables: Dict[str, Columns] = {
+            "requests": self._build_requests(dict(output.get("requests") or {})),
+            "flow_series": self._build_flow_series(_taken(output, "flow_series")),
+            "queue_series": self._build_queue_series(_taken(output, "queue_series")),
+        }
         self._add_series_metrics()
+
+    # ---- tables -----------------------------------------------------------------------
+
+    def table(self, name: str) -> Columns:
+        """One of the run's tables as numpy columns (no pandas): ``"flow_series"``,
+        ``"queue_series"``, ``"requests"`` or ``"groups"``; a name column (flow, link) holds
+        indices into ``table.categories[name]``."""
+        if name == "groups":
+            return Columns.from_records(self.summary.get("groups", []), GROUP_COLUMNS)
+        if name not in self._tables:
+            raise KeyError(f"no table {name!r}; available: flow_series, queue_series, requests, groups")
+        return self._tables[name]
+
+    def _frame(self, name: str) -> "pd.DataFrame":
+        # Built on first use and kept: pandas is imported only by a caller who wants it.
+        if name not in self._frames:
+            if name == "flows":
+                frame = _flow_table(self.summary["flows"])
+            elif name == "links":
+                import pandas as pd
+
+                frame = pd.DataFrame(self.summary["links"])
+            elif name == "groups":
+                import pandas as pd
+
+                frame = pd.DataFrame(self.summary.get("groups", []), columns=GROUP_COLUMNS)
+            else:
+                frame = self._tables[name].frame()
+            self._frames[name] = frame
+        return self._frames[name]
+
+    @property
+    def flows(self) -> "pd.DataFrame":
+        return self._frame("flows")
+
+    @property
+    def links(self) -> "pd.DataFrame":
+        return self._frame("links")
+
+    @property
+    def groups(self) -> "pd.DataFrame":
+        return self._frame("groups")
+
+    @property
+    def requests(self) -> "pd.DataFrame":
+        return self._frame("requests")
+
+    @property
+    def flow_series(self) -> "pd.DataFrame":
+        return self._frame("flow_series")
+
+    @property
+    def queue_series(self) -> "pd.DataFrame":
+        return self._frame("queue_series")
 
     # ---- summary ----------------------------------------------------------------------
 
@@ -222,6 +284,8 @@ class Result:
             groups=_groups(flows),
             links=links,
             duration_s=duration_s,
+            # The series' interval: the scenario's, or the default for a run this long.
+            sample_interval_s=int(self.scenario["sample_interval_ps"]) / PS_PER_S,
             total_goodput_bps=sum(8 * int(f["bytes_delivered"]) for f in flows) / duration_s,
             fatpipe_version=_version(),
         )
@@ -229,7 +293,7 @@ class Result:
 
     # ---- time series ------------------------------------------------------------------
 
-    def _build_flow_series(self, cols: Dict[str, Any]) -> pd.DataFrame:
+    def _build_flow_series(self, cols: Dict[str, Any]) -> Columns:
         # The core's columns arrive as memory numpy views without a copy; each is taken out
         # of ``cols`` when converted, so that it is freed as soon as nothing views it, and
         # columns kept as they are stay views: a run of 100,000 flows never holds its
@@ -249,7 +313,7 @@ class Result:
         sent = _int64(cols.pop("sent_bytes"))
         columns = {
             "time_s": time_ps / PS_PER_S,
-            "flow": _categories(codes, names),
+            "flow": codes,
             "cwnd_segments": cwnd,
             "cwnd_bytes": cwnd_bytes,
             "ssthresh_segments": _where_negative_nan(cols.pop("ssthresh_segments")),
@@ -269,47 +333,54 @@ class Result:
                 ordered[f"{key[:-3]}_s"] = values / PS_PER_S
             else:
                 ordered[key] = values if np.isnan(values).any() else values.astype(np.int64)
-        return pd.DataFrame(ordered, copy=False)
+        return Columns(ordered, {"flow": names})
 
     def _add_series_metrics(self) -> None:
         """docs/metrics.md's per-flow measures that need the sampled series (document 003's
         recovery time) or the request table (document 000's HTTP response times), into the
         summary and the flow table."""
-        by_flow = {str(name): rows for name, rows in self.flow_series.groupby("flow", sort=False, observed=True)}
-        requests = {str(name): rows for name, rows in self.requests.groupby("flow", sort=False, observed=True)}
+        series = self._tables["flow_series"]
+        requests = self._tables["requests"]
+        names = self._flow_names
+        by_flow = _rows_by_code(series["flow"], len(names))
+        requests_by_flow = _rows_by_code(requests["flow"], len(names))
+        tcp = {f["name"] for f in self.scenario["flows"] if "tcp" in f}
+        index = {name: i for i, name in enumerate(names)}
         for flow in self.summary["flows"]:
-            done = requests.get(flow["name"])
-            if done is not None and len(done):
-                flow["mean_response_time_s"] = _json_number(float(done["response_time_s"].mean()))
-                flow["mean_request_throughput_bps"] = _json_number(float(done["throughput_bps"].mean()))
-            rows = by_flow.get(flow["name"])
+            i = index.get(flow["name"])
+            done = requests_by_flow[i] if i is not None else None
+            if done is not None:
+                # Means as pandas took them (a pairwise sum over the rows in their order).
+                flow["mean_response_time_s"] = _json_number(float(np.mean(requests["response_time_s"][done])))
+                flow["mean_request_throughput_bps"] = _json_number(float(np.mean(requests["throughput_bps"][done])))
+            rows = by_flow[i] if i is not None else None
             values = {"regain_time_s": math.nan, "cwnd_ceiling_segments": math.nan,
                       "first_climb_cwnd_segments": math.nan}
-            if rows is not None and "tcp" in next((f for f in self.scenario["flows"] if f["name"] == flow["name"]), {}):
+            if rows is not None and flow["name"] in tcp:
                 loss = flow.get("first_loss_ps")
-                values = regain(rows["time_s"], rows["cwnd_segments"], rows["srtt_s"], rows["ssthresh_segments"],
-                                None if loss is None else loss / PS_PER_S)
+                values = regain(series["time_s"][rows], series["cwnd_segments"][rows], series["srtt_s"][rows],
+                                series["ssthresh_segments"][rows], None if loss is None else loss / PS_PER_S)
             flow.update({k: _json_number(v) for k, v in values.items()})
-        self.flows = _flow_table(self.summary["flows"])
+        self._frames.pop("flows", None)
 
-    def _build_requests(self, cols: Optional[Mapping[str, Any]]) -> pd.DataFrame:
+    def _build_requests(self, cols: Optional[Mapping[str, Any]]) -> Columns:
         if not cols or not len(cols.get("flow", ())):
-            return pd.DataFrame({c: [] for c in REQUEST_COLUMNS})
-        columns: Dict[str, Any] = {"flow": _categories(np.asarray(cols["flow"]), self._flow_names)}
+            return _no_requests(self._flow_names)
+        columns: Dict[str, Any] = {"flow": _codes(cols["flow"])}
         for column in ("request", "object", "connection", "size_bytes"):
             columns[column] = _int64(cols[column])
         for column in ("start", "request_sent", "first_byte", "last_byte", "response_time"):
             columns[f"{column}_s"] = _int64(cols[f"{column}_ps"]) / PS_PER_S
         columns["throughput_bps"] = columns["size_bytes"] * 8 / columns["response_time_s"]
-        return pd.DataFrame({c: columns[c] for c in REQUEST_COLUMNS}, copy=False)
+        return Columns({c: columns[c] for c in REQUEST_COLUMNS}, {"flow": self._flow_names})
 
-    def _build_queue_series(self, cols: Mapping[str, Any]) -> pd.DataFrame:
+    def _build_queue_series(self, cols: Mapping[str, Any]) -> Columns:
         time_ps = _int64(cols["time_ps"])
         # As integers even when empty (a probe run has no links).
         codes = _codes(cols["link"])
         names = self._link_names
         rate = np.array([link["rate_bps"] for link in self.scenario["links"]], dtype=np.float64)
-        columns: Dict[str, Any] = {"time_s": time_ps / PS_PER_S, "link": _categories(codes, names)}
+        columns: Dict[str, Any] = {"time_s": time_ps / PS_PER_S, "link": codes}
         for column in ("queue_packets", "queue_bytes", "drops_packets", "departed_bytes"):
             columns[column] = _int64(cols[column])
         departed_bps = _rate_per_interval(codes, len(names), columns["departed_bytes"], time_ps)
@@ -320,7 +391,7 @@ class Result:
         columns["utilization"] = departed_bps / link_rate
         # Time a packet arriving at the sample would wait: the queued IP bytes at the rate.
         columns["queue_delay_s"] = columns["queue_bytes"] * 8 / link_rate
-        return pd.DataFrame({c: columns[c] for c in QUEUE_SERIES_COLUMNS}, copy=False)
+        return Columns({c: columns[c] for c in QUEUE_SERIES_COLUMNS}, {"link": names})
 
     @classmethod
     def read(cls, outdir: Union[str, "os.PathLike[str]"]) -> "Result":
@@ -339,13 +410,13 @@ class Result:
         self.plots = True
         self._flow_names = [f["name"] for f in self.scenario["flows"]]
         self._link_names = [link["name"] for link in self.scenario["links"]]
-        self.flows = _flow_table(self.summary["flows"])
-        self.links = pd.DataFrame(self.summary["links"])
-        self.groups = pd.DataFrame(self.summary.get("groups", []), columns=GROUP_COLUMNS)
+        self._frames = {}
         requests = out / "requests.parquet"
-        self.requests = pd.read_parquet(requests) if requests.is_file() else pd.DataFrame(columns=REQUEST_COLUMNS)
-        self.flow_series = pd.read_parquet(out / "flow_series.parquet")
-        self.queue_series = pd.read_parquet(out / "queue_series.parquet")
+        self._tables = {
+            "requests": Columns.read_parquet(requests) if requests.is_file() else _no_requests(self._flow_names),
+            "flow_series": Columns.read_parquet(out / "flow_series.parquet"),
+            "queue_series": Columns.read_parquet(out / "queue_series.parquet"),
+        }
         self.capture_files = {
             c["name"]: str(out / c["path"]) for c in self.summary.get("captures", []) if (out / c["path"]).is_file()
         }
@@ -353,7 +424,7 @@ class Result:
 
     # ---- access -----------------------------------------------------------------------
 
-    def series(self, name: str) -> pd.DataFrame:
+    def series(self, name: str) -> "pd.DataFrame":
         """A wide table of one time-series column: index time_s, one column per flow (for a
         flow column such as ``"cwnd_segments"``) or per link (``"queue_packets"``), in
         scenario order."""
@@ -422,16 +493,16 @@ class Result:
         out.mkdir(parents=True, exist_ok=True)
         _write_json(out / "summary.json", self.summary)
         _write_json(out / "scenario.json", self.scenario)
-        _write_parquet(out / "flow_series.parquet", self.flow_series)
-        _write_parquet(out / "queue_series.parquet", self.queue_series)
+        self._tables["flow_series"].write_parquet(out / "flow_series.parquet")
+        self._tables["queue_series"].write_parquet(out / "queue_series.parquet")
         for name, path in self.capture_files.items():
             target = out / f"{name}.pcap"
             if Path(path).resolve() != target.resolve():
                 shutil.copyfile(path, target)
         if any(f["source"]["kind"] == "http" for f in self.scenario["flows"]):
-            _write_parquet(out / "requests.parquet", self.requests)
-        if len(self.groups):
-            _write_parquet(out / "groups.parquet", self.groups)
+            self._tables["requests"].write_parquet(out / "requests.parquet")
+        if self.summary.get("groups"):
+            self.table("groups").write_parquet(out / "groups.parquet")
         if self.plots if plots is None else plots:
             from .plots import plot_cwnd, plot_throughput
 
@@ -440,7 +511,9 @@ class Result:
         return out
 
 
-def _flow_table(flows: List[Dict[str, Any]]) -> pd.DataFrame:
+def _flow_table(flows: List[Dict[str, Any]]) -> "pd.DataFrame":
+    import pandas as pd
+
     table = pd.DataFrame(flows)
     # Measures that may be undefined (None in JSON) are NaN in the table, never objects.
     for column in FLOW_METRIC_COLUMNS:
@@ -525,10 +598,35 @@ def _where_negative_nan(column: Any) -> np.ndarray:
     return a
 
 
-def _categories(codes: np.ndarray, names: List[str]) -> pd.Categorical:
-    """The core's element indices as names, stored once each (a categorical column): a
-    column of 50 million flow names costs its int32 codes, not 50 million strings."""
-    return pd.Categorical.from_codes(_codes(codes), categories=names)
+def _no_requests(flow_names: Sequence[str]) -> Columns:
+    """The request table of a run without completed requests: no rows, typed columns."""
+    ints = ("request", "object", "connection", "size_bytes")
+    return Columns({c: np.zeros(0, dtype=np.int32 if c == "flow" else np.int64 if c in ints else np.float64)
+                    for c in REQUEST_COLUMNS}, {"flow": flow_names})
+
+
+def _one_row_per_group_per_sample(codes: np.ndarray, groups: int) -> bool:
+    """Whether a series has the core's layout: a row per group per sample, groups in order."""
+    n = len(codes)
+    return n % groups == 0 and bool((codes.reshape(-1, groups) == np.arange(groups)).all())
+
+
+def _rows_by_code(codes: np.ndarray, groups: int) -> List[Any]:
+    """The rows of each group (flow or link), in row order, as an index for its columns;
+    None for a group with no rows. The core writes one row per group per sample, groups in
+    order: then a group's rows are a strided slice (a view: a run of 100,000 flows and 50
+    million rows costs nothing more). Any other layout: a stable sort, one pass for all."""
+    out: List[Any] = [None] * groups
+    if not len(codes) or not groups:
+        return out
+    if _one_row_per_group_per_sample(codes, groups):
+        return [slice(group, None, groups) for group in range(groups)]
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=groups)
+    for group, rows in enumerate(np.split(order, np.cumsum(counts)[:-1])):
+        if len(rows):
+            out[group] = rows
+    return out
 
 
 def _rate_per_interval(codes: np.ndarray, groups: int, values: np.ndarray, time_ps: np.ndarray) -> np.ndarray:
@@ -543,8 +641,7 @@ def _rate_per_interval(codes: np.ndarray, groups: int, values: np.ndarray, time_
     rate = np.zeros(n, dtype=np.float64)
     if n == 0 or groups == 0:
         return rate
-    regular = n % groups == 0 and bool((codes.reshape(-1, groups) == np.arange(groups)).all())
-    if regular:
+    if _one_row_per_group_per_sample(codes, groups):
         # In place on the result: no temporary as large as the column.
         per_sample = rate.reshape(-1, groups)
         v = values.reshape(-1, groups)
@@ -554,10 +651,17 @@ def _rate_per_interval(codes: np.ndarray, groups: int, values: np.ndarray, time_
             per_sample[1:] *= (8 * PS_PER_S / dt_ps)[:, None]
         rate[~np.isfinite(rate)] = 0.0
         return rate
-    frame = pd.DataFrame({"g": codes, "t": time_ps, "v": values})
-    g = frame.groupby("g", sort=False)
-    dt_ps = g["t"].diff().to_numpy(dtype=np.float64)
-    dv = g["v"].diff().to_numpy(dtype=np.float64)
+    # Each row's predecessor in its group (the rows of a group in order, by a stable sort);
+    # a group's first row has none and a rate of 0.
+    order = np.argsort(codes, kind="stable")
+    first = np.ones(n, dtype=bool)
+    first[1:] = codes[order][1:] != codes[order][:-1]
+    previous = np.empty(n, dtype=np.int64)
+    previous[order[1:]] = order[:-1]
+    previous[order[first]] = order[first]
+    dt_ps = (time_ps - time_ps[previous]).astype(np.float64)
+    dv = values.astype(np.float64) - values[previous].astype(np.float64)
+    dt_ps[order[first]] = np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = dv * 8 * PS_PER_S / dt_ps
     return np.where(np.isfinite(rate), rate, 0.0)
@@ -566,14 +670,3 @@ def _rate_per_interval(codes: np.ndarray, groups: int, values: np.ndarray, time_
 def _write_json(path: Path, data: Any) -> None:
     text = json.dumps(data, sort_keys=True, indent=2, allow_nan=False) + "\n"
     path.write_text(text, encoding="utf-8")
-
-
-def _write_parquet(path: Path, df: pd.DataFrame) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    # Drop the pandas metadata (it records the pandas version): the file then depends only
-    # on the data and the pyarrow version.
-    table = table.replace_schema_metadata(None)
-    pq.write_table(table, path, compression="snappy")

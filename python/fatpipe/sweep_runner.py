@@ -522,9 +522,9 @@ def _summary_frame(rows: List[Dict[str, Any]]) -> Any:
 
 
 def _write_outputs(out: Path, summary: Any, failures: List[Dict[str, Any]]) -> None:
-    from .result import _write_parquet
+    from .columns import write_frame_parquet
 
-    _write_parquet(out / "summary.parquet", summary)
+    write_frame_parquet(out / "summary.parquet", summary)
     summary.to_csv(out / "summary.csv", index=False)
     _write_json_atomic(out / "failures.json", failures)
 

@@ -12,8 +12,23 @@ the same tables and files as a simulated run, plus a ``probe`` section in the su
 >>> result.summary["probe"]["path"]["base_rtt_ps"]
 """
 
-from .path import MeasuredPath, measure_path_capacity, measured_dumbbell, measured_path, simulate_beside
-from .runner import ProbeError, ProbeRefused, ProbeScenario, load_probe_scenario, probe, resolve_daemon
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, List
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .path import MeasuredPath, measure_path_capacity, measured_dumbbell, measured_path, simulate_beside
+    from .runner import ProbeError, ProbeRefused, ProbeScenario, load_probe_scenario, probe, resolve_daemon
+
+#: Where each public name lives. Imported on first use (PEP 562): the command line registers
+#: `fatpipe probe` through `.command` on every start, and the runner pulls in numpy and the
+#: result tables, which `fatpipe run` should not pay for twice and `fatpipe validate` not at all.
+_HOMES = {
+    "MeasuredPath": "path", "measure_path_capacity": "path", "measured_dumbbell": "path",
+    "measured_path": "path", "simulate_beside": "path",
+    "ProbeError": "runner", "ProbeRefused": "runner", "ProbeScenario": "runner",
+    "load_probe_scenario": "runner", "probe": "runner", "resolve_daemon": "runner",
+}
 
 __all__ = [
     "probe",
@@ -28,3 +43,15 @@ __all__ = [
     "measured_dumbbell",
     "simulate_beside",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_HOMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from .catalog import CatalogError, Document, documents
+if TYPE_CHECKING:  # pragma: no cover
+    from .catalog import CatalogError, Document, documents
 
 __all__ = ["reproduce", "documents", "CatalogError", "ALL"]
 
@@ -24,6 +25,8 @@ ALL = "all"
 def select(name: str, experiment: Optional[str], root: Optional[Path] = None) -> List[Tuple[Document, List[str]]]:
     """The documents and experiment ids a command names; raises :class:`CatalogError`.
     ``root`` is the folder of reproductions (default: the package's)."""
+    from .catalog import CatalogError, documents
+
     known = documents(root) if root is not None else documents()
     if name == ALL:
         if experiment is not None:
@@ -86,3 +89,13 @@ def reproduce(
             say(f"{doc.name} {', '.join(ids)}: {target / ids[0] / 'comparison.md'}")
         out.append((doc, outcomes, data, target))
     return out
+
+
+def __getattr__(name: str) -> Any:
+    # The catalog is read on first use: `fatpipe.cli` imports this package to register
+    # `fatpipe reproduce` on every start, and every run would pay for it (issue 16).
+    if name in ("CatalogError", "Document", "documents"):
+        from . import catalog
+
+        return getattr(catalog, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ from .flows import _FLOW, _check_unique_names, _expand_streams, _normalize_flow
 from .impairments import attach_impairments
 from .kinds import Duration, Integer, Name
 from .network import SHAPE_COMMON_KEYS
-from .output import _OUTPUT, _capture_points
+from .output import _OUTPUT, _capture_points, default_sample_interval_ps
 from .schema import Derived, Field, PathLike, ScenarioError, Table, TableArray, Tagged, _fail
 from .topologies import SHAPE_LABELS, SHAPES
 
@@ -130,7 +130,9 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
     top = SCENARIO.parse(doc, "")
     duration_ps = top["duration"]
     output = top["output"]
-    if output["sample_interval"] > duration_ps:
+    if output["sample_interval"] is None:
+        output["sample_interval"] = default_sample_interval_ps(duration_ps)
+    elif output["sample_interval"] > duration_ps:
         raise ScenarioError(
             f"output.sample_interval: {format_duration(output['sample_interval'])} is not allowed: "
             f"must be at most the duration ({format_duration(duration_ps)})",

@@ -258,6 +258,12 @@ pub trait CongestionControl: Send + Sync {
         false
     }
 
+    /// A duplicate ACK arrived (it moved no cumulative ACK), Linux `in_ack_event` with
+    /// `CA_ACK_SLOWPATH` on an ACK that leaves `snd_una`: Westwood counts it as one segment
+    /// delivered (MobiCom 2001; Linux `westwood_acked_count`). ACKs of new data come through
+    /// `pkts_acked`.
+    fn duplicate_ack(&mut self, _s: &CcState) {}
+
     /// The algorithm times every segment itself, as ns-2's Vegas does (`v_sendtime_`): on the
     /// RFC stack without timestamps, where the core times one segment per round trip, each
     /// new ACK then carries the RTT of the newest segment it acknowledges (`tcp/ack_timing.rs`).

@@ -89,6 +89,8 @@ impl TcpSender {
             self.stats.dupacks_received += 1;
             self.dupacks += 1;
             self.cc_state.delivered_bytes += newly_sacked;
+            self.sync_cc_view(now);
+            self.cc.duplicate_ack(&self.cc_state);
             self.on_duplicate_ack(now, out);
             if self.controls {
                 // Rate-based algorithms see every ACK, duplicates included (Linux cong_control).
