@@ -214,6 +214,7 @@ impl<const D: usize> EventQueue<D> {
                 true
             }
             Offered::Dropped => false,
+            Offered::HandedOn { .. } => unreachable!("`offer` never hands a packet on"),
         }
     }
 

@@ -96,6 +96,12 @@ impl Simulation {
         py.detach(|| inner.run_until(t_ps));
     }
 
+    /// Turns the engine's hops without events off or on (`Simulation::set_event_shortcuts`
+    /// in the core): the results are the same either way, which the tests check.
+    fn set_event_shortcuts(&mut self, on: bool) {
+        self.inner.set_event_shortcuts(on);
+    }
+
     /// Every flow's counters now, as columns (for reports while the run goes on).
     fn flow_counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         columns(py, self.inner.flow_counters().into_columns())

@@ -71,6 +71,12 @@ pub struct Link {
     wire: VecDeque<(Time, Packet)>,
     /// How many packets at the back of `wire` have not started serializing.
     waiting: usize,
+    /// How many packets at the front of `wire` were handed on (`offer_or_hand_on`): already
+    /// offered to the next link, they stay here only while they wait, for the queue's
+    /// state, and leave when they start serializing. While there are any, every packet in
+    /// `wire` waits (a packet is handed on only when none before it is still to arrive by
+    /// event, so they are in front of the rest).
+    handed_on: usize,
     /// When the serialization of the last packet that started ends (the link is idle from
     /// then on if nothing waits).
     started_end: Time,
@@ -103,6 +109,9 @@ pub enum Offered {
     Admitted { arrival: Time, head: bool },
     /// Lost on entering the link (impairment) or refused by the queue; counted in `stats`.
     Dropped,
+    /// Admitted and handed on (`offer_or_hand_on`): it reaches the far end at `arrival`
+    /// without an event of its own; the caller offers it to the next link at that time.
+    HandedOn { arrival: Time },
 }
 
 impl Link {
@@ -119,6 +128,7 @@ impl Link {
             queue,
             wire: VecDeque::with_capacity(1024),
             waiting: 0,
+            handed_on: 0,
             started_end: 0,
             tail_end: 0,
             idle_told: true,
@@ -169,7 +179,54 @@ impl Link {
         self.tail_end = end;
         let arrival = end + self.spec.delay_ps;
         self.wire.back_mut().expect("just pushed").0 = arrival;
-        Offered::Admitted { arrival, head: self.wire.len() == 1 }
+        Offered::Admitted { arrival, head: self.wire.len() - self.handed_on == 1 }
+    }
+
+    /// `offer`, except that a packet admitted at `now` which reaches the far end by
+    /// `hand_on_until` and has no packet before it still to arrive by event is handed on
+    /// (`Offered::HandedOn`): the caller offers it to the next link at its arrival time at
+    /// once, and the link schedules no arrival for it. The link's own state is exactly as
+    /// with `offer`: a handed-on packet that has to wait stays in the queue (the discipline,
+    /// the statistics and `room_packets` see it) until it starts serializing; one that starts
+    /// at once is counted and not stored at all. Whether handing on is exact is the caller's
+    /// to judge (`sim/hand_on.rs`); an emulator never does it. `pkt` is the caller's copy:
+    /// the discipline may mark it (ECN), and a handed-on packet goes on marked.
+    #[inline]
+    pub fn offer_or_hand_on(&mut self, now: Time, pkt: &mut Packet, hand_on_until: Time) -> Offered {
+        if !self.impairments.is_empty() && self.impaired(now, pkt) {
+            return Offered::Dropped;
+        }
+        self.advance(now);
+        let idle = self.is_idle(now);
+        if let Err(why) = self.queue.admit(now, pkt, idle) {
+            self.record_drop(pkt.ip_bytes, why);
+            if idle {
+                self.queue.idle(now);
+            }
+            return Offered::Dropped;
+        }
+        let tx = self.tx_time(pkt.ip_bytes);
+        let end = if idle { now + tx } else { self.tail_end + tx };
+        let arrival = end + self.spec.delay_ps;
+        let hand_on = arrival <= hand_on_until && self.wire.len() == self.handed_on;
+        self.tail_end = end;
+        if idle {
+            self.count_start(pkt.ip_bytes, now, end);
+            if hand_on {
+                // Started and handed on: nothing is left for the link to track but counts.
+                self.arrived += 1;
+                return Offered::HandedOn { arrival };
+            }
+        } else {
+            self.note_queue_length();
+            self.waiting += 1;
+        }
+        self.wire.push_back((arrival, *pkt));
+        if hand_on {
+            self.handed_on += 1;
+            return Offered::HandedOn { arrival };
+        }
+        Offered::Admitted { arrival, head: self.wire.len() - self.handed_on == 1 }
     }
 
     /// The packet at the head of the wire reaches the far end at `now` (the `arrival` time
@@ -177,6 +234,7 @@ impl Link {
     #[inline]
     pub fn pop_arrival(&mut self, now: Time) -> Packet {
         self.advance(now);
+        debug_assert_eq!(self.handed_on, 0, "handed-on packets before an arrival have left");
         self.arrived += 1;
         self.wire.pop_front().expect("arrival event without packet").1
     }
@@ -185,13 +243,14 @@ impl Link {
     /// next link without copying it out first (`Simulation` forwards so; then `drop_head`).
     #[inline]
     pub fn head(&self) -> &Packet {
-        &self.wire.front().expect("arrival event without packet").1
+        &self.wire.get(self.handed_on).expect("arrival event without packet").1
     }
 
     /// The head packet has arrived at `now` and was handed on.
     #[inline]
     pub fn drop_head(&mut self, now: Time) {
         self.advance(now);
+        debug_assert_eq!(self.handed_on, 0, "handed-on packets before an arrival have left");
         self.arrived += 1;
         self.wire.pop_front();
     }
@@ -199,13 +258,20 @@ impl Link {
     /// When the packet now at the head of the wire arrives.
     #[inline]
     pub fn next_arrival(&self) -> Option<Time> {
-        self.wire.front().map(|&(t, _)| t)
+        self.wire.get(self.handed_on).map(|&(t, _)| t)
+    }
+
+    /// When the last packet still to arrive by event arrives (the one a packet admitted now
+    /// would follow).
+    #[inline]
+    pub fn last_evented_arrival(&self) -> Option<Time> {
+        (self.wire.len() > self.handed_on).then(|| self.wire.back().expect("not empty").0)
     }
 
     /// When the packet behind the head arrives.
     #[inline]
     pub fn second_arrival(&self) -> Option<Time> {
-        self.wire.get(1).map(|&(t, _)| t)
+        self.wire.get(self.handed_on + 1).map(|&(t, _)| t)
     }
 
     /// Brings the queue up to `now`: every waiting packet whose turn has come starts
@@ -228,6 +294,14 @@ impl Link {
             self.queue.depart(start, ip_bytes);
             self.count_start(ip_bytes, start, arrival - self.spec.delay_ps);
             self.waiting -= 1;
+            if self.handed_on > 0 {
+                // A handed-on packet (then every packet waits: this one is the front) has
+                // started: the next link has it already.
+                debug_assert_eq!(self.waiting + 1, self.wire.len());
+                self.wire.pop_front();
+                self.handed_on -= 1;
+                self.arrived += 1;
+            }
         }
         if !self.idle_told && self.waiting == 0 && self.started_end <= now {
             self.queue.idle(self.started_end);
@@ -287,9 +361,10 @@ impl Link {
         &self.queue
     }
 
-    /// Packets in the link: waiting, being serialized and propagating.
+    /// Packets in the link: waiting, being serialized and propagating (the handed-on ones
+    /// waiting here are counted on the link they were handed on to).
     pub fn packets(&self) -> impl Iterator<Item = &Packet> + '_ {
-        self.wire.iter().map(|(_, p)| p)
+        self.wire.iter().skip(self.handed_on).map(|(_, p)| p)
     }
 
     /// Sets the run's time 0 on this link's clock (see `schedule_origin`).
@@ -505,6 +580,34 @@ mod tests {
         assert!(!matches!(l.offer(1_099, &pkt(1)), Offered::Dropped));
         assert_eq!(l.offer(1_100, &pkt(2)), Offered::Dropped, "run time 100: in the window");
         assert_eq!(l.stats.outage_drops_packets, 1);
+    }
+
+    #[test]
+    fn a_handed_on_packet_counts_in_the_queue_until_it_starts() {
+        let tx = 123_040_000;
+        let delay = 5_000_000;
+        let mut l = link(delay, 10);
+        // Idle: it starts at once and is not kept; the second waits behind it and is kept.
+        assert_eq!(l.offer_or_hand_on(0, &mut pkt(1), Time::MAX), Offered::HandedOn { arrival: tx + delay });
+        assert_eq!(l.offer_or_hand_on(0, &mut pkt(2), Time::MAX), Offered::HandedOn { arrival: 2 * tx + delay });
+        assert_eq!(l.queue().len_packets(), 1, "the second waits in the queue");
+        assert_eq!(l.packets().count(), 0, "both are on the next link already");
+        // The third arrives too late to be handed on: an event, the only one on the link.
+        assert_eq!(
+            l.offer_or_hand_on(0, &mut pkt(3), 2 * tx + delay),
+            Offered::Admitted { arrival: 3 * tx + delay, head: true }
+        );
+        assert_eq!(l.next_arrival(), Some(3 * tx + delay));
+        assert_eq!(l.started(), 1);
+        l.advance(tx);
+        assert_eq!((l.started(), l.queue().len_packets()), (2, 1), "the second started and left");
+        assert_eq!(
+            l.offer_or_hand_on(tx, &mut pkt(4), Time::MAX),
+            Offered::Admitted { arrival: 4 * tx + delay, head: false }
+        );
+        assert_eq!(l.pop_arrival(3 * tx + delay), pkt(3));
+        assert_eq!(l.stats.packets_sent, 4);
+        assert_eq!(l.stats.busy_ps, 4 * tx);
     }
 
     #[test]

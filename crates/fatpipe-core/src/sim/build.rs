@@ -100,6 +100,16 @@ impl Simulation {
         let (link_taps, node_taps) = crate::capture::taps(&scenario.captures, &scenario.links, scenario.nodes.len());
         let captures =
             scenario.captures.iter().map(|spec| Capture::create(spec.clone())).collect::<Result<Vec<_>, _>>()?;
+        let hand_on = hand_on::hand_on_table(&scenario, &routes, &link_taps);
+        let next_hop = routes
+            .iter()
+            .flatten()
+            .map(|hop| match hop {
+                None => NO_ROUTE,
+                Some(l) if split_of[*l as usize].is_some() => l | IN_SPLIT,
+                Some(l) => *l,
+            })
+            .collect();
         let flow_series = series(&scenario, scenario.flows.len(), FlowSeries::reserve);
         let queue_series = series(&scenario, scenario.links.len(), QueueSeries::reserve);
         Ok(Simulation {
@@ -108,6 +118,7 @@ impl Simulation {
             events,
             links,
             routes,
+            next_hop,
             splits,
             split_of,
             flows,
@@ -121,6 +132,12 @@ impl Simulation {
             link_taps,
             node_taps,
             iface_waiters,
+            hand_on,
+            next_probe: 0,
+            run_end: 0,
+            hops_handed_on: 0,
+            arrivals_direct: 0,
+            direct_last_hop: true,
         })
     }
 }

@@ -13,24 +13,19 @@ impl Simulation {
     /// The application starts: an HTTP client with its first request; a flow that models the
     /// handshake opens its connection and writes once it is established.
     pub(super) fn on_source_start(&mut self, f: u32) {
-        let now = self.now;
         let flow = &mut self.flows[f as usize];
         if flow.http.is_some() {
             self.next_request(f);
             return;
         }
-        let Some(h) = &mut flow.handshake else {
+        if flow.handshake.is_none() {
             if !self.captures.is_empty() && flow.udp.is_none() {
                 self.capture_synthetic_handshake(f);
             }
             self.start_application(f);
             return;
-        };
-        let mut out = std::mem::take(&mut self.out);
-        h.open(now, &mut out);
-        self.send_all(&mut out);
-        self.out = out;
-        self.sync_timers(f);
+        }
+        self.drive(f, false, None, |flow, now, out| flow.handshake.as_mut().expect("checked").open(now, out));
     }
 
     /// A flow that starts established (no `tcp.handshake`) still shows its SYN, SYN-ACK and
@@ -60,7 +55,7 @@ impl Simulation {
     }
 
     /// Sends packets that may come from either end (a timer of both): each from its source.
-    fn send_all(&mut self, out: &mut Vec<Packet>) {
+    pub(super) fn send_all(&mut self, out: &mut Vec<Packet>) {
         for pkt in out.iter() {
             self.forward(pkt.src, pkt);
         }
@@ -213,17 +208,13 @@ impl Simulation {
 
     /// The connection timer expired: resend a SYN or SYN-ACK, or the client's request.
     pub(super) fn on_connection_timer(&mut self, f: u32) {
-        let now = self.now;
-        let flow = &mut self.flows[f as usize];
-        let mut out = std::mem::take(&mut self.out);
-        if let Some(h) = &mut flow.handshake {
-            h.on_timer(now, &mut out);
-        }
-        if let Some(http) = &mut flow.http {
-            http.on_request_timer(now, flow.conn, &mut out);
-        }
-        self.send_all(&mut out);
-        self.out = out;
-        self.sync_timers(f);
+        self.drive(f, false, None, |flow, now, out| {
+            if let Some(h) = &mut flow.handshake {
+                h.on_timer(now, out);
+            }
+            if let Some(http) = &mut flow.http {
+                http.on_request_timer(now, flow.conn, out);
+            }
+        });
     }
 }

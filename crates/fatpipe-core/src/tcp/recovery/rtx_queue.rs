@@ -87,6 +87,14 @@ pub struct RtxQueue {
     retransmit_hint: u64,
     /// Transmissions so far (`Segment::xmit_order`).
     transmissions: u64,
+    /// The last SACK blocks `sack` processed (Linux `recv_sack_cache`): every segment wholly
+    /// inside one is SACKed (the flag is never cleared, and no segment is added inside,
+    /// since a block is clipped to what was sent). A block that grows at its end, as the
+    /// first one does on every ACK in recovery, is then walked from where it ended before,
+    /// not from its start: without this, each ACK walked its whole SACKed range, a cost per
+    /// ACK that grows with the window (a fifth of the time with 100 flows and RED).
+    sack_cache: [(u64, u64); 4],
+    sack_cache_next: usize,
 }
 
 impl RtxQueue {
@@ -304,7 +312,21 @@ impl RtxQueue {
     /// The receiver SACKed `[start, end)`: marks every segment inside it, calling `visit`
     /// with each newly SACKed one (as it was before). Returns the segments newly SACKed.
     pub fn sack(&mut self, start: u64, end: u64, mut visit: impl FnMut(u64, &Segment)) -> u32 {
-        let mut i = self.segs.partition_point(|s| s.end <= start);
+        // Segments ending by `from` lie wholly inside a cached block that covers `start`.
+        let mut from = start;
+        let mut slot = None;
+        for (k, &(cs, ce)) in self.sack_cache.iter().enumerate() {
+            if cs <= start && start < ce && ce > from {
+                (from, slot) = (ce, Some(k));
+            }
+        }
+        let slot = slot.unwrap_or_else(|| {
+            self.sack_cache_next = (self.sack_cache_next + 1) % self.sack_cache.len();
+            self.sack_cache_next
+        });
+        let sent_end = self.segs.back().map_or(start, |s| s.end);
+        self.sack_cache[slot] = (start, end.min(sent_end));
+        let mut i = self.segs.partition_point(|s| s.end <= from);
         let mut newly = 0;
         while let Some(s) = self.segs.get(i) {
             if s.start >= end {
@@ -421,6 +443,20 @@ mod tests {
         q.ack_to(10 * MSS, |_| {});
         assert!(q.is_empty());
         assert_eq!((q.packets_out, q.sacked_out, q.in_flight(), q.highest_sack_end), (0, 0, 0, 0));
+    }
+
+    #[test]
+    fn a_growing_block_is_walked_from_where_it_ended_with_the_same_marks() {
+        // A block that grows at its end on every ACK, with a straddling end and a hole.
+        let mut q = queue(20);
+        assert_eq!(q.sack(2 * MSS, 5 * MSS + 10, |_, _| {}), 3, "the segment cut by the end is not SACKed");
+        let mut seen = vec![];
+        assert_eq!(q.sack(2 * MSS, 8 * MSS, |id, _| seen.push(id)), 3);
+        assert_eq!(seen, vec![5, 6, 7], "only the new ones, the straddling one included");
+        assert_eq!(q.sack(2 * MSS, 8 * MSS, |_, _| panic!("nothing new")), 0);
+        assert_eq!(q.sack(MSS, 9 * MSS, |_, _| {}), 2, "grown at both ends: walked whole");
+        assert_eq!(q.sack(12 * MSS, 14 * MSS, |_, _| {}), 2);
+        assert_eq!(q.sacked_out, 10);
     }
 
     #[test]
