@@ -6,6 +6,7 @@ pub mod bsd_timers;
 pub mod config;
 pub mod handshake;
 pub mod milestones;
+pub mod persist;
 pub mod ranges;
 pub mod rate;
 pub mod reader;

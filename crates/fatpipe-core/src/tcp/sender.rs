@@ -7,7 +7,7 @@
 //! Reno, NewReno, RFC 6675 SACK) and the Linux stack (`linux.rs` and the files it names:
 //! RACK-TLP, PRR, undo, adaptive reordering). This file holds what both share: the
 //! connection's state, the application's writes, the send window and the emission of a
-//! segment, pacing, RTT sampling helpers, the persist timer, and the reports to the
+//! segment, pacing, RTT sampling helpers, and the reports to the
 //! milestone observer (`milestones.rs`); `send`, `on_ack`, `on_rto_timer` and `enter_cwr` hand over to the
 //! flow's stack.
 //!
@@ -19,7 +19,7 @@
 //! go back, SEG.ACK >= SND.UNA, update it, as SND.WL2). When the window is zero with nothing
 //! in flight, the retransmission timer becomes the persist timer (as Linux's one timer serves
 //! ICSK_TIME_PROBE0): it sends a zero-length probe every RTO, doubling up to max_rto (RFC 9293
-//! 3.8.6.1, Linux `tcp_probe_timer`), so a lost window update cannot stall the flow; a
+//! 3.8.6.1, Linux `tcp_probe_timer`; `persist.rs`), so a lost window update cannot stall the flow; a
 //! timeout with the window closed still resends the first unacknowledged segment (Linux
 //! `tcp_retransmit_skb` lets SND.UNA go beyond the window).
 //!
@@ -759,39 +759,6 @@ impl TcpSender {
             Stack::Rfc => self.enter_cwr_rfc(now),
         }
     }
-    /// The persist interval: the RTO (at least min_rto), doubled per unanswered probe, at most
-    /// max_rto (Linux `tcp_probe0_when`).
-    fn persist_interval(&self) -> Time {
-        self.rtt.rto().checked_shl(self.persist_backoff).unwrap_or(Time::MAX).min(self.rtt.max_rto())
-    }
-
-    /// The persist timer expired: a zero-length segment at SND.UNA makes the receiver answer
-    /// with its current window (Linux sends an old sequence number, `tcp_xmit_probe_skb`).
-    fn send_zero_window_probe(&mut self, now: Time, out: &mut Vec<Packet>) {
-        self.stats.zero_window_probes += 1;
-        out.push(Packet {
-            flow: self.flow,
-            src: self.node,
-            dst: self.peer,
-            kind: PacketKind::Data,
-            seq: self.snd_una,
-            payload_bytes: 0,
-            ip_bytes: self.header_bytes,
-            ack: 0,
-            window_bytes: 0,
-            sack: Default::default(),
-            ts_val: now,
-            ts_ecr: self.ts_recent,
-            retransmission: false,
-            conn: self.conn,
-            ecn: Ecn::default(),
-        });
-        if self.persist_interval() < self.rtt.max_rto() {
-            self.persist_backoff += 1;
-        }
-        self.rto_deadline = Some(now + self.persist_interval());
-    }
-
     /// The retransmission timer expired (or, with a zero window, the persist timer).
     pub fn on_rto_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.rto_deadline = None;
