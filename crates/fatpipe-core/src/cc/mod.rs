@@ -261,7 +261,7 @@ pub trait CongestionControl: Send + Sync {
     /// A duplicate ACK arrived (it moved no cumulative ACK), Linux `in_ack_event` with
     /// `CA_ACK_SLOWPATH` on an ACK that leaves `snd_una`: Westwood counts it as one segment
     /// delivered (MobiCom 2001; Linux `westwood_acked_count`). ACKs of new data come through
-    /// `pkts_acked`.
+    /// `pkts_acked`. Of the state only `now` and `mss_bytes` are current here.
     fn duplicate_ack(&mut self, _s: &CcState) {}
 
     /// The algorithm times every segment itself, as ns-2's Vegas does (`v_sendtime_`): on the

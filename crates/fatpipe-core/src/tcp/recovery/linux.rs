@@ -179,7 +179,8 @@ impl TcpSender {
         let num_dupack = u32::from(!(f.una_advanced || f.win_update || f.dsack) && self.snd_max > self.snd_una);
         if num_dupack > 0 {
             self.stats.dupacks_received += 1;
-            self.sync_cc_view(now);
+            // The hook reads the time only: no full view sync per duplicate ACK.
+            self.cc_state.now = now;
             self.cc.duplicate_ack(&self.cc_state);
         }
         let open = self.ca_state == CaState::Open && !self.lx.disorder;

@@ -89,7 +89,8 @@ impl TcpSender {
             self.stats.dupacks_received += 1;
             self.dupacks += 1;
             self.cc_state.delivered_bytes += newly_sacked;
-            self.sync_cc_view(now);
+            // The hook reads the time only: no full view sync per duplicate ACK.
+            self.cc_state.now = now;
             self.cc.duplicate_ack(&self.cc_state);
             self.on_duplicate_ack(now, out);
             if self.controls {
