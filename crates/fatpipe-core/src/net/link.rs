@@ -59,6 +59,10 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
 }
 
+/// How many arrivals ahead a link asks the processor to load (`Link::prefetch_arrival`):
+/// far enough for the load to finish before that packet's turn, near enough to stay cached.
+const PREFETCH_AHEAD: usize = 8;
+
 pub struct Link {
     pub spec: LinkSpec,
     queue: Queue,
@@ -98,6 +102,8 @@ pub struct Link {
     /// starts (connections are opened before it), `Time::MAX` until then.
     schedule_origin: Time,
     pub stats: LinkStats,
+    /// Prefetch the packets about to arrive (`prefetch`).
+    prefetch: bool,
 }
 
 /// What became of a packet offered to a link (`Link::offer`).
@@ -137,7 +143,15 @@ impl Link {
             rng,
             schedule_origin: 0,
             stats: LinkStats::default(),
+            prefetch: false,
         }
+    }
+
+    /// Asks the link to prefetch the packets about to arrive (`prefetch`): worth it when
+    /// many links interleave their arrivals, more FIFOs than the processor's prefetcher
+    /// follows.
+    pub fn set_prefetch(&mut self, on: bool) {
+        self.prefetch = on;
     }
 
     /// A packet enters the link at `now`: an impairment may lose it, the discipline admits
@@ -236,7 +250,36 @@ impl Link {
         self.advance(now);
         debug_assert_eq!(self.handed_on, 0, "handed-on packets before an arrival have left");
         self.arrived += 1;
+        self.prefetch(PREFETCH_AHEAD);
         self.wire.pop_front().expect("arrival event without packet").1
+    }
+
+    /// Asks the processor to start loading `wire[index]`, a packet that arrives soon. A
+    /// packet is read when it arrives, up to a propagation delay after it was written (50 ms
+    /// of a 10 Gb/s bottleneck is 40,000 packets, 4 MB): those loads missed every cache and
+    /// were the largest stalls of the 100-flow RED run (docs/benchmarks.md, issue 16, third
+    /// round). Arrivals on a link come in order, so the next few are known. (Prefetching
+    /// the next packets to start serializing as well gained nothing: they waited in the
+    /// queue for a shorter time and were still cached.) Only when `set_prefetch` asked for
+    /// it: with a few links the processor's own prefetcher follows their FIFOs, and the
+    /// hints cost the single-flow dumbbell 5-7 %.
+    #[inline(always)]
+    fn prefetch(&self, index: usize) {
+        if !self.prefetch {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(entry) = self.wire.get(index) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let at = entry as *const (Time, Packet) as *const i8;
+            // SAFETY: a prefetch is only a hint (it never faults); the addresses are inside
+            // (the first and last byte) or one line into the entry.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(at);
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64));
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(std::mem::size_of::<(Time, Packet)>() - 1));
+            }
+        }
     }
 
     /// The packet at the head of the wire (the next to arrive), to read or to offer to the
@@ -252,6 +295,7 @@ impl Link {
         self.advance(now);
         debug_assert_eq!(self.handed_on, 0, "handed-on packets before an arrival have left");
         self.arrived += 1;
+        self.prefetch(PREFETCH_AHEAD);
         self.wire.pop_front();
     }
 
