@@ -102,8 +102,6 @@ pub struct Link {
     /// starts (connections are opened before it), `Time::MAX` until then.
     schedule_origin: Time,
     pub stats: LinkStats,
-    /// Prefetch the packets about to arrive (`prefetch`).
-    prefetch: bool,
 }
 
 /// What became of a packet offered to a link (`Link::offer`).
@@ -143,15 +141,7 @@ impl Link {
             rng,
             schedule_origin: 0,
             stats: LinkStats::default(),
-            prefetch: false,
         }
-    }
-
-    /// Asks the link to prefetch the packets about to arrive (`prefetch`): worth it when
-    /// many links interleave their arrivals, more FIFOs than the processor's prefetcher
-    /// follows.
-    pub fn set_prefetch(&mut self, on: bool) {
-        self.prefetch = on;
     }
 
     /// A packet enters the link at `now`: an impairment may lose it, the discipline admits
@@ -260,14 +250,9 @@ impl Link {
     /// were the largest stalls of the 100-flow RED run (docs/benchmarks.md, issue 16, third
     /// round). Arrivals on a link come in order, so the next few are known. (Prefetching
     /// the next packets to start serializing as well gained nothing: they waited in the
-    /// queue for a shorter time and were still cached.) Only when `set_prefetch` asked for
-    /// it: with a few links the processor's own prefetcher follows their FIFOs, and the
-    /// hints cost the single-flow dumbbell 5-7 %.
+    /// queue for a shorter time and were still cached.)
     #[inline(always)]
     fn prefetch(&self, index: usize) {
-        if !self.prefetch {
-            return;
-        }
         #[cfg(target_arch = "x86_64")]
         if let Some(entry) = self.wire.get(index) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};

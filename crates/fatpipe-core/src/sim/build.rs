@@ -7,15 +7,7 @@ impl Simulation {
     pub fn new(mut scenario: Scenario) -> Result<Simulation, String> {
         let routes = scenario.validate()?;
         jittered_flows(&mut scenario);
-        let mut links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
-        // Each link's FIFO is a stream of loads; a processor's prefetcher follows a few
-        // (16-32 on x86 cores). Beyond that the links hint their next arrivals themselves
-        // (`Link::set_prefetch`; 100 flows with RED, 402 links: 15 % faster; the
-        // six-link dumbbell: 5-7 % slower with the hints, so not there).
-        let prefetch = links.len() > PREFETCH_MIN_LINKS;
-        for link in &mut links {
-            link.set_prefetch(prefetch);
-        }
+        let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
         let (splits, split_of) = crate::net::split::groups(&scenario.splits, links.len(), scenario.seed);
         let flows: Vec<Flow> = scenario
             .flows
@@ -149,6 +141,3 @@ impl Simulation {
         })
     }
 }
-
-/// With more links than this, links prefetch their next arrivals (above).
-const PREFETCH_MIN_LINKS: usize = 16;
