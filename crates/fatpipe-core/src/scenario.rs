@@ -103,6 +103,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     random_send_delay_ps: 0,
     stack: crate::tcp::config::Stack::Rfc,
     limited_transmit: false,
+    ssthresh_every_timeout: false,
     rto_estimator: crate::tcp::config::RtoEstimator::Rfc6298,
     dsack: false,
     rack: false,

@@ -202,3 +202,64 @@ fn every_recovery_variant_fills_the_reference_path() {
         assert!(utilization > 0.8, "{recovery:?}: {utilization}");
     }
 }
+
+/// ssthresh when the first fast retransmit starts, and after each of the first `timeouts`
+/// timeouts, for a NewReno flow (the Impatient variant, as ns-2's) that loses `drops`.
+fn ssthresh_through_timeouts(
+    every_timeout: bool,
+    mut drop: Box<dyn FnMut(&Packet) -> bool>,
+    timeouts: u64,
+) -> Vec<u32> {
+    let mut tcp = config(Recovery::Newreno);
+    tcp.newreno_impatient = true;
+    tcp.ssthresh_every_timeout = every_timeout;
+    let mut h = Harness::new(tcp, reno(), RTT, Box::new(move |p: &Packet| drop(p)));
+    h.start(Some(2000 * MSS));
+    let mut seen = Vec::new();
+    while (seen.len() as u64) < timeouts + 1 {
+        let t = h.now + PS_PER_MS / 10;
+        h.run_until(t);
+        assert!(h.now < 60_000 * PS_PER_MS, "{seen:?}");
+        let events = h.sender.stats.fast_retransmits.min(1) + h.sender.stats.timeouts;
+        if events > seen.len() as u64 {
+            seen.push(h.sender.cc_state.ssthresh);
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_timeout_in_recovery_halves_ssthresh_again_only_as_ns2_does() {
+    // Every other segment of 100-180 lost: NewReno repairs one per RTT and the Impatient
+    // timer (restarted on the first partial ACK only) expires in recovery. RFC 5681 keeps
+    // the ssthresh this congestion event set; ns-2's TcpAgent::timeout halves cwnd_ (the
+    // window without recovery's inflation, which is ssthresh) again.
+    let drops: Vec<u64> = (100..180).step_by(2).collect();
+    let rfc = ssthresh_through_timeouts(false, drop_first_transmission(&drops), 1);
+    let ns2 = ssthresh_through_timeouts(true, drop_first_transmission(&drops), 1);
+    assert_eq!(rfc[0], ns2[0], "the fast retransmit is the same");
+    assert!(rfc[0] > 20, "{rfc:?}");
+    assert_eq!(rfc[1], rfc[0], "RFC 5681: the event's ssthresh stays");
+    assert_eq!(ns2[1], ns2[0] / 2, "ns-2: half of the window without inflation");
+}
+
+#[test]
+fn a_backed_off_timeout_drops_ssthresh_to_two_only_as_ns2_does() {
+    // Segment 150 is lost three times (first send, fast retransmit, first timeout's resend):
+    // the timer backs off and expires again with cwnd 1.
+    let drop_150 = || {
+        let mut times = 0;
+        Box::new(move |p: &Packet| {
+            p.seq == 150 * MSS && {
+                times += 1;
+                times <= 3
+            }
+        }) as Box<dyn FnMut(&Packet) -> bool>
+    };
+    let rfc = ssthresh_through_timeouts(false, drop_150(), 2);
+    let ns2 = ssthresh_through_timeouts(true, drop_150(), 2);
+    assert_eq!(rfc[1], rfc[0], "{rfc:?}: the first timeout in recovery keeps it");
+    assert_eq!(rfc[2], rfc[0], "{rfc:?}: RFC 5681 holds ssthresh on a repeated timeout");
+    assert_eq!(ns2[1], ns2[0] / 2, "{ns2:?}");
+    assert_eq!(ns2[2], 2, "{ns2:?}: half of a one-segment window, at least two");
+}

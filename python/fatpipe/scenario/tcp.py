@@ -248,6 +248,16 @@ _TCP = Table(
             "RFC 3042",
         ),
         Field(
+            "ssthresh_every_timeout",
+            Boolean(),
+            "every retransmission timeout halves ssthresh from the window (without fast "
+            "recovery's inflation), also during recovery and after a backed-off timeout (ssthresh "
+            "then falls to 2); false lowers it only on a timeout that starts a congestion event. "
+            "RFC stack only (Linux lowers it once per loss episode)",
+            Derived("by profile: false (rfc, bsd-4.4), true (ns2: TcpAgent::timeout)"),
+            "RFC 5681 section 3.1 (false)",
+        ),
+        Field(
             "recovery",
             Choice(("tahoe", "reno", "newreno", "sack")),
             "loss recovery in the TCP core: tahoe (fast retransmit, then slow start from one "
@@ -333,9 +343,10 @@ _TCP = Table(
             Boolean(),
             "RFC 6582's Impatient variant: during NewReno recovery restart the retransmission "
             "timer only on the first partial ACK; false is the Slow-but-Steady variant, which "
-            "restarts it on every partial ACK",
-            False,
-            "Linux (rearms the timer on every ACK of new data) and ns-2's NewReno",
+            "restarts it on every partial ACK. RFC stack only (Linux rearms the timer on every "
+            "ACK of new data)",
+            Derived("by profile: false (rfc, bsd-4.4), true (ns2: newreno_changes1_)"),
+            "RFC 6582 section 4 (either variant)",
         ),
         Field(
             "ecn",

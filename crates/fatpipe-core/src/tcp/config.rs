@@ -137,6 +137,12 @@ pub struct TcpConfig {
     /// new segment. (The Linux stack does it by counting SACKed segments out of the flight.)
     #[serde(default)]
     pub limited_transmit: bool,
+    /// RFC stack: every retransmission timeout halves ssthresh from the window (without fast
+    /// recovery's inflation), also during recovery and after a backed-off timeout, as ns-2's
+    /// `TcpAgent::timeout` (slowdown(CLOSE_SSTHRESH_HALF)). False: only a timeout that starts
+    /// a congestion event lowers it (RFC 5681 section 3.1, eq. 4).
+    #[serde(default)]
+    pub ssthresh_every_timeout: bool,
     #[serde(default)]
     pub rto_estimator: RtoEstimator,
     /// The receiver reports duplicate segments with D-SACK (RFC 2883; Linux

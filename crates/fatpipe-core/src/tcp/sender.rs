@@ -152,6 +152,8 @@ pub struct TcpSender {
     pub(crate) lx: LinuxState,
     /// RFC stack: RFC 3042 limited transmit.
     pub(crate) limited_transmit: bool,
+    /// RFC stack: every timeout lowers ssthresh (`TcpConfig::ssthresh_every_timeout`).
+    pub(crate) ssthresh_every_timeout: bool,
     pub(crate) rto_estimator: RtoEstimator,
     /// Linux stack members (`TcpConfig`).
     pub(crate) rack_enabled: bool,
@@ -253,6 +255,7 @@ impl TcpSender {
             stack: cfg.stack,
             lx: LinuxState::new(cfg.dupack_threshold.max(1)),
             limited_transmit: cfg.limited_transmit,
+            ssthresh_every_timeout: cfg.ssthresh_every_timeout,
             rto_estimator: cfg.rto_estimator,
             rack_enabled: cfg.rack,
             tlp_enabled: cfg.tlp,

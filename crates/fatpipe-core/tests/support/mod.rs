@@ -41,6 +41,7 @@ pub fn tcp_config() -> TcpConfig {
         random_send_delay_ps: 0,
         stack: fatpipe_core::tcp::config::Stack::Rfc,
         limited_transmit: false,
+        ssthresh_every_timeout: false,
         rto_estimator: fatpipe_core::tcp::config::RtoEstimator::Rfc6298,
         dsack: false,
         rack: false,

@@ -335,6 +335,15 @@ impl TcpSender {
             // (RFC 5681 eq. 4 applies to the first retransmission), and in fast recovery it
             // was already reduced for this congestion event.
             self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
+        } else if self.ssthresh_every_timeout && self.ca_state != CaState::Cwr {
+            // ns-2 halves on every timeout (but not in an ECN reduction's window), from
+            // cwnd_, which holds Reno's and NewReno's inflation apart (dupwnd_): in recovery
+            // the window is ssthresh, after a timeout the slow-start window (1 after a
+            // back-off, so ssthresh falls to 2).
+            if self.ca_state == CaState::Recovery && !self.controls {
+                self.cc_state.cwnd = self.cc_state.cwnd.min(self.cc_state.ssthresh);
+            }
+            self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
         }
         // Loss window of one segment, then slow start (RFC 5681 3.1).
         self.cc_state.cwnd = 1;
