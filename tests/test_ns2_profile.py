@@ -32,8 +32,10 @@ def test_ns2_members_are_ns_default_tcl():
     assert (tcp["rto_estimator"], tcp["slow_timer_ps"]) == ("bsd", 10 * PS_PER_MS)
     assert (tcp["min_rto_ps"], tcp["max_rto_ps"], tcp["initial_rto_ps"]) == (200 * PS_PER_MS, 60 * PS_PER_S, 3 * PS_PER_S)
     assert not (tcp["dsack"] or tcp["fack"])
-    # newreno_changes1_ 1: the Impatient NewReno; TcpAgent::timeout halves on every expiry.
+    # newreno_changes1_ 1: the Impatient NewReno; TcpAgent::timeout halves on every expiry;
+    # bug_fix_: Reno's fast retransmits are guarded by recover_.
     assert tcp["newreno_impatient"] is True and tcp["ssthresh_every_timeout"] is True
+    assert tcp["reno_recover_guard"] is True
 
 
 @pytest.mark.parametrize("preset, recovery", [("tahoe", "tahoe"), ("reno", "reno"), ("newreno", "newreno"),
@@ -56,10 +58,10 @@ def test_a_flow_overrides_an_ns2_member_and_other_profiles_keep_theirs():
         tcp = load_scenario(doc)["flows"][0]["tcp"]
         assert tcp["delayed_ack"] is True and tcp["timestamps"] is True, profile
         assert tcp["handshake"] is False, profile
-        assert tcp["newreno_impatient"] is False and tcp["ssthresh_every_timeout"] is False, profile
+        assert not (tcp["newreno_impatient"] or tcp["ssthresh_every_timeout"] or tcp["reno_recover_guard"]), profile
 
 
-@pytest.mark.parametrize("key", ["newreno_impatient", "ssthresh_every_timeout"])
+@pytest.mark.parametrize("key", ["newreno_impatient", "ssthresh_every_timeout", "reno_recover_guard"])
 def test_the_rfc_stacks_timer_members_are_refused_on_the_linux_stack(key):
     doc = _doc(profile="linux", **{key: True})
     doc["flows"][0]["cc"] = "newreno"

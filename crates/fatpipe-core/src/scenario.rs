@@ -104,6 +104,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     stack: crate::tcp::config::Stack::Rfc,
     limited_transmit: false,
     ssthresh_every_timeout: false,
+    reno_recover_guard: false,
     rto_estimator: crate::tcp::config::RtoEstimator::Rfc6298,
     dsack: false,
     rack: false,

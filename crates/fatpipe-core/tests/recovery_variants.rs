@@ -263,3 +263,27 @@ fn a_backed_off_timeout_drops_ssthresh_to_two_only_as_ns2_does() {
     assert_eq!(ns2[1], ns2[0] / 2, "{ns2:?}");
     assert_eq!(ns2[2], 2, "{ns2:?}: half of a one-segment window, at least two");
 }
+
+#[test]
+fn reno_with_the_recover_guard_waits_for_the_timeout_as_ns2s_reno() {
+    // Holes far apart in one window: Reno leaves recovery on the first partial ACK; new data
+    // sent during its inflation brings three more duplicate ACKs for the next hole. Classic
+    // Reno (RFC 5681) retransmits again and halves again; ns-2's (bug_fix_) does not until
+    // the cumulative ACK passes `recover`, so the next hole waits for the timer.
+    let drops = [40, 60, 80];
+    let run_with = |guard: bool| {
+        let mut tcp = config(Recovery::Reno);
+        tcp.reno_recover_guard = guard;
+        let mut h = Harness::new(tcp, reno(), RTT, drop_first_transmission(&drops));
+        h.start(Some(400 * MSS));
+        h.run_until(30_000 * PS_PER_MS);
+        assert_eq!(h.receiver.rcv_nxt, 400 * MSS);
+        h.sender.stats
+    };
+    let classic = run_with(false);
+    let guarded = run_with(true);
+    eprintln!("classic {classic:?}\nguarded {guarded:?}");
+    assert!(classic.fast_retransmits >= 2, "{classic:?}");
+    assert_eq!(guarded.fast_retransmits, 1, "{guarded:?}");
+    assert!(guarded.timeouts >= 1, "{guarded:?}");
+}

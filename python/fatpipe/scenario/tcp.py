@@ -258,6 +258,16 @@ _TCP = Table(
             "RFC 5681 section 3.1 (false)",
         ),
         Field(
+            "reno_recover_guard",
+            Boolean(),
+            "Reno starts another fast retransmit only once the cumulative ACK passes what was "
+            "outstanding at the last one (recover), as NewReno does; false is classic Reno, whose "
+            "three further duplicate ACKs start another recovery in the same window. RFC stack "
+            "only (Linux recovers as NewReno without SACK)",
+            Derived("by profile: false (rfc, bsd-4.4), true (ns2: bug_fix_)"),
+            "RFC 5681 3.2 (false); RFC 6582 3.2 step 2 (true)",
+        ),
+        Field(
             "recovery",
             Choice(("tahoe", "reno", "newreno", "sack")),
             "loss recovery in the TCP core: tahoe (fast retransmit, then slow start from one "

@@ -143,6 +143,12 @@ pub struct TcpConfig {
     /// a congestion event lowers it (RFC 5681 section 3.1, eq. 4).
     #[serde(default)]
     pub ssthresh_every_timeout: bool,
+    /// RFC stack: Reno starts another fast retransmit only once the cumulative ACK passes
+    /// `recover`, as NewReno does (RFC 6582 3.2 step 2; ns-2's `bug_fix_`, which its
+    /// RenoTcpAgent applies once it has left fast recovery). False: classic Reno, whose three
+    /// further duplicate ACKs start another recovery in the same window (RFC 5681).
+    #[serde(default)]
+    pub reno_recover_guard: bool,
     #[serde(default)]
     pub rto_estimator: RtoEstimator,
     /// The receiver reports duplicate segments with D-SACK (RFC 2883; Linux

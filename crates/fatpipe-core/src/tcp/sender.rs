@@ -154,6 +154,8 @@ pub struct TcpSender {
     pub(crate) limited_transmit: bool,
     /// RFC stack: every timeout lowers ssthresh (`TcpConfig::ssthresh_every_timeout`).
     pub(crate) ssthresh_every_timeout: bool,
+    /// RFC stack: Reno's fast retransmits are guarded by `recover` (`TcpConfig::reno_recover_guard`).
+    pub(crate) reno_recover_guard: bool,
     pub(crate) rto_estimator: RtoEstimator,
     /// Linux stack members (`TcpConfig`).
     pub(crate) rack_enabled: bool,
@@ -256,6 +258,7 @@ impl TcpSender {
             lx: LinuxState::new(cfg.dupack_threshold.max(1)),
             limited_transmit: cfg.limited_transmit,
             ssthresh_every_timeout: cfg.ssthresh_every_timeout,
+            reno_recover_guard: cfg.reno_recover_guard,
             rto_estimator: cfg.rto_estimator,
             rack_enabled: cfg.rack,
             tlp_enabled: cfg.tlp,

@@ -42,6 +42,7 @@ pub fn tcp_config() -> TcpConfig {
         stack: fatpipe_core::tcp::config::Stack::Rfc,
         limited_transmit: false,
         ssthresh_every_timeout: false,
+        reno_recover_guard: false,
         rto_estimator: fatpipe_core::tcp::config::RtoEstimator::Rfc6298,
         dsack: false,
         rack: false,

@@ -124,12 +124,13 @@ impl TcpSender {
             }
             CaState::Open | CaState::Cwr | CaState::Loss => {
                 let open = self.ca_state != CaState::Loss;
-                // Classic Reno has no guard: three more duplicate ACKs start another recovery.
-                // The others start one only once the cumulative ACK covers more than
-                // `recover` (RFC 6582 3.2 step 2; ns-2's bugFix_ `highest_ack_ > recover_`).
-                // `recover` is one past the highest byte sent, so "more than" is `>`: an ACK
-                // that only reaches it comes from the resends and tells of no new loss.
-                let guarded = !(self.recovery == Recovery::Reno && open);
+                // Classic Reno has no guard: three more duplicate ACKs start another recovery
+                // (unless `reno_recover_guard`, as ns-2's Reno). The others start one only once
+                // the cumulative ACK covers more than `recover` (RFC 6582 3.2 step 2; ns-2's
+                // bug_fix_ `highest_ack_ > recover_`). `recover` is one past the highest byte
+                // sent, so "more than" is `>`: an ACK that only reaches it comes from the
+                // resends and tells of no new loss.
+                let guarded = !(self.recovery == Recovery::Reno && open && !self.reno_recover_guard);
                 let past_recover = !guarded || self.recover.is_none_or(|r| self.snd_una > r);
                 let sack_says_lost = self.sack() && open && self.sack_says_lost();
                 if past_recover
