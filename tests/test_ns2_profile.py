@@ -36,6 +36,8 @@ def test_ns2_members_are_ns_default_tcl():
     # bug_fix_: Reno's fast retransmits are guarded by recover_.
     assert tcp["newreno_impatient"] is True and tcp["ssthresh_every_timeout"] is True
     assert tcp["reno_recover_guard"] is True
+    # Agent/TCP/Sack1's recovery (tcp-sack1.cc) for the sack preset.
+    assert tcp["sack_variant"] == "sack1"
 
 
 @pytest.mark.parametrize("preset, recovery", [("tahoe", "tahoe"), ("reno", "reno"), ("newreno", "newreno"),
@@ -59,11 +61,13 @@ def test_a_flow_overrides_an_ns2_member_and_other_profiles_keep_theirs():
         assert tcp["delayed_ack"] is True and tcp["timestamps"] is True, profile
         assert tcp["handshake"] is False, profile
         assert not (tcp["newreno_impatient"] or tcp["ssthresh_every_timeout"] or tcp["reno_recover_guard"]), profile
+        assert tcp["sack_variant"] == "rfc6675", profile
 
 
-@pytest.mark.parametrize("key", ["newreno_impatient", "ssthresh_every_timeout", "reno_recover_guard"])
-def test_the_rfc_stacks_timer_members_are_refused_on_the_linux_stack(key):
-    doc = _doc(profile="linux", **{key: True})
+@pytest.mark.parametrize("key, value", [("newreno_impatient", True), ("ssthresh_every_timeout", True),
+                                        ("reno_recover_guard", True), ("sack_variant", "sack1")])
+def test_the_rfc_stacks_recovery_members_are_refused_on_the_linux_stack(key, value):
+    doc = _doc(profile="linux", **{key: value})
     doc["flows"][0]["cc"] = "newreno"
     with pytest.raises(fatpipe.ScenarioError) as err:
         load_scenario(doc)

@@ -105,6 +105,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     limited_transmit: false,
     ssthresh_every_timeout: false,
     reno_recover_guard: false,
+    sack_variant: crate::tcp::config::SackVariant::Rfc6675,
     rto_estimator: crate::tcp::config::RtoEstimator::Rfc6298,
     dsack: false,
     rack: false,

@@ -5,7 +5,7 @@ mod support;
 use fatpipe_core::cc::CaState;
 use fatpipe_core::packet::Packet;
 use fatpipe_core::rng::Rng;
-use fatpipe_core::tcp::config::Recovery;
+use fatpipe_core::tcp::config::{Recovery, SackVariant};
 use fatpipe_core::tcp::TcpConfig;
 use fatpipe_core::time::{Time, PS_PER_MS};
 use std::collections::HashSet;
@@ -286,4 +286,32 @@ fn reno_with_the_recover_guard_waits_for_the_timeout_as_ns2s_reno() {
     assert!(classic.fast_retransmits >= 2, "{classic:?}");
     assert_eq!(guarded.fast_retransmits, 1, "{guarded:?}");
     assert!(guarded.timeouts >= 1, "{guarded:?}");
+}
+
+#[test]
+fn ns2_sack1_resends_every_hole_below_the_highest_sack_before_new_data() {
+    // Slow start's overshoot, as document 003's 200-packet queue drops it: every other
+    // segment lost in a stretch early in the last round and in a longer one late in it. By
+    // the time pipe falls below the halved cwnd the SACKs have passed the first stretch, not
+    // the second. RFC 6675 counts a hole lost only once three segments are SACKed above it,
+    // so as the SACKs climb through the second stretch it sends a hole and new data per ACK,
+    // interleaved; ns-2's Sack1 resends every hole below the highest SACK first
+    // (ScoreBoard::GetNextRetran), then new data.
+    let drops: Vec<u64> = (300..330).step_by(2).chain((480..600).step_by(2)).collect();
+    let new_sent_before_last_hole = |variant: SackVariant| {
+        let mut tcp = config(Recovery::Sack);
+        tcp.sack_variant = variant;
+        let mut h = Harness::new(tcp, reno(), RTT, drop_first_transmission(&drops));
+        h.start(Some(3000 * MSS));
+        h.run_until(30_000 * PS_PER_MS);
+        assert_eq!(h.receiver.rcv_nxt, 3000 * MSS, "{variant:?}");
+        assert_eq!(h.sender.stats.timeouts, 0, "{variant:?}");
+        assert_eq!(h.sender.stats.segments_retransmitted, drops.len() as u64, "{variant:?}");
+        let first_rtx = h.sent.iter().position(|(_, p)| p.retransmission).unwrap();
+        let last_rtx = h.sent.iter().rposition(|(_, p)| p.retransmission).unwrap();
+        let highest_before = h.sent[..first_rtx].iter().map(|(_, p)| p.seq).max().unwrap();
+        h.sent[first_rtx..last_rtx].iter().filter(|(_, p)| !p.retransmission && p.seq > highest_before).count()
+    };
+    let (rfc, sack1) = (new_sent_before_last_hole(SackVariant::Rfc6675), new_sent_before_last_hole(SackVariant::Sack1));
+    assert!(rfc > 0 && sack1 == 0, "new segments among the resends: rfc6675 {rfc}, sack1 {sack1}");
 }

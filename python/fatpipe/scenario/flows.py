@@ -410,6 +410,7 @@ def _normalize_flow(
             "limited_transmit": bool(tcp["limited_transmit"]),
             "ssthresh_every_timeout": bool(tcp["ssthresh_every_timeout"]),
             "reno_recover_guard": bool(tcp["reno_recover_guard"]),
+            "sack_variant": tcp["sack_variant"] or "rfc6675",
             "rto_estimator": tcp["rto_estimator"],
             "dsack": tcp["dsack"],
             # The Linux stack's members; the RFC stack's values keep the core's defaults.

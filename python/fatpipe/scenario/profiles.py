@@ -19,7 +19,7 @@ LINUX_ONLY_KEYS = (
     "rack", "tlp", "frto", "undo", "window_reduction", "adaptive_reordering", "max_reordering",
 )
 #: [flows.tcp] keys that only the RFC stack has.
-RFC_ONLY_KEYS = ("limited_transmit", "newreno_impatient", "ssthresh_every_timeout", "reno_recover_guard")
+RFC_ONLY_KEYS = ("limited_transmit", "newreno_impatient", "ssthresh_every_timeout", "reno_recover_guard", "sack_variant")
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,7 @@ PROFILES: Dict[str, Profile] = {
             "newreno_impatient": Member(False, "Slow-but-Steady, as before profiles; RFC 6582 section 4 allows either"),
             "ssthresh_every_timeout": Member(False, "RFC 5681 section 3.1: only the first timeout of a congestion event"),
             "reno_recover_guard": Member(False, "RFC 5681 3.2: classic Reno, as before profiles"),
+            "sack_variant": Member("rfc6675", "RFC 6675, as before profiles"),
             "dsack": Member(False, "off, as before profiles; RFC 2883 when set"),
             "fack": Member(False, "RFC 6675 loss rule; FACK (Mathis and Mahdavi 1996) when set"),
             "initial_window": Member(10, "RFC 6928, as before profiles"),
@@ -170,6 +171,7 @@ PROFILES: Dict[str, Profile] = {
             "ssthresh_every_timeout": Member(False, "as before this member existed (4.4BSD tcp_timers TCPT_REXMT "
                                              "halves min(snd_wnd, snd_cwnd) on every expiry: not yet modelled)"),
             "reno_recover_guard": Member(False, f"{_BSD} tcp_input.c: three duplicate ACKs always retransmit"),
+            "sack_variant": Member("rfc6675", f"{_BSD} has no SACK (RFC 2018 came in 1996); RFC 6675 when set"),
             "dsack": Member(False, "RFC 2883 came in 2000"),
             "fack": Member(False, "no SACK (RFC 2018 came in 1996)"),
         },
@@ -210,6 +212,8 @@ _NS2_PROFILE = Profile(
         "reno_recover_guard": Member(True, f"{_NS2} Agent/TCP set bug_fix_ true: tcp-reno.cc dupack_action "
                                      "retransmits again only past recover_ once recovery was left "
                                      "(last_cwnd_action_ EXITED)"),
+        "sack_variant": Member("sack1", "ns-2 tcp-sack1.cc: Agent/TCP/Sack1 (Fall and Floyd 1996), the SACK of "
+                               "document 003, with ns-default.tcl's partial_ack_ false, oldCode_ false"),
         "fack": Member(False, "ns-2 tcp-sack1.cc: Sack1 counts pipe as RFC 6675 does; FACK is Agent/TCP/Fack"),
         "rto_estimator": Member("bsd", "ns-2 tcp.cc rtt_update: BSD's fixed-point estimator (T_SRTT_BITS 3, "
                                 "T_RTTVAR_BITS 2, RTO = srtt + 4 rttvar) in ticks of tcpTick_; ns-2 arms "
@@ -263,6 +267,7 @@ def resolve_tcp_members(
                 "newreno_impatient": "the Linux stack rearms the retransmission timer on every ACK of new data (tcp_rearm_rto)",
                 "ssthresh_every_timeout": "the Linux stack lowers ssthresh once per loss episode (tcp_enter_loss)",
                 "reno_recover_guard": "the Linux stack recovers as NewReno without SACK (tcp_fastretrans_alert)",
+                "sack_variant": "the Linux stack runs its own SACK recovery (RACK, PRR, undo)",
             }.get(key, "it belongs to the Linux stack")
             raise ScenarioError(
                 f'{sub}: not allowed with profile = "{profile.name}": {why}; set profile = {stacks}', sub

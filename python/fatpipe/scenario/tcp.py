@@ -268,6 +268,17 @@ _TCP = Table(
             "RFC 5681 3.2 (false); RFC 6582 3.2 step 2 (true)",
         ),
         Field(
+            "sack_variant",
+            Choice(("rfc6675", "sack1")),
+            "which SACK recovery runs with recovery = \"sack\": rfc6675 (a hole is lost once "
+            "dupack_threshold segments are SACKed above it; pipe recomputed from the "
+            "scoreboard) or sack1 (ns-2's Agent/TCP/Sack1: every hole below the highest SACK is "
+            "retransmitted, holes before new data, and pipe is a counter: outstanding minus the "
+            "duplicate ACKs at the start, one less per ACK, one more per segment sent). RFC stack only",
+            Derived("by profile: rfc6675 (rfc, bsd-4.4), sack1 (ns2)"),
+            "RFC 6675; ns-2 tcp-sack1.cc (Fall and Floyd 1996)",
+        ),
+        Field(
             "recovery",
             Choice(("tahoe", "reno", "newreno", "sack")),
             "loss recovery in the TCP core: tahoe (fast retransmit, then slow start from one "

@@ -20,6 +20,20 @@ pub enum Recovery {
     Sack,
 }
 
+/// Which SACK-based recovery the RFC stack runs with `Recovery::Sack`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SackVariant {
+    /// RFC 6675: a hole is lost once DupThresh segments are SACKed above it; pipe is
+    /// recomputed from the scoreboard (SetPipe).
+    #[default]
+    Rfc6675,
+    /// ns-2's Agent/TCP/Sack1 (Fall and Floyd 1996, `tcp/recovery/sack1.rs`): every hole
+    /// below the highest SACKed segment is retransmitted, holes first, and pipe is a counter
+    /// (outstanding minus the duplicate ACKs at entry, one less per ACK, one more per send).
+    Sack1,
+}
+
 /// Which loss detection and recovery runs: the RFC reference stack, or Linux's
 /// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/recovery/linux.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -149,6 +163,9 @@ pub struct TcpConfig {
     /// further duplicate ACKs start another recovery in the same window (RFC 5681).
     #[serde(default)]
     pub reno_recover_guard: bool,
+    /// RFC stack: the SACK recovery `Recovery::Sack` runs (default RFC 6675).
+    #[serde(default)]
+    pub sack_variant: SackVariant,
     #[serde(default)]
     pub rto_estimator: RtoEstimator,
     /// The receiver reports duplicate segments with D-SACK (RFC 2883; Linux

@@ -43,6 +43,7 @@ pub fn tcp_config() -> TcpConfig {
         limited_transmit: false,
         ssthresh_every_timeout: false,
         reno_recover_guard: false,
+        sack_variant: fatpipe_core::tcp::config::SackVariant::Rfc6675,
         rto_estimator: fatpipe_core::tcp::config::RtoEstimator::Rfc6298,
         dsack: false,
         rack: false,

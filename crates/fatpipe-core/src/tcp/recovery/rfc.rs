@@ -12,7 +12,9 @@
 //!   restarts, as Linux and ns-2, unless the "Impatient" variant is chosen);
 //! - `rfc6675.rs`: SACK (RFC 2018, RFC 6675): the scoreboard (`tcp/scoreboard.rs`) says which
 //!   holes are lost; cwnd = ssthresh and segments go out while pipe < cwnd, lost holes first
-//!   (NextSeg), then new data; optional FACK loss detection.
+//!   (NextSeg), then new data; optional FACK loss detection;
+//! - `sack1.rs`: ns-2's SACK (Agent/TCP/Sack1), the ns2 profile's: every hole below the
+//!   highest SACK retransmitted, pipe a counter.
 //!
 //! Delayed Congestion Response (document 004) raises the duplicate-ACK threshold to cwnd/div
 //! and sends a new segment per duplicate ACK meanwhile (`TcpSender::send_window`). A
@@ -22,7 +24,7 @@
 
 use crate::cc::{AckSample, CaState};
 use crate::packet::{Ecn, Packet};
-use crate::tcp::config::Recovery;
+use crate::tcp::config::{Recovery, SackVariant};
 use crate::tcp::TcpSender;
 use crate::time::Time;
 
@@ -120,6 +122,8 @@ impl TcpSender {
             CaState::Recovery => {
                 if matches!(self.recovery, Recovery::Reno | Recovery::Newreno) {
                     self.reno_inflate();
+                } else if self.recovery == Recovery::Sack && self.sack_variant == SackVariant::Sack1 {
+                    self.sack1_on_ack(false);
                 }
             }
             CaState::Open | CaState::Cwr | CaState::Loss => {
@@ -299,7 +303,7 @@ impl TcpSender {
         match self.recovery {
             Recovery::Tahoe => self.tahoe_enter_recovery(now),
             Recovery::Reno | Recovery::Newreno => self.reno_enter_recovery(now, dupthresh, out),
-            Recovery::Sack => self.sack_enter_recovery(now, out),
+            Recovery::Sack => self.sack_enter_recovery(now, dupthresh, out),
         }
     }
 
