@@ -28,7 +28,14 @@ fn drop_first_transmission(segments: &[u64]) -> Box<dyn FnMut(&Packet) -> bool> 
 }
 
 fn run(recovery: Recovery, drops: &[u64], total_segments: u64) -> Harness {
-    let mut h = Harness::new(config(recovery), reno(), RTT, drop_first_transmission(drops));
+    run_with(config(recovery), drops, total_segments)
+}
+
+/// Sends `total_segments` with this configuration, losing `drops` once each; checks that
+/// everything arrives within 30 s.
+fn run_with(tcp: TcpConfig, drops: &[u64], total_segments: u64) -> Harness {
+    let recovery = tcp.recovery;
+    let mut h = Harness::new(tcp, reno(), RTT, drop_first_transmission(drops));
     h.start(Some(total_segments * MSS));
     h.run_until(30_000 * PS_PER_MS);
     assert_eq!(h.receiver.rcv_nxt, total_segments * MSS, "{recovery:?}: everything delivered");
@@ -271,17 +278,13 @@ fn reno_with_the_recover_guard_waits_for_the_timeout_as_ns2s_reno() {
     // Reno (RFC 5681) retransmits again and halves again; ns-2's (bug_fix_) does not until
     // the cumulative ACK passes `recover`, so the next hole waits for the timer.
     let drops = [40, 60, 80];
-    let run_with = |guard: bool| {
+    let stats = |guard: bool| {
         let mut tcp = config(Recovery::Reno);
         tcp.reno_recover_guard = guard;
-        let mut h = Harness::new(tcp, reno(), RTT, drop_first_transmission(&drops));
-        h.start(Some(400 * MSS));
-        h.run_until(30_000 * PS_PER_MS);
-        assert_eq!(h.receiver.rcv_nxt, 400 * MSS);
-        h.sender.stats
+        run_with(tcp, &drops, 400).sender.stats
     };
-    let classic = run_with(false);
-    let guarded = run_with(true);
+    let classic = stats(false);
+    let guarded = stats(true);
     eprintln!("classic {classic:?}\nguarded {guarded:?}");
     assert!(classic.fast_retransmits >= 2, "{classic:?}");
     assert_eq!(guarded.fast_retransmits, 1, "{guarded:?}");
@@ -301,10 +304,7 @@ fn ns2_sack1_resends_every_hole_below_the_highest_sack_before_new_data() {
     let new_sent_before_last_hole = |variant: SackVariant| {
         let mut tcp = config(Recovery::Sack);
         tcp.sack_variant = variant;
-        let mut h = Harness::new(tcp, reno(), RTT, drop_first_transmission(&drops));
-        h.start(Some(3000 * MSS));
-        h.run_until(30_000 * PS_PER_MS);
-        assert_eq!(h.receiver.rcv_nxt, 3000 * MSS, "{variant:?}");
+        let h = run_with(tcp, &drops, 3000);
         assert_eq!(h.sender.stats.timeouts, 0, "{variant:?}");
         assert_eq!(h.sender.stats.segments_retransmitted, drops.len() as u64, "{variant:?}");
         let first_rtx = h.sent.iter().position(|(_, p)| p.retransmission).unwrap();
