@@ -88,7 +88,7 @@ fn event_queue_with_timers(bencher: Bencher, flows: u32) {
         let (t, ev) = q.pop().expect("never empty");
         q.schedule(t + 1 + rng.next_u64() % 1_000_000, ev);
         step += 1;
-        if step % 8 == 0 {
+        if step.is_multiple_of(8) {
             let f = (rng.next_u64() % flows as u64) as u32;
             q.schedule(t + RTO_PS / 2 + rng.next_u64() % 1_000_000, Event::Timer(f, TimerKind::Retransmission));
         }

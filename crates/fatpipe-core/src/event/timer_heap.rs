@@ -175,7 +175,7 @@ mod tests {
         for seq in 0..5_000u64 {
             let (flow, kind) = (
                 (rng.next_u64() % 40) as u32,
-                if rng.next_u64() % 2 == 0 { TimerKind::Pacing } else { TimerKind::Connection },
+                if rng.next_u64().is_multiple_of(2) { TimerKind::Pacing } else { TimerKind::Connection },
             );
             let k = key(rng.next_u64() % 10_000, seq);
             h.set(flow, kind, k);
