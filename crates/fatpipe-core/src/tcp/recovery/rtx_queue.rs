@@ -110,8 +110,8 @@ fn linked_id(from: u64, d: i32) -> Option<u64> {
     (d != 0).then(|| from.wrapping_add_signed(d as i64))
 }
 
-/// Records per chunk: 8 KiB.
-const CHUNK: usize = 256;
+/// Records per chunk: 4 KiB (a many-flow scenario keeps at least one per flow).
+const CHUNK: usize = 128;
 
 #[derive(Debug, Default)]
 pub struct RtxQueue {
@@ -185,10 +185,12 @@ impl RtxQueue {
         self.record(id).map(|r| self.segment(r))
     }
 
+    #[inline]
     fn record(&self, id: u64) -> Option<&Record> {
         id.checked_sub(self.base).and_then(|i| self.segs.get(i as usize))
     }
 
+    #[inline]
     fn at(&mut self, id: u64) -> &mut Record {
         &mut self.segs[(id - self.base) as usize]
     }
@@ -246,6 +248,7 @@ impl RtxQueue {
     }
 
     /// New data `[start, end)` was sent at `now`.
+    #[inline]
     pub fn push(&mut self, start: u64, end: u64, now: Time) -> u64 {
         debug_assert!(self.back().is_none_or(|s| s.end == start));
         debug_assert!(end - start <= u32::MAX as u64 && end - self.base_seq.min(start) < 1 << 31);
@@ -255,17 +258,23 @@ impl RtxQueue {
         let id = self.base + self.segs.len() as u64;
         let xmit_order = self.transmissions as u32;
         self.transmissions += 1;
+        // Linked at the tail of the time-ordered list as it is stored (`link_tail`).
+        let tail = self.ts_tail;
+        match tail {
+            Some(t) => self.at(t).ts_next = link(t, Some(id)),
+            None => self.ts_head = Some(id),
+        }
+        self.ts_tail = Some(id);
         self.segs.push_back(Record {
             xmit_ps: now,
             start: start as u32,
             len: (end - start) as u32,
             xmit_order,
-            ts_prev: 0,
+            ts_prev: link(id, tail),
             ts_next: 0,
             flags: 0,
         });
         self.packets_out += 1;
-        self.link_tail(id);
         id
     }
 
@@ -359,14 +368,24 @@ impl RtxQueue {
     /// The cumulative ACK reached `ack`: pops the segments it covers, calling `visit` with
     /// each (before its flags are cleared).
     pub fn ack_to(&mut self, ack: u64, mut visit: impl FnMut(&Segment)) {
-        while let Some(r) = self.segs.front() {
-            let s = self.segment(r);
+        while let Some(&r) = self.segs.front() {
+            let s = self.segment(&r);
             if s.end > ack {
                 break;
             }
             visit(&s);
             let id = self.base;
-            self.unlink(id);
+            if self.ts_head == Some(id) {
+                // The oldest transmission (no loss: every time): it leaves the list at its head.
+                let next = linked_id(id, r.ts_next);
+                self.ts_head = next;
+                match next {
+                    Some(n) => self.at(n).ts_prev = 0,
+                    None => self.ts_tail = None,
+                }
+            } else {
+                self.unlink(id);
+            }
             self.packets_out -= 1;
             if s.has(SACKED) {
                 self.sacked_out -= 1;
