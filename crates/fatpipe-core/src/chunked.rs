@@ -1,6 +1,5 @@
 //! A double-ended queue stored in fixed-size chunks, for the state that grows with the
-//! window: a link's packets (`net/link.rs`) and the retransmission queue's records
-//! (`tcp/recovery/rtx_queue.rs`).
+//! window: a link's packets (`net/link.rs`).
 //!
 //! A `VecDeque` grows by doubling and keeps its capacity: a link that once held 81,216
 //! packets (the 10 Gb/s dumbbell at the end of slow start) keeps room for 131,072, and on
@@ -98,7 +97,7 @@ impl<T: Copy + Default, const N: usize> ChunkedDeque<T, N> {
         let value = self.chunks[p / N][p % N];
         if self.len == 0 {
             self.drop_front_chunk();
-        } else if p % N == 0 {
+        } else if p.is_multiple_of(N) {
             let chunk = self.chunks.pop_back().expect("an empty last chunk");
             self.keep_spare(chunk);
         }

@@ -59,9 +59,9 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
 }
 
-/// Packets per chunk of a link's storage: 6.5 KiB, small beside a long link's hundreds of
-/// thousands of packets, and little for each of a many-flow scenario's access links.
-const WIRE_CHUNK: usize = 64;
+/// Packets per chunk of a link's storage: 3.3 KiB, small beside a long link's hundreds of
+/// thousands of packets, and little for each of a scenario's many access links.
+const WIRE_CHUNK: usize = 32;
 
 pub struct Link {
     pub spec: LinkSpec,
