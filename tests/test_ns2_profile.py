@@ -32,6 +32,12 @@ def test_ns2_members_are_ns_default_tcl():
     assert (tcp["rto_estimator"], tcp["slow_timer_ps"]) == ("bsd", 10 * PS_PER_MS)
     assert (tcp["min_rto_ps"], tcp["max_rto_ps"], tcp["initial_rto_ps"]) == (200 * PS_PER_MS, 60 * PS_PER_S, 3 * PS_PER_S)
     assert not (tcp["dsack"] or tcp["fack"])
+    # newreno_changes1_ 1: the Impatient NewReno; TcpAgent::timeout halves on every expiry;
+    # bug_fix_: Reno's fast retransmits are guarded by recover_.
+    assert tcp["newreno_impatient"] is True and tcp["ssthresh_every_timeout"] is True
+    assert tcp["reno_recover_guard"] is True
+    # Agent/TCP/Sack1's recovery (tcp-sack1.cc) for the sack preset.
+    assert tcp["sack_variant"] == "sack1"
 
 
 @pytest.mark.parametrize("preset, recovery", [("tahoe", "tahoe"), ("reno", "reno"), ("newreno", "newreno"),
@@ -54,6 +60,18 @@ def test_a_flow_overrides_an_ns2_member_and_other_profiles_keep_theirs():
         tcp = load_scenario(doc)["flows"][0]["tcp"]
         assert tcp["delayed_ack"] is True and tcp["timestamps"] is True, profile
         assert tcp["handshake"] is False, profile
+        assert not (tcp["newreno_impatient"] or tcp["ssthresh_every_timeout"] or tcp["reno_recover_guard"]), profile
+        assert tcp["sack_variant"] == "rfc6675", profile
+
+
+@pytest.mark.parametrize("key, value", [("newreno_impatient", True), ("ssthresh_every_timeout", True),
+                                        ("reno_recover_guard", True), ("sack_variant", "sack1")])
+def test_the_rfc_stacks_recovery_members_are_refused_on_the_linux_stack(key, value):
+    doc = _doc(profile="linux", **{key: value})
+    doc["flows"][0]["cc"] = "newreno"
+    with pytest.raises(fatpipe.ScenarioError) as err:
+        load_scenario(doc)
+    assert str(err.value).startswith(f"flows[0].tcp.{key}: not allowed with profile = \"linux\"")
 
 
 def test_ns2_packets_are_1040_bytes_and_every_packet_is_acked():

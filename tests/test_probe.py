@@ -23,6 +23,7 @@ import fatpipe
 from fatpipe.plots import PLOTS
 from fatpipe.result import Result
 from probe_helpers import daemon, run_cli
+from realtime_tolerances import MISSED_PERIOD_FRACTION
 
 #: linux/in.h (Python's socket module lacks it).
 IP_MTU = 14
@@ -101,8 +102,8 @@ def test_burst_mode_offered_load_and_failed_cycles(lo_daemon, tmp_path):
     sim = fatpipe.run(below).summary["flows"][0]
     assert flow["bursts"] == sim["bursts"] == 101, "bursts at 0, 10 ms, ..., 1 s, as the simulation schedules them"
     assert flow["offered_load_bps"] == 51.2e6
-    # A real application on a shared machine may miss a period now and then: 2 %.
-    assert flow["failed_burst_cycles"] <= 2
+    # A real application on a shared machine may miss a period now and then.
+    assert flow["failed_burst_cycles"] <= MISSED_PERIOD_FRACTION * flow["bursts"]
     assert flow["bytes_written"] >= (101 - flow["failed_burst_cycles"]) * 64_000
     assert flow["goodput_bps"] == pytest.approx(51.2e6, rel=0.05)
     # The daemon's application reads at 8 Mb/s from a 64 KiB buffer: the sender's buffer

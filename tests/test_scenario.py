@@ -98,6 +98,9 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         # The default profile, linux: Linux 6.x as shipped (docs/scenario.md's profiles).
         "stack": "linux",
         "limited_transmit": False,  # by construction in the Linux stack
+        "ssthresh_every_timeout": False,  # Linux lowers ssthresh once per loss episode
+        "reno_recover_guard": False,  # Linux recovers as NewReno without SACK
+        "sack_variant": "rfc6675",  # unused by the Linux stack
         "rto_estimator": "linux",
         "dsack": True,
         "rack": True,
@@ -261,7 +264,7 @@ def test_tcp_options():
         "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
         "max_ssthresh_segments": 100, "initial_ssthresh_segments": None, "receiver_drain_rate_bps": None, "pacing_gain": 1.25, "handshake": True,
         "slow_start_after_idle": False, "ecn": True, "random_send_delay_ps": 250 * 10**6,
-        "stack": "rfc", "limited_transmit": True, "rto_estimator": "linux", "dsack": True,
+        "stack": "rfc", "limited_transmit": True, "ssthresh_every_timeout": False, "reno_recover_guard": False, "sack_variant": "rfc6675", "rto_estimator": "linux", "dsack": True,
         "rack": False, "tlp": False, "frto": False, "undo": False, "window_reduction": "prr",
         "adaptive_reordering": False, "max_reordering_segments": 300,
         "slow_timer_ps": None, "fast_timer_ps": 100 * PS_PER_MS, "max_send_rate_bps": 130_000_000,

@@ -5,7 +5,7 @@ mod support;
 use fatpipe_core::cc::CaState;
 use fatpipe_core::packet::Packet;
 use fatpipe_core::rng::Rng;
-use fatpipe_core::tcp::config::Recovery;
+use fatpipe_core::tcp::config::{Recovery, SackVariant};
 use fatpipe_core::tcp::TcpConfig;
 use fatpipe_core::time::{Time, PS_PER_MS};
 use std::collections::HashSet;
@@ -28,7 +28,14 @@ fn drop_first_transmission(segments: &[u64]) -> Box<dyn FnMut(&Packet) -> bool> 
 }
 
 fn run(recovery: Recovery, drops: &[u64], total_segments: u64) -> Harness {
-    let mut h = Harness::new(config(recovery), reno(), RTT, drop_first_transmission(drops));
+    run_with(config(recovery), drops, total_segments)
+}
+
+/// Sends `total_segments` with this configuration, losing `drops` once each; checks that
+/// everything arrives within 30 s.
+fn run_with(tcp: TcpConfig, drops: &[u64], total_segments: u64) -> Harness {
+    let recovery = tcp.recovery;
+    let mut h = Harness::new(tcp, reno(), RTT, drop_first_transmission(drops));
     h.start(Some(total_segments * MSS));
     h.run_until(30_000 * PS_PER_MS);
     assert_eq!(h.receiver.rcv_nxt, total_segments * MSS, "{recovery:?}: everything delivered");
@@ -201,4 +208,110 @@ fn every_recovery_variant_fills_the_reference_path() {
         eprintln!("{recovery:?}: bottleneck utilization over the last 40 s {utilization:.3}");
         assert!(utilization > 0.8, "{recovery:?}: {utilization}");
     }
+}
+
+/// ssthresh when the first fast retransmit starts, and after each of the first `timeouts`
+/// timeouts, for a NewReno flow (the Impatient variant, as ns-2's) that loses `drops`.
+fn ssthresh_through_timeouts(
+    every_timeout: bool,
+    mut drop: Box<dyn FnMut(&Packet) -> bool>,
+    timeouts: u64,
+) -> Vec<u32> {
+    let mut tcp = config(Recovery::Newreno);
+    tcp.newreno_impatient = true;
+    tcp.ssthresh_every_timeout = every_timeout;
+    let mut h = Harness::new(tcp, reno(), RTT, Box::new(move |p: &Packet| drop(p)));
+    h.start(Some(2000 * MSS));
+    let mut seen = Vec::new();
+    while (seen.len() as u64) < timeouts + 1 {
+        let t = h.now + PS_PER_MS / 10;
+        h.run_until(t);
+        assert!(h.now < 60_000 * PS_PER_MS, "{seen:?}");
+        let events = h.sender.stats.fast_retransmits.min(1) + h.sender.stats.timeouts;
+        if events > seen.len() as u64 {
+            seen.push(h.sender.cc_state.ssthresh);
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_timeout_in_recovery_halves_ssthresh_again_only_as_ns2_does() {
+    // Every other segment of 100-180 lost: NewReno repairs one per RTT and the Impatient
+    // timer (restarted on the first partial ACK only) expires in recovery. RFC 5681 keeps
+    // the ssthresh this congestion event set; ns-2's TcpAgent::timeout halves cwnd_ (the
+    // window without recovery's inflation, which is ssthresh) again.
+    let drops: Vec<u64> = (100..180).step_by(2).collect();
+    let rfc = ssthresh_through_timeouts(false, drop_first_transmission(&drops), 1);
+    let ns2 = ssthresh_through_timeouts(true, drop_first_transmission(&drops), 1);
+    assert_eq!(rfc[0], ns2[0], "the fast retransmit is the same");
+    assert!(rfc[0] > 20, "{rfc:?}");
+    assert_eq!(rfc[1], rfc[0], "RFC 5681: the event's ssthresh stays");
+    assert_eq!(ns2[1], ns2[0] / 2, "ns-2: half of the window without inflation");
+}
+
+#[test]
+fn a_backed_off_timeout_drops_ssthresh_to_two_only_as_ns2_does() {
+    // Segment 150 is lost three times (first send, fast retransmit, first timeout's resend):
+    // the timer backs off and expires again with cwnd 1.
+    let drop_150 = || {
+        let mut times = 0;
+        Box::new(move |p: &Packet| {
+            p.seq == 150 * MSS && {
+                times += 1;
+                times <= 3
+            }
+        }) as Box<dyn FnMut(&Packet) -> bool>
+    };
+    let rfc = ssthresh_through_timeouts(false, drop_150(), 2);
+    let ns2 = ssthresh_through_timeouts(true, drop_150(), 2);
+    assert_eq!(rfc[1], rfc[0], "{rfc:?}: the first timeout in recovery keeps it");
+    assert_eq!(rfc[2], rfc[0], "{rfc:?}: RFC 5681 holds ssthresh on a repeated timeout");
+    assert_eq!(ns2[1], ns2[0] / 2, "{ns2:?}");
+    assert_eq!(ns2[2], 2, "{ns2:?}: half of a one-segment window, at least two");
+}
+
+#[test]
+fn reno_with_the_recover_guard_waits_for_the_timeout_as_ns2s_reno() {
+    // Holes far apart in one window: Reno leaves recovery on the first partial ACK; new data
+    // sent during its inflation brings three more duplicate ACKs for the next hole. Classic
+    // Reno (RFC 5681) retransmits again and halves again; ns-2's (bug_fix_) does not until
+    // the cumulative ACK passes `recover`, so the next hole waits for the timer.
+    let drops = [40, 60, 80];
+    let stats = |guard: bool| {
+        let mut tcp = config(Recovery::Reno);
+        tcp.reno_recover_guard = guard;
+        run_with(tcp, &drops, 400).sender.stats
+    };
+    let classic = stats(false);
+    let guarded = stats(true);
+    eprintln!("classic {classic:?}\nguarded {guarded:?}");
+    assert!(classic.fast_retransmits >= 2, "{classic:?}");
+    assert_eq!(guarded.fast_retransmits, 1, "{guarded:?}");
+    assert!(guarded.timeouts >= 1, "{guarded:?}");
+}
+
+#[test]
+fn ns2_sack1_resends_every_hole_below_the_highest_sack_before_new_data() {
+    // Slow start's overshoot, as document 003's 200-packet queue drops it: every other
+    // segment lost in a stretch early in the last round and in a longer one late in it. By
+    // the time pipe falls below the halved cwnd the SACKs have passed the first stretch, not
+    // the second. RFC 6675 counts a hole lost only once three segments are SACKed above it,
+    // so as the SACKs climb through the second stretch it sends a hole and new data per ACK,
+    // interleaved; ns-2's Sack1 resends every hole below the highest SACK first
+    // (ScoreBoard::GetNextRetran), then new data.
+    let drops: Vec<u64> = (300..330).step_by(2).chain((480..600).step_by(2)).collect();
+    let new_sent_before_last_hole = |variant: SackVariant| {
+        let mut tcp = config(Recovery::Sack);
+        tcp.sack_variant = variant;
+        let h = run_with(tcp, &drops, 3000);
+        assert_eq!(h.sender.stats.timeouts, 0, "{variant:?}");
+        assert_eq!(h.sender.stats.segments_retransmitted, drops.len() as u64, "{variant:?}");
+        let first_rtx = h.sent.iter().position(|(_, p)| p.retransmission).unwrap();
+        let last_rtx = h.sent.iter().rposition(|(_, p)| p.retransmission).unwrap();
+        let highest_before = h.sent[..first_rtx].iter().map(|(_, p)| p.seq).max().unwrap();
+        h.sent[first_rtx..last_rtx].iter().filter(|(_, p)| !p.retransmission && p.seq > highest_before).count()
+    };
+    let (rfc, sack1) = (new_sent_before_last_hole(SackVariant::Rfc6675), new_sent_before_last_hole(SackVariant::Sack1));
+    assert!(rfc > 0 && sack1 == 0, "new segments among the resends: rfc6675 {rfc}, sack1 {sack1}");
 }

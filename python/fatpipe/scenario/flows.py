@@ -391,7 +391,7 @@ def _normalize_flow(
             "delayed_ack_timeout_ps": tcp["delayed_ack_timeout"],
             "ack_every_segments": tcp["ack_every"],
             "dupack_threshold": tcp["dupack_threshold"],
-            "newreno_impatient": tcp["newreno_impatient"],
+            "newreno_impatient": bool(tcp["newreno_impatient"]),
             "ecn": tcp["ecn"],
             "recovery": recovery,
             "fack": tcp["fack"],
@@ -408,6 +408,9 @@ def _normalize_flow(
             "random_send_delay_ps": tcp["random_send_delay"],
             "stack": profile.stack,
             "limited_transmit": bool(tcp["limited_transmit"]),
+            "ssthresh_every_timeout": bool(tcp["ssthresh_every_timeout"]),
+            "reno_recover_guard": bool(tcp["reno_recover_guard"]),
+            "sack_variant": tcp["sack_variant"] or "rfc6675",
             "rto_estimator": tcp["rto_estimator"],
             "dsack": tcp["dsack"],
             # The Linux stack's members; the RFC stack's values keep the core's defaults.

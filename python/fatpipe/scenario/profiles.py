@@ -19,7 +19,7 @@ LINUX_ONLY_KEYS = (
     "rack", "tlp", "frto", "undo", "window_reduction", "adaptive_reordering", "max_reordering",
 )
 #: [flows.tcp] keys that only the RFC stack has.
-RFC_ONLY_KEYS = ("limited_transmit",)
+RFC_ONLY_KEYS = ("limited_transmit", "newreno_impatient", "ssthresh_every_timeout", "reno_recover_guard", "sack_variant")
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,10 @@ PROFILES: Dict[str, Profile] = {
         {
             "rto_estimator": Member("rfc6298", "RFC 6298 section 2"),
             "limited_transmit": Member(False, "off, as before profiles; RFC 3042 when set"),
+            "newreno_impatient": Member(False, "Slow-but-Steady, as before profiles; RFC 6582 section 4 allows either"),
+            "ssthresh_every_timeout": Member(False, "RFC 5681 section 3.1: only the first timeout of a congestion event"),
+            "reno_recover_guard": Member(False, "RFC 5681 3.2: classic Reno, as before profiles"),
+            "sack_variant": Member("rfc6675", "RFC 6675, as before profiles"),
             "dsack": Member(False, "off, as before profiles; RFC 2883 when set"),
             "fack": Member(False, "RFC 6675 loss rule; FACK (Mathis and Mahdavi 1996) when set"),
             "initial_window": Member(10, "RFC 6928, as before profiles"),
@@ -163,6 +167,11 @@ PROFILES: Dict[str, Profile] = {
             "initial_rto": Member("6s", f"{_BSD} TCPTV_SRTTDFLT 3 s: first timeout (6 << 2) >> 1 = 12 ticks"),
             "initial_window": Member(1, f"{_BSD} tcp_mss: snd_cwnd = one segment"),
             "limited_transmit": Member(False, "RFC 3042 came in 2001"),
+            "newreno_impatient": Member(False, f"{_BSD} has no NewReno: its Reno recovery ends on the first new ACK"),
+            "ssthresh_every_timeout": Member(False, "as before this member existed (4.4BSD tcp_timers TCPT_REXMT "
+                                             "halves min(snd_wnd, snd_cwnd) on every expiry: not yet modelled)"),
+            "reno_recover_guard": Member(False, f"{_BSD} tcp_input.c: three duplicate ACKs always retransmit"),
+            "sack_variant": Member("rfc6675", f"{_BSD} has no SACK (RFC 2018 came in 1996); RFC 6675 when set"),
             "dsack": Member(False, "RFC 2883 came in 2000"),
             "fack": Member(False, "no SACK (RFC 2018 came in 1996)"),
         },
@@ -194,6 +203,17 @@ _NS2_PROFILE = Profile(
         "limited_transmit": Member(True, f"{_NS2} Agent/TCP set singledup_ 1: tcp.cc send_one sends a new "
                                    "packet on the first and second duplicate ACK (RFC 3042)"),
         "dsack": Member(False, f"{_NS2} Agent/TCPSink set generateDSacks_ false"),
+        "newreno_impatient": Member(True, f"{_NS2} Agent/TCP/Newreno set newreno_changes1_ 1 (default since "
+                                    "5/5/03, RFC 2582): tcp-newreno.cc partialnewack_helper restarts the "
+                                    "timer on the first partial ACK only"),
+        "ssthresh_every_timeout": Member(True, "ns-2 tcp.cc TcpAgent::timeout: slowdown(CLOSE_SSTHRESH_HALF|"
+                                         "CLOSE_CWND_RESTART) on every expiry, half of cwnd_ (which holds "
+                                         "recovery's inflation apart, in dupwnd_), at least 2"),
+        "reno_recover_guard": Member(True, f"{_NS2} Agent/TCP set bug_fix_ true: tcp-reno.cc dupack_action "
+                                     "retransmits again only past recover_ once recovery was left "
+                                     "(last_cwnd_action_ EXITED)"),
+        "sack_variant": Member("sack1", "ns-2 tcp-sack1.cc: Agent/TCP/Sack1 (Fall and Floyd 1996), the SACK of "
+                               "document 003, with ns-default.tcl's partial_ack_ false, oldCode_ false"),
         "fack": Member(False, "ns-2 tcp-sack1.cc: Sack1 counts pipe as RFC 6675 does; FACK is Agent/TCP/Fack"),
         "rto_estimator": Member("bsd", "ns-2 tcp.cc rtt_update: BSD's fixed-point estimator (T_SRTT_BITS 3, "
                                 "T_RTTVAR_BITS 2, RTO = srtt + 4 rttvar) in ticks of tcpTick_; ns-2 arms "
@@ -242,11 +262,13 @@ def resolve_tcp_members(
         if tcp[key] is not None:
             sub = _join(tcp_path, key)
             stacks = '"linux" or "linux-2.4"' if key in LINUX_ONLY_KEYS else '"rfc"'
-            why = (
-                "the Linux stack always clocks out new data on duplicate ACKs (SACKed segments leave the flight)"
-                if key == "limited_transmit"
-                else "it belongs to the Linux stack"
-            )
+            why = {
+                "limited_transmit": "the Linux stack always clocks out new data on duplicate ACKs (SACKed segments leave the flight)",
+                "newreno_impatient": "the Linux stack rearms the retransmission timer on every ACK of new data (tcp_rearm_rto)",
+                "ssthresh_every_timeout": "the Linux stack lowers ssthresh once per loss episode (tcp_enter_loss)",
+                "reno_recover_guard": "the Linux stack recovers as NewReno without SACK (tcp_fastretrans_alert)",
+                "sack_variant": "the Linux stack runs its own SACK recovery (RACK, PRR, undo)",
+            }.get(key, "it belongs to the Linux stack")
             raise ScenarioError(
                 f'{sub}: not allowed with profile = "{profile.name}": {why}; set profile = {stacks}', sub
             )

@@ -248,6 +248,37 @@ _TCP = Table(
             "RFC 3042",
         ),
         Field(
+            "ssthresh_every_timeout",
+            Boolean(),
+            "every retransmission timeout halves ssthresh from the window (without fast "
+            "recovery's inflation), also during recovery and after a backed-off timeout (ssthresh "
+            "then falls to 2); false lowers it only on a timeout that starts a congestion event. "
+            "RFC stack only (Linux lowers it once per loss episode)",
+            Derived("by profile: false (rfc, bsd-4.4), true (ns2: TcpAgent::timeout)"),
+            "RFC 5681 section 3.1 (false)",
+        ),
+        Field(
+            "reno_recover_guard",
+            Boolean(),
+            "Reno starts another fast retransmit only once the cumulative ACK passes what was "
+            "outstanding at the last one (recover), as NewReno does; false is classic Reno, whose "
+            "three further duplicate ACKs start another recovery in the same window. RFC stack "
+            "only (Linux recovers as NewReno without SACK)",
+            Derived("by profile: false (rfc, bsd-4.4), true (ns2: bug_fix_)"),
+            "RFC 5681 3.2 (false); RFC 6582 3.2 step 2 (true)",
+        ),
+        Field(
+            "sack_variant",
+            Choice(("rfc6675", "sack1")),
+            "which SACK recovery runs with recovery = \"sack\": rfc6675 (a hole is lost once "
+            "dupack_threshold segments are SACKed above it; pipe recomputed from the "
+            "scoreboard) or sack1 (ns-2's Agent/TCP/Sack1: every hole below the highest SACK is "
+            "retransmitted, holes before new data, and pipe is a counter: outstanding minus the "
+            "duplicate ACKs at the start, one less per ACK, one more per segment sent). RFC stack only",
+            Derived("by profile: rfc6675 (rfc, bsd-4.4), sack1 (ns2)"),
+            "RFC 6675; ns-2 tcp-sack1.cc (Fall and Floyd 1996)",
+        ),
+        Field(
             "recovery",
             Choice(("tahoe", "reno", "newreno", "sack")),
             "loss recovery in the TCP core: tahoe (fast retransmit, then slow start from one "
@@ -333,9 +364,10 @@ _TCP = Table(
             Boolean(),
             "RFC 6582's Impatient variant: during NewReno recovery restart the retransmission "
             "timer only on the first partial ACK; false is the Slow-but-Steady variant, which "
-            "restarts it on every partial ACK",
-            False,
-            "Linux (rearms the timer on every ACK of new data) and ns-2's NewReno",
+            "restarts it on every partial ACK. RFC stack only (Linux rearms the timer on every "
+            "ACK of new data)",
+            Derived("by profile: false (rfc, bsd-4.4), true (ns2: newreno_changes1_)"),
+            "RFC 6582 section 4 (either variant)",
         ),
         Field(
             "ecn",

@@ -20,6 +20,20 @@ pub enum Recovery {
     Sack,
 }
 
+/// Which SACK-based recovery the RFC stack runs with `Recovery::Sack`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SackVariant {
+    /// RFC 6675: a hole is lost once DupThresh segments are SACKed above it; pipe is
+    /// recomputed from the scoreboard (SetPipe).
+    #[default]
+    Rfc6675,
+    /// ns-2's Agent/TCP/Sack1 (Fall and Floyd 1996, `tcp/recovery/sack1.rs`): every hole
+    /// below the highest SACKed segment is retransmitted, holes first, and pipe is a counter
+    /// (outstanding minus the duplicate ACKs at entry, one less per ACK, one more per send).
+    Sack1,
+}
+
 /// Which loss detection and recovery runs: the RFC reference stack, or Linux's
 /// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/recovery/linux.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -137,6 +151,21 @@ pub struct TcpConfig {
     /// new segment. (The Linux stack does it by counting SACKed segments out of the flight.)
     #[serde(default)]
     pub limited_transmit: bool,
+    /// RFC stack: every retransmission timeout halves ssthresh from the window (without fast
+    /// recovery's inflation), also during recovery and after a backed-off timeout, as ns-2's
+    /// `TcpAgent::timeout` (slowdown(CLOSE_SSTHRESH_HALF)). False: only a timeout that starts
+    /// a congestion event lowers it (RFC 5681 section 3.1, eq. 4).
+    #[serde(default)]
+    pub ssthresh_every_timeout: bool,
+    /// RFC stack: Reno starts another fast retransmit only once the cumulative ACK passes
+    /// `recover`, as NewReno does (RFC 6582 3.2 step 2; ns-2's `bug_fix_`, which its
+    /// RenoTcpAgent applies once it has left fast recovery). False: classic Reno, whose three
+    /// further duplicate ACKs start another recovery in the same window (RFC 5681).
+    #[serde(default)]
+    pub reno_recover_guard: bool,
+    /// RFC stack: the SACK recovery `Recovery::Sack` runs (default RFC 6675).
+    #[serde(default)]
+    pub sack_variant: SackVariant,
     #[serde(default)]
     pub rto_estimator: RtoEstimator,
     /// The receiver reports duplicate segments with D-SACK (RFC 2883; Linux

@@ -27,7 +27,7 @@
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
 
 use super::ack_timing::AckTiming;
-use super::config::{Recovery, RtoEstimator, Stack, TcpConfig};
+use super::config::{Recovery, RtoEstimator, SackVariant, Stack, TcpConfig};
 use super::milestones::{Milestones, SenderView};
 use super::rate::RateSampler;
 use super::recovery::linux::LinuxState;
@@ -152,6 +152,14 @@ pub struct TcpSender {
     pub(crate) lx: LinuxState,
     /// RFC stack: RFC 3042 limited transmit.
     pub(crate) limited_transmit: bool,
+    /// RFC stack: every timeout lowers ssthresh (`TcpConfig::ssthresh_every_timeout`).
+    pub(crate) ssthresh_every_timeout: bool,
+    /// RFC stack: Reno's fast retransmits are guarded by `recover` (`TcpConfig::reno_recover_guard`).
+    pub(crate) reno_recover_guard: bool,
+    /// RFC stack: which SACK recovery (`TcpConfig::sack_variant`), and Sack1's pipe counter
+    /// (segments; may go below zero, as ns-2's `pipe_`).
+    pub(crate) sack_variant: SackVariant,
+    pub(crate) sack1_pipe: i64,
     pub(crate) rto_estimator: RtoEstimator,
     /// Linux stack members (`TcpConfig`).
     pub(crate) rack_enabled: bool,
@@ -253,6 +261,10 @@ impl TcpSender {
             stack: cfg.stack,
             lx: LinuxState::new(cfg.dupack_threshold.max(1)),
             limited_transmit: cfg.limited_transmit,
+            ssthresh_every_timeout: cfg.ssthresh_every_timeout,
+            reno_recover_guard: cfg.reno_recover_guard,
+            sack_variant: cfg.sack_variant,
+            sack1_pipe: 0,
             rto_estimator: cfg.rto_estimator,
             rack_enabled: cfg.rack,
             tlp_enabled: cfg.tlp,

@@ -12,7 +12,7 @@
 //! - `linux_send.rs`: the send loop and the timer slot (RTO, reordering timer, loss probe).
 //!
 //! The RFC stack (`Stack::Rfc`) has its shared ACK path in `rfc.rs` and one file per recovery
-//! variant: `tahoe.rs`, `reno.rs`, `newreno.rs`, `rfc6675.rs` (SACK).
+//! variant: `tahoe.rs`, `reno.rs`, `newreno.rs`, `rfc6675.rs` (SACK) and `sack1.rs` (ns-2's SACK).
 
 pub mod linux;
 pub mod linux_send;
@@ -24,5 +24,6 @@ pub mod reno;
 pub mod rfc;
 pub mod rfc6675;
 pub mod rtx_queue;
+pub mod sack1;
 pub mod tahoe;
 pub mod undo;

@@ -12,7 +12,9 @@
 //!   restarts, as Linux and ns-2, unless the "Impatient" variant is chosen);
 //! - `rfc6675.rs`: SACK (RFC 2018, RFC 6675): the scoreboard (`tcp/scoreboard.rs`) says which
 //!   holes are lost; cwnd = ssthresh and segments go out while pipe < cwnd, lost holes first
-//!   (NextSeg), then new data; optional FACK loss detection.
+//!   (NextSeg), then new data; optional FACK loss detection;
+//! - `sack1.rs`: ns-2's SACK (Agent/TCP/Sack1), the ns2 profile's: every hole below the
+//!   highest SACK retransmitted, pipe a counter.
 //!
 //! Delayed Congestion Response (document 004) raises the duplicate-ACK threshold to cwnd/div
 //! and sends a new segment per duplicate ACK meanwhile (`TcpSender::send_window`). A
@@ -22,7 +24,7 @@
 
 use crate::cc::{AckSample, CaState};
 use crate::packet::{Ecn, Packet};
-use crate::tcp::config::Recovery;
+use crate::tcp::config::{Recovery, SackVariant};
 use crate::tcp::TcpSender;
 use crate::time::Time;
 
@@ -120,16 +122,19 @@ impl TcpSender {
             CaState::Recovery => {
                 if matches!(self.recovery, Recovery::Reno | Recovery::Newreno) {
                     self.reno_inflate();
+                } else if self.recovery == Recovery::Sack && self.sack_variant == SackVariant::Sack1 {
+                    self.sack1_on_ack(false);
                 }
             }
             CaState::Open | CaState::Cwr | CaState::Loss => {
                 let open = self.ca_state != CaState::Loss;
-                // Classic Reno has no guard: three more duplicate ACKs start another recovery.
-                // The others start one only once the cumulative ACK covers more than
-                // `recover` (RFC 6582 3.2 step 2; ns-2's bugFix_ `highest_ack_ > recover_`).
-                // `recover` is one past the highest byte sent, so "more than" is `>`: an ACK
-                // that only reaches it comes from the resends and tells of no new loss.
-                let guarded = !(self.recovery == Recovery::Reno && open);
+                // Classic Reno has no guard: three more duplicate ACKs start another recovery
+                // (unless `reno_recover_guard`, as ns-2's Reno). The others start one only once
+                // the cumulative ACK covers more than `recover` (RFC 6582 3.2 step 2; ns-2's
+                // bug_fix_ `highest_ack_ > recover_`). `recover` is one past the highest byte
+                // sent, so "more than" is `>`: an ACK that only reaches it comes from the
+                // resends and tells of no new loss.
+                let guarded = !(self.recovery == Recovery::Reno && open && !self.reno_recover_guard);
                 let past_recover = !guarded || self.recover.is_none_or(|r| self.snd_una > r);
                 let sack_says_lost = self.sack() && open && self.sack_says_lost();
                 if past_recover
@@ -298,7 +303,7 @@ impl TcpSender {
         match self.recovery {
             Recovery::Tahoe => self.tahoe_enter_recovery(now),
             Recovery::Reno | Recovery::Newreno => self.reno_enter_recovery(now, dupthresh, out),
-            Recovery::Sack => self.sack_enter_recovery(now, out),
+            Recovery::Sack => self.sack_enter_recovery(now, dupthresh, out),
         }
     }
 
@@ -334,6 +339,15 @@ impl TcpSender {
             // After a first timeout only: a repeated timeout must not lower ssthresh again
             // (RFC 5681 eq. 4 applies to the first retransmission), and in fast recovery it
             // was already reduced for this congestion event.
+            self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
+        } else if self.ssthresh_every_timeout && self.ca_state != CaState::Cwr {
+            // ns-2 halves on every timeout (but not in an ECN reduction's window), from
+            // cwnd_, which holds Reno's and NewReno's inflation apart (dupwnd_): in recovery
+            // the window is ssthresh, after a timeout the slow-start window (1 after a
+            // back-off, so ssthresh falls to 2).
+            if self.ca_state == CaState::Recovery && !self.controls {
+                self.cc_state.cwnd = self.cc_state.cwnd.min(self.cc_state.ssthresh);
+            }
             self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
         }
         // Loss window of one segment, then slow start (RFC 5681 3.1).

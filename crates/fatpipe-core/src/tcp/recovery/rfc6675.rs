@@ -7,13 +7,17 @@
 
 use crate::cc::CaState;
 use crate::packet::Packet;
+use crate::tcp::config::SackVariant;
 use crate::tcp::TcpSender;
 use crate::time::Time;
 
 impl TcpSender {
     /// RFC 6675 section 5 steps 4.1-4.3 (ssthresh set by the caller).
-    pub(crate) fn sack_enter_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub(crate) fn sack_enter_recovery(&mut self, now: Time, dupthresh: u32, out: &mut Vec<Packet>) {
         self.scoreboard.start_recovery(self.snd_una);
+        if self.sack_variant == SackVariant::Sack1 {
+            self.sack1_enter_recovery(dupthresh);
+        }
         if !self.controls {
             self.cc_state.cwnd = self.cc_state.ssthresh; // step 4.2
         }
@@ -32,6 +36,9 @@ impl TcpSender {
     /// A new ACK in recovery: a full one ends it, with cwnd at ssthresh where recovery set it
     /// (RFC 6675 section 5).
     pub(crate) fn sack_on_new_ack(&mut self, now: Time, full: bool) {
+        if self.sack_variant == SackVariant::Sack1 {
+            self.sack1_on_ack(!full);
+        }
         if full {
             self.exit_recovery(now);
         }
@@ -40,6 +47,9 @@ impl TcpSender {
     /// RFC 6675 section 5 (C): while cwnd - pipe >= 1 SMSS, send lost holes first (NextSeg
     /// rule 1), then new data (rule 2).
     pub(crate) fn send_sack_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.sack_variant == SackVariant::Sack1 && self.ca_state == CaState::Recovery {
+            return self.send_sack1_recovery(now, out);
+        }
         let mss = self.mss as u64;
         let lost = self.scoreboard.loss_boundary(self.snd_una, mss, self.dupthresh() as u64, self.fack);
         let mut pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, lost);
