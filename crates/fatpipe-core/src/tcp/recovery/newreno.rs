@@ -1,7 +1,7 @@
 //! NewReno (RFC 6582): fast recovery, entered and inflated as Reno's (`reno.rs`), lasts until
 //! everything outstanding when it began (`recover`) is acknowledged; each partial ACK on the
 //! way retransmits the next hole. Every partial ACK restarts the retransmission timer
-//! ("Slow-but-Steady", as Linux and ns-2) unless the "Impatient" variant is chosen, which
+//! ("Slow-but-Steady", as Linux) unless the "Impatient" variant is chosen (ns-2's default), which
 //! restarts it on the first only. The RFC stack's shared ACK path is in `rfc.rs`.
 
 use crate::packet::Packet;

@@ -9,7 +9,7 @@
 //!   so several losses in a window usually end in a timeout;
 //! - `newreno.rs`: RFC 6582, recovery until everything outstanding at the loss is
 //!   acknowledged, each partial ACK retransmitting the next hole ("Slow-but-Steady" timer
-//!   restarts, as Linux and ns-2, unless the "Impatient" variant is chosen);
+//!   restarts, as Linux, unless the "Impatient" variant is chosen, as ns-2 does);
 //! - `rfc6675.rs`: SACK (RFC 2018, RFC 6675): the scoreboard (`tcp/scoreboard.rs`) says which
 //!   holes are lost; cwnd = ssthresh and segments go out while pipe < cwnd, lost holes first
 //!   (NextSeg), then new data; optional FACK loss detection;
