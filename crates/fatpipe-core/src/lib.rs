@@ -8,6 +8,7 @@
 
 pub mod capture;
 pub mod cc;
+pub mod chunked;
 pub mod event;
 pub mod net;
 pub mod packet;

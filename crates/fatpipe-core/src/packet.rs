@@ -102,9 +102,10 @@ impl Ecn {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PacketKind {
     /// A TCP segment carrying data from the flow's sender to its receiver.
+    #[default]
     Data,
     /// A pure TCP acknowledgment from the flow's receiver to its sender.
     Ack,
@@ -122,7 +123,9 @@ pub enum PacketKind {
     Request,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `Default` (an empty data segment of flow 0) only fills the unused slots of a link's
+/// storage (`chunked.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Packet {
     /// Index of the flow this packet belongs to.
     pub flow: u32,

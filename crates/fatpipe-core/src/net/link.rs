@@ -9,12 +9,12 @@
 use super::impairment::{Impairment, ImpairmentSpec, LossCause};
 use super::queue::tx_ring::{TxRing, TxRingSpec};
 use super::queue::{Queue, QueueSpec};
+use crate::chunked::ChunkedDeque;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -59,8 +59,12 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
 }
 
-/// How many arrivals ahead a link asks the processor to load (`Link::prefetch_arrival`):
-/// far enough for the load to finish before that packet's turn, near enough to stay cached.
+/// Packets per chunk of a link's storage: 3.3 KiB, small beside a long link's hundreds of
+/// thousands of packets, and little for each of a scenario's many access links.
+const WIRE_CHUNK: usize = 32;
+
+/// How many arrivals ahead a link asks the processor to load (`Link::prefetch`): far
+/// enough for the load to finish before that packet's turn, near enough to stay cached.
 const PREFETCH_AHEAD: usize = 8;
 
 pub struct Link {
@@ -72,7 +76,10 @@ pub struct Link {
     /// a packet's departure when it admits it (the end of the serialization before it, plus
     /// its own), so the packet's arrival at the next node is its only event (htsim's pipe
     /// with the queue folded in).
-    wire: VecDeque<(Time, Packet)>,
+    ///
+    /// Kept in chunks of `WIRE_CHUNK` (`chunked.rs`): a link's packets are most of the
+    /// memory per segment in flight, and a `VecDeque` keeps twice what it once held.
+    wire: ChunkedDeque<(Time, Packet), WIRE_CHUNK>,
     /// How many packets at the back of `wire` have not started serializing.
     waiting: usize,
     /// How many packets at the front of `wire` were handed on (`offer_or_hand_on`): already
@@ -130,7 +137,7 @@ impl Link {
             impairments,
             spec,
             queue,
-            wire: VecDeque::with_capacity(1024),
+            wire: ChunkedDeque::default(),
             waiting: 0,
             handed_on: 0,
             started_end: 0,

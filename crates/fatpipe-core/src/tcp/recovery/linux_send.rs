@@ -41,7 +41,7 @@ impl TcpSender {
             }
             let lost = if frto_new { None } else { self.lx.q.next_lost() };
             if let Some(id) = lost {
-                let seg = *self.lx.q.get(id).expect("queued lost segments are outstanding");
+                let seg = self.lx.q.get(id).expect("queued lost segments are outstanding");
                 if !self.emit(now, seg.start, (seg.end - seg.start) as u32, out) {
                     break;
                 }
@@ -98,7 +98,7 @@ impl TcpSender {
     /// Linux `tcp_rearm_rto`: the retransmission timer, counted from the oldest outstanding
     /// segment's transmission when it replaces the reordering timer or a loss probe.
     pub(crate) fn lx_rearm_rto(&mut self, now: Time) {
-        let Some(head) = self.lx.q.front().copied() else {
+        let Some(head) = self.lx.q.front() else {
             self.rto_deadline = None;
             self.lx.pending = XmitTimer::Retransmission;
             return;
@@ -213,7 +213,7 @@ impl TcpSender {
                 self.snd_nxt = self.snd_max;
                 sent = true;
             }
-        } else if let Some(last) = self.lx.q.back().copied() {
+        } else if let Some(last) = self.lx.q.back() {
             if !last.has(SACKED) && self.emit(now, last.start, (last.end - last.start) as u32, out) {
                 let id = self.lx.q.ids().end - 1;
                 self.lx.q.on_retransmit(id, now);
@@ -258,7 +258,7 @@ impl TcpSender {
         let ids = self.lx.q.ids();
         let head = ids.start;
         for id in ids {
-            let s = *self.lx.q.get(id).unwrap();
+            let s = self.lx.q.get(id).unwrap();
             if s.has(SACKED) {
                 continue;
             }

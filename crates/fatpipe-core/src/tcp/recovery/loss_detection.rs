@@ -152,7 +152,7 @@ impl TcpSender {
         };
         let loss_high = self.snd_nxt;
         while id < ids.end {
-            let s = *self.lx.q.get(id).unwrap();
+            let s = self.lx.q.get(id).unwrap();
             self.lx.mark_hint = Some((id, cnt));
             if s.end > loss_high {
                 break;

@@ -190,7 +190,7 @@ mod tests {
         let mut rack = Rack::default();
         let now = 2 * spacing + RTT; // P3's SACK, one RTT after P3 went
         for id in [1, 2] {
-            let seg = *q.get(id).unwrap();
+            let seg = q.get(id).unwrap();
             rack.on_delivered(now, &seg, Some(RTT));
         }
         q.sack(MSS, 3 * MSS, |_, _| {});
@@ -220,7 +220,7 @@ mod tests {
         q.on_retransmit(0, 150 * PS_PER_MS);
         let p5 = q.push(4 * MSS, 5 * MSS, 160 * PS_PER_MS);
         let now = 260 * PS_PER_MS;
-        rack.on_delivered(now, &q.get(p5).copied().unwrap(), Some(RTT));
+        rack.on_delivered(now, &q.get(p5).unwrap(), Some(RTT));
         q.sack(4 * MSS, 5 * MSS, |_, _| {});
         let (marked, _) = rack.detect_loss(&mut q, now, 0);
         assert!(marked >= 1);

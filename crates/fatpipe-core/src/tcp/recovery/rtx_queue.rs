@@ -18,12 +18,21 @@
 //!   only moves back when a segment below it is marked lost (Linux `retransmit_skb_hint`).
 //!
 //! So the work per ACK is amortized O(1) in the window (and O(log n) per SACK block).
+//!
+//! A record is 32 bytes (it was 56): it is kept for every segment in flight, so its size is
+//! a third of the simulator's memory per segment in flight (docs/benchmarks.md, "Memory per
+//! segment"). What is outstanding spans less than 2^31 bytes, records and transmissions
+//! (a window is below 2^30 bytes, RFC 7323), so a record keeps the low 32 bits of its
+//! sequence number and of its transmission order, read back against the queue's first byte
+//! and its transmission count, and its links in the time-ordered list as signed distances
+//! to its own id (0: none). `Segment` is what a record reads as, with full-width fields.
+//! The deque grows by a quarter, not by doubling, so its room follows the window (a window
+//! of 86,325 segments, the 10 Gb/s dumbbell's, kept room for 131,072); the records stay in
+//! one `VecDeque`, since the chunks the links use (`chunked.rs`) cost 4 % of the
+//! simulation's speed here, where every ACK touches several records.
 
 use crate::time::Time;
 use std::collections::VecDeque;
-
-/// No record (end of the time-ordered list).
-const NONE: u64 = u64::MAX;
 
 /// SACKed (Linux `TCPCB_SACKED_ACKED`).
 pub const SACKED: u8 = 1;
@@ -34,6 +43,7 @@ pub const LOST: u8 = 4;
 /// Retransmitted at least once (Linux `TCPCB_EVER_RETRANS`).
 pub const EVER_RETRANS: u8 = 8;
 
+/// An outstanding segment, as the queue's record of it reads.
 #[derive(Clone, Copy, Debug)]
 pub struct Segment {
     pub start: u64,
@@ -45,8 +55,6 @@ pub struct Segment {
     pub xmit_ps: Time,
     pub xmit_order: u64,
     pub flags: u8,
-    ts_prev: u64,
-    ts_next: u64,
 }
 
 impl Segment {
@@ -59,18 +67,60 @@ impl Segment {
     pub fn retransmitted(&self) -> bool {
         self.flags & (RETRANS | EVER_RETRANS) != 0
     }
+}
 
-    fn linked(&self) -> bool {
-        self.ts_prev != NONE || self.ts_next != NONE
+/// The record of an outstanding segment, as stored (32 bytes; see the module's comment).
+#[derive(Clone, Copy, Debug, Default)]
+struct Record {
+    xmit_ps: Time,
+    /// The low 32 bits of the first byte's sequence number.
+    start: u32,
+    len: u32,
+    /// The low 32 bits of `Segment::xmit_order`.
+    xmit_order: u32,
+    /// The ids of the previous and next records in the time-ordered list, as distances
+    /// from this record's id; 0: none (the list never links a record to itself).
+    ts_prev: i32,
+    ts_next: i32,
+    flags: u8,
+}
+
+impl Record {
+    fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
     }
+}
+
+/// The absolute sequence number whose low 32 bits are `low`, within 2^32 above `base`.
+#[inline]
+fn seq_from(base: u64, low: u32) -> u64 {
+    base + low.wrapping_sub(base as u32) as u64
+}
+
+/// The distance from id `from` to id `to` in the time-ordered list (`Record::ts_next`).
+#[inline]
+fn link(from: u64, to: Option<u64>) -> i32 {
+    to.map_or(0, |to| {
+        let d = to.wrapping_sub(from) as i64;
+        debug_assert!(d != 0 && d.unsigned_abs() < 1 << 31);
+        d as i32
+    })
+}
+
+#[inline]
+fn linked_id(from: u64, d: i32) -> Option<u64> {
+    (d != 0).then(|| from.wrapping_add_signed(d as i64))
 }
 
 #[derive(Debug, Default)]
 pub struct RtxQueue {
-    segs: VecDeque<Segment>,
+    segs: VecDeque<Record>,
     /// Id of `segs[0]`.
     base: u64,
-    /// Head and tail of the time-ordered list (NONE: empty).
+    /// The first byte of `segs[0]` (once anything was sent; records read their sequence
+    /// numbers against it).
+    base_seq: u64,
+    /// Head and tail of the time-ordered list (None: empty).
     ts_head: Option<u64>,
     ts_tail: Option<u64>,
     /// Segments sent and not cumulatively acknowledged (Linux `packets_out`).
@@ -108,26 +158,53 @@ impl RtxQueue {
         self.segs.is_empty()
     }
 
-    pub fn front(&self) -> Option<&Segment> {
-        self.segs.front()
+    /// What the record reads as.
+    #[inline]
+    fn segment(&self, r: &Record) -> Segment {
+        let start = seq_from(self.base_seq, r.start);
+        let t = self.transmissions;
+        Segment {
+            start,
+            end: start + r.len as u64,
+            xmit_ps: r.xmit_ps,
+            xmit_order: t - (t as u32).wrapping_sub(r.xmit_order) as u64,
+            flags: r.flags,
+        }
     }
 
-    pub fn back(&self) -> Option<&Segment> {
-        self.segs.back()
+    pub fn front(&self) -> Option<Segment> {
+        self.segs.front().map(|r| self.segment(r))
     }
 
-    pub fn get(&self, id: u64) -> Option<&Segment> {
+    pub fn back(&self) -> Option<Segment> {
+        self.segs.back().map(|r| self.segment(r))
+    }
+
+    pub fn get(&self, id: u64) -> Option<Segment> {
+        self.record(id).map(|r| self.segment(r))
+    }
+
+    #[inline]
+    fn record(&self, id: u64) -> Option<&Record> {
         id.checked_sub(self.base).and_then(|i| self.segs.get(i as usize))
     }
 
-    fn at(&mut self, id: u64) -> &mut Segment {
+    #[inline]
+    fn at(&mut self, id: u64) -> &mut Record {
         &mut self.segs[(id - self.base) as usize]
+    }
+
+    /// The index in `segs` of the first record that ends after `seq`.
+    #[inline]
+    fn first_ending_after(&self, seq: u64) -> usize {
+        let base_seq = self.base_seq;
+        self.segs.partition_point(|r| seq_from(base_seq, r.start) + r.len as u64 <= seq)
     }
 
     /// The id of the segment holding byte `seq`, if outstanding.
     pub fn find(&self, seq: u64) -> Option<u64> {
-        let i = self.segs.partition_point(|s| s.end <= seq);
-        self.segs.get(i).filter(|s| s.start <= seq).map(|_| self.base + i as u64)
+        let i = self.first_ending_after(seq);
+        self.segs.get(i).filter(|r| seq_from(self.base_seq, r.start) <= seq).map(|_| self.base + i as u64)
     }
 
     /// Ids of the outstanding segments, oldest sequence first.
@@ -139,53 +216,68 @@ impl RtxQueue {
         let tail = self.ts_tail;
         {
             let s = self.at(id);
-            s.ts_prev = tail.unwrap_or(NONE);
-            s.ts_next = NONE;
+            s.ts_prev = link(id, tail);
+            s.ts_next = 0;
         }
         match tail {
-            Some(t) => self.at(t).ts_next = id,
+            Some(t) => self.at(t).ts_next = link(t, Some(id)),
             None => self.ts_head = Some(id),
         }
         self.ts_tail = Some(id);
     }
 
+    /// Takes record `id` out of the time-ordered list, if it is in it.
     fn unlink(&mut self, id: u64) {
-        let (prev, next) = {
-            let s = self.at(id);
-            (s.ts_prev, s.ts_next)
-        };
         let is_head = self.ts_head == Some(id);
-        if !is_head && prev == NONE && next == NONE && self.ts_tail != Some(id) {
-            return; // not linked
-        }
-        if prev == NONE {
-            self.ts_head = (next != NONE).then_some(next);
-        } else {
-            self.at(prev).ts_next = next;
-        }
-        if next == NONE {
-            self.ts_tail = (prev != NONE).then_some(prev);
-        } else {
-            self.at(next).ts_prev = prev;
-        }
         let s = self.at(id);
-        s.ts_prev = NONE;
-        s.ts_next = NONE;
-    }
-
-    fn is_linked(&self, id: u64) -> bool {
-        self.ts_head == Some(id) || self.get(id).is_some_and(Segment::linked)
+        let (prev, next) = (linked_id(id, s.ts_prev), linked_id(id, s.ts_next));
+        if prev.is_none() && next.is_none() && !is_head {
+            return; // not linked (a record linked alone is the head)
+        }
+        s.ts_prev = 0;
+        s.ts_next = 0;
+        match prev {
+            None => self.ts_head = next,
+            Some(p) => self.at(p).ts_next = link(p, next),
+        }
+        match next {
+            None => self.ts_tail = prev,
+            Some(n) => self.at(n).ts_prev = link(n, prev),
+        }
     }
 
     /// New data `[start, end)` was sent at `now`.
+    #[inline]
     pub fn push(&mut self, start: u64, end: u64, now: Time) -> u64 {
-        debug_assert!(self.segs.back().is_none_or(|s| s.end == start));
+        debug_assert!(self.back().is_none_or(|s| s.end == start));
+        debug_assert!(end - start <= u32::MAX as u64 && end - self.base_seq.min(start) < 1 << 31);
+        if self.segs.is_empty() {
+            self.base_seq = start;
+        }
         let id = self.base + self.segs.len() as u64;
-        let xmit_order = self.transmissions;
+        let xmit_order = self.transmissions as u32;
         self.transmissions += 1;
-        self.segs.push_back(Segment { start, end, xmit_ps: now, xmit_order, flags: 0, ts_prev: NONE, ts_next: NONE });
+        // Linked at the tail of the time-ordered list as it is stored (`link_tail`).
+        let tail = self.ts_tail;
+        match tail {
+            Some(t) => self.at(t).ts_next = link(t, Some(id)),
+            None => self.ts_head = Some(id),
+        }
+        self.ts_tail = Some(id);
+        if self.segs.len() == self.segs.capacity() {
+            // A quarter more room (amortized O(1) per record, as doubling is).
+            self.segs.reserve_exact(self.segs.len() / 4 + 16);
+        }
+        self.segs.push_back(Record {
+            xmit_ps: now,
+            start: start as u32,
+            len: (end - start) as u32,
+            xmit_order,
+            ts_prev: link(id, tail),
+            ts_next: 0,
+            flags: 0,
+        });
         self.packets_out += 1;
-        self.link_tail(id);
         id
     }
 
@@ -200,15 +292,13 @@ impl RtxQueue {
             s.flags |= RETRANS;
             self.retrans_out += 1;
         }
-        let xmit_order = self.transmissions;
+        let xmit_order = self.transmissions as u32;
         self.transmissions += 1;
         let s = self.at(id);
         s.flags |= EVER_RETRANS;
         s.xmit_ps = now;
         s.xmit_order = xmit_order;
-        if self.is_linked(id) {
-            self.unlink(id);
-        }
+        self.unlink(id);
         self.link_tail(id);
     }
 
@@ -230,9 +320,7 @@ impl RtxQueue {
             s.flags |= LOST;
             self.lost_out += 1;
         }
-        if self.is_linked(id) {
-            self.unlink(id);
-        }
+        self.unlink(id);
         self.retransmit_hint = self.retransmit_hint.min(id);
         true
     }
@@ -242,12 +330,14 @@ impl RtxQueue {
     /// only.
     pub fn unmark_all_lost(&mut self) {
         let mut linked = Vec::with_capacity(self.segs.len());
+        let t = self.transmissions;
         for (i, s) in self.segs.iter_mut().enumerate() {
             s.flags &= !LOST;
-            s.ts_prev = NONE;
-            s.ts_next = NONE;
+            s.ts_prev = 0;
+            s.ts_next = 0;
             if !s.has(SACKED) {
-                linked.push((s.xmit_order, self.base + i as u64));
+                let xmit_order = t - (t as u32).wrapping_sub(s.xmit_order) as u64;
+                linked.push((xmit_order, self.base + i as u64));
             }
         }
         linked.sort_unstable();
@@ -267,7 +357,7 @@ impl RtxQueue {
             return None;
         }
         let mut id = self.retransmit_hint.max(self.base);
-        while let Some(s) = self.get(id) {
+        while let Some(s) = self.record(id) {
             if s.has(LOST) && !s.has(RETRANS) && !s.has(SACKED) {
                 self.retransmit_hint = id;
                 return Some(id);
@@ -281,14 +371,22 @@ impl RtxQueue {
     /// The cumulative ACK reached `ack`: pops the segments it covers, calling `visit` with
     /// each (before its flags are cleared).
     pub fn ack_to(&mut self, ack: u64, mut visit: impl FnMut(&Segment)) {
-        while let Some(s) = self.segs.front() {
+        while let Some(&r) = self.segs.front() {
+            let s = self.segment(&r);
             if s.end > ack {
                 break;
             }
-            let s = *s;
             visit(&s);
             let id = self.base;
-            if self.is_linked(id) {
+            if self.ts_head == Some(id) {
+                // The oldest transmission (no loss: every time): it leaves the list at its head.
+                let next = linked_id(id, r.ts_next);
+                self.ts_head = next;
+                match next {
+                    Some(n) => self.at(n).ts_prev = 0,
+                    None => self.ts_tail = None,
+                }
+            } else {
                 self.unlink(id);
             }
             self.packets_out -= 1;
@@ -303,6 +401,7 @@ impl RtxQueue {
             }
             self.segs.pop_front();
             self.base += 1;
+            self.base_seq = s.end;
         }
         if self.segs.is_empty() {
             self.highest_sack_end = 0;
@@ -324,31 +423,29 @@ impl RtxQueue {
             self.sack_cache_next = (self.sack_cache_next + 1) % self.sack_cache.len();
             self.sack_cache_next
         });
-        let sent_end = self.segs.back().map_or(start, |s| s.end);
+        let sent_end = self.back().map_or(start, |s| s.end);
         self.sack_cache[slot] = (start, end.min(sent_end));
-        let mut i = self.segs.partition_point(|s| s.end <= from);
+        let mut i = self.first_ending_after(from);
         let mut newly = 0;
-        while let Some(s) = self.segs.get(i) {
+        while let Some(r) = self.segs.get(i) {
+            let s = self.segment(r);
             if s.start >= end {
                 break;
             }
             let id = self.base + i as u64;
             if s.start >= start && s.end <= end && !s.has(SACKED) {
-                let before = *s;
-                visit(id, &before);
-                if self.is_linked(id) {
-                    self.unlink(id);
-                }
-                let s = &mut self.segs[i];
-                if s.has(RETRANS) {
-                    s.flags &= !RETRANS;
+                visit(id, &s);
+                self.unlink(id);
+                let r = &mut self.segs[i];
+                if r.has(RETRANS) {
+                    r.flags &= !RETRANS;
                     self.retrans_out -= 1;
                 }
-                if s.has(LOST) {
-                    s.flags &= !LOST;
+                if r.has(LOST) {
+                    r.flags &= !LOST;
                     self.lost_out -= 1;
                 }
-                s.flags |= SACKED;
+                r.flags |= SACKED;
                 self.sacked_out += 1;
                 self.highest_sack_end = self.highest_sack_end.max(s.end);
                 newly += 1;
@@ -365,9 +462,9 @@ impl RtxQueue {
         let mut cur = self.ts_head;
         let mut marked = 0;
         while let Some(id) = cur {
-            let s = *self.get(id).expect("linked records are outstanding");
-            let next = (s.ts_next != NONE).then_some(s.ts_next);
-            match decide(&s) {
+            let r = *self.record(id).expect("linked records are outstanding");
+            let next = linked_id(id, r.ts_next);
+            match decide(&self.segment(&r)) {
                 Walk::Stop => break,
                 Walk::Skip => {}
                 Walk::MarkLost => {
@@ -412,9 +509,8 @@ mod tests {
         fn clone_walk(&self, mut f: impl FnMut(&Segment)) {
             let mut cur = self.ts_head;
             while let Some(id) = cur {
-                let s = self.get(id).unwrap();
-                f(s);
-                cur = (s.ts_next != NONE).then_some(s.ts_next);
+                f(&self.get(id).unwrap());
+                cur = linked_id(id, self.record(id).unwrap().ts_next);
             }
         }
     }
@@ -476,5 +572,27 @@ mod tests {
         q.unmark_all_lost();
         assert_eq!(time_order(&q), vec![3, 4, 5], "unmarked segments go back in send order");
         assert_eq!(q.lost_out, 0);
+    }
+
+    #[test]
+    fn records_read_back_across_32_bit_wraps() {
+        assert_eq!(std::mem::size_of::<Record>(), 32, "a record per segment in flight");
+        // Sequence numbers and transmission counts past 2^32: the low 32 bits stored are
+        // read back against the queue's first byte and its count.
+        let mut q = RtxQueue { transmissions: (1 << 32) - 2, base: 7, ..Default::default() };
+        let s0 = (1 << 32) - 2 * MSS;
+        for i in 0..4 {
+            q.push(s0 + i * MSS, s0 + (i + 1) * MSS, 100 + i as Time);
+        }
+        let got: Vec<_> = q.ids().map(|id| q.get(id).unwrap()).map(|s| (s.start, s.end, s.xmit_order)).collect();
+        let want: Vec<_> = (0..4).map(|i| (s0 + i * MSS, s0 + (i + 1) * MSS, (1 << 32) - 2 + i)).collect();
+        assert_eq!(got, want);
+        assert_eq!(q.find(s0 + 3 * MSS), Some(10));
+        q.on_retransmit(8, 500);
+        assert_eq!((q.get(8).unwrap().xmit_order, q.get(8).unwrap().xmit_ps), ((1 << 32) + 2, 500));
+        assert_eq!(time_order(&q), vec![s0 / MSS, s0 / MSS + 2, s0 / MSS + 3, s0 / MSS + 1]);
+        q.ack_to(s0 + 2 * MSS, |_| {});
+        assert_eq!(q.front().unwrap().start, s0 + 2 * MSS);
+        assert_eq!(q.sack(s0 + 3 * MSS, s0 + 4 * MSS, |id, s| assert_eq!((id, s.start), (10, s0 + 3 * MSS))), 1);
     }
 }
