@@ -347,6 +347,43 @@ def test_twelve_points_then_resume_skips_all_then_reruns_only_the_deleted_one(tm
 
 
 @needs_core
+def test_runs_of_another_build_of_fatpipe_are_run_again(tmp_path, monkeypatch):
+    # A finished run is reused only by the build that made it: results of an older (or
+    # newer) simulator are not mixed into this one's summary.
+    from fatpipe import sweep_runner
+    from fatpipe.sweeps import load_sweep
+
+    spec = load_sweep(write_sweep(tmp_path, TWELVE))
+    out = tmp_path / "out"
+    first = sweep_runner.run_sweep(spec, out, jobs=2, executor="threads")
+    assert (first.ran, first.reused) == (12, 0)
+    records = [json.loads(p.read_text()) for p in (out / "runs").glob("*/done.json")]
+    assert {r["build"] for r in records} == {sweep_runner.build_fingerprint()}
+    again = sweep_runner.run_sweep(spec, out, jobs=2, executor="threads")
+    assert (again.ran, again.reused) == (0, 12)
+    monkeypatch.setattr(sweep_runner, "build_fingerprint", lambda: "another build")
+    rebuilt = sweep_runner.run_sweep(spec, out, jobs=2, executor="threads")
+    assert (rebuilt.ran, rebuilt.reused) == (12, 0)
+    assert {json.loads(p.read_text())["build"] for p in (out / "runs").glob("*/done.json")} == {"another build"}
+
+
+def test_the_build_fingerprint_follows_the_compiled_core(tmp_path, monkeypatch):
+    import types
+
+    from fatpipe import sweep_runner
+
+    compute = sweep_runner.build_fingerprint.__wrapped__  # uncached
+    core = tmp_path / "_core.abi3.so"
+    monkeypatch.setattr(sweep_runner.importlib.util, "find_spec", lambda name: types.SimpleNamespace(origin=str(core)))
+    core.write_bytes(b"one build")
+    one = compute()
+    core.write_bytes(b"another build")
+    assert compute() != one and len(one) == 64
+    core.write_bytes(b"one build")
+    assert compute() == one
+
+
+@needs_core
 def test_a_changed_base_reruns_stale_points_and_plots_when_asked(tmp_path):
     out = tmp_path / "out"
     kwargs = dict(grid={"topology.rtt": ["20ms", "40ms"]}, outdir=out, executor="threads")

@@ -187,7 +187,8 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Run every point of a sweep file (a base scenario, parameters to vary "
         "as a grid and/or zipped lists, replications; see docs/sweeps.md) in parallel. "
         "Writes OUTDIR/summary.parquet (one row per run), summary.csv, failures.json and "
-        "OUTDIR/runs/<run id>/ per run. Finished runs are reused when run again; failed "
+        "OUTDIR/runs/<run id>/ per run. Finished runs are reused when run again by the "
+        "same build of fatpipe; failed "
         "ones are retried. Exit status 1 if some runs failed or were invalid.",
     )
     p.add_argument("sweep", metavar="SWEEP.toml", help="sweep file")

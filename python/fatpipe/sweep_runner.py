@@ -8,8 +8,9 @@ Layout of the output directory::
 
 ``done.json`` is written last, atomically: a run is finished when its directory holds it and
 it records the SHA-256 of the normalized scenario the point now has (a changed sweep or base
-scenario runs the point again) and every file it lists still exists. Finished runs are read
-back, not run again; failed ones are retried.
+scenario runs the point again), the build of fatpipe that ran it (`build_fingerprint`: a
+rebuilt or upgraded simulator runs it again), and every file it lists still exists.
+Finished runs are read back, not run again; failed ones are retried.
 
 Runs go to a pool of worker processes (default) or threads on this machine, or to a Dask
 cluster; each worker runs :func:`run_task`, which never raises for a failing run: it
@@ -18,6 +19,9 @@ returns the error, so one bad run does not stop the others.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.util
 import json
 import math
 import multiprocessing
@@ -72,6 +76,8 @@ class RunTask:
     core: Dict[str, Any]
     scenario_sha256: str
     plots: bool
+    #: The simulator that runs it (`build_fingerprint`), recorded in done.json.
+    build: str = ""
 
 
 def default_jobs() -> int:
@@ -148,6 +154,7 @@ def run_task(task: RunTask) -> Dict[str, Any]:
             {
                 "run_id": task.run_id,
                 "scenario_sha256": task.scenario_sha256,
+                "build": task.build,
                 "plots": task.plots,
                 "files": files,
                 "results": results,
@@ -171,14 +178,36 @@ def run_task(task: RunTask) -> Dict[str, Any]:
             pass
 
 
-def finished_results(run_dir: Path, scenario_sha256: str, plots: bool) -> Optional[Dict[str, Any]]:
-    """The results of a finished run of exactly this scenario, or None: no ``done.json``,
-    another scenario, a file it lists has gone, or plots are wanted now and were not drawn."""
+@functools.lru_cache(maxsize=1)
+def build_fingerprint() -> str:
+    """What identifies the simulator that produces a run's results: the SHA-256 of the
+    compiled core and of the package's Python sources (the summary's derived metrics are
+    computed there). A run made by another build is not reused, so an upgraded or rebuilt
+    fatpipe never mixes its results with an older one's. Computed once per process (a few
+    megabytes read)."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    core = importlib.util.find_spec("fatpipe._core")
+    paths = sorted(package.rglob("*.py"))
+    if core is not None and core.origin:
+        paths.append(Path(core.origin))
+    for path in paths:
+        digest.update(str(path.relative_to(package) if path.is_relative_to(package) else path.name).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def finished_results(run_dir: Path, scenario_sha256: str, plots: bool, build: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    """The results of a finished run of exactly this scenario by this build of fatpipe
+    (`build_fingerprint`, unless given), or None: no ``done.json``, another scenario,
+    another build, a file it lists has gone, or plots are wanted now and were not drawn."""
     try:
         record = json.loads((run_dir / DONE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("scenario_sha256") != scenario_sha256:
+        return None
+    if record.get("build") != (build if build is not None else build_fingerprint()):
         return None
     if plots and not record.get("plots"):
         return None
@@ -420,14 +449,15 @@ def run_sweep(
     (out / "runs").mkdir(parents=True, exist_ok=True)
     outcomes: Dict[str, Dict[str, Any]] = {}
     tasks: List[RunTask] = []
+    build = build_fingerprint()
     for point in valid:
         run_dir = out / "runs" / point.run_id
         sha = point.scenario_sha256 or ""
-        results = finished_results(run_dir, sha, plots)
+        results = finished_results(run_dir, sha, plots, build)
         if results is not None:
             outcomes[point.run_id] = {"status": "ok", "results": results}
         else:
-            tasks.append(RunTask(point.run_id, str(run_dir), point.core or {}, sha, plots))
+            tasks.append(RunTask(point.run_id, str(run_dir), point.core or {}, sha, plots, build))
     reused = len(outcomes)
 
     bar = _progress_bar(sweep.name, len(tasks)) if progress and tasks else None

@@ -25,7 +25,7 @@ def add_command(commands: Any, jobs_type: Any) -> None:
         description="Rerun the experiments of a source document (NAME; 'all' for every one) or one of them (ID), "
         "through the sweep machinery, and write per experiment the analogues of the document's figures, "
         "comparison.md and comparison.json (document's value, fatpipe's, tolerance, agreement; findings "
-        "that hold). Finished runs in OUTDIR are reused. --list shows the experiments.",
+        "that hold). Finished runs in OUTDIR are reused (by the same build of fatpipe). --list shows the experiments.",
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="a reproduction (see --list), or 'all'")
     p.add_argument("experiment", nargs="?", metavar="ID", help="one experiment of it, such as E4.3")

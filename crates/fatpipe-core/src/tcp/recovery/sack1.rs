@@ -14,7 +14,11 @@
 //!   cwnd where the halving put it.
 //!
 //! Entering recovery, the duplicate-ACK guard and the timeout are the RFC stack's (`rfc.rs`),
-//! which with the ns2 profile follow ns-2 as well.
+//! which with the ns2 profile follow ns-2 as well, with one departure: after a timeout ns-2
+//! clears Sack1's scoreboard and goes back to the first unacknowledged packet, resending
+//! SACKed ones too (`Sack1TcpAgent::timeout`); here the SACKed data stays delivered and only
+//! the holes are resent, as RFC 6675 and Linux do. (Not met in the runs compared with ns-2.35
+//! in docs/validation.md, which have no SACK timeout.)
 
 use crate::cc::CaState;
 use crate::packet::Packet;
