@@ -9,7 +9,7 @@
 
 use divan::{black_box, Bencher};
 use fatpipe_core::cc::{AckSample, CcSpec, CcState};
-use fatpipe_core::event::{Event, EventQueue};
+use fatpipe_core::event::{Event, EventQueue, TimerKind};
 use fatpipe_core::net::link::{Link, LinkSpec, Offered};
 use fatpipe_core::net::queue::QueueSpec;
 use fatpipe_core::packet::{Ecn, Packet, PacketKind, SackBlocks};
@@ -61,6 +61,37 @@ fn event_queue_pop_schedule<const D: usize>(bencher: Bencher, pending: usize) {
     bencher.bench_local(|| {
         let (t, ev) = q.pop().expect("never empty");
         q.schedule(t + 1 + rng.next_u64() % 100_000_000, ev);
+        black_box(t)
+    });
+}
+
+/// The event queue with TCP timers, as with 100 flows and RED: 117 link arrivals pending
+/// and a retransmission timer per flow; each step pops the earliest link arrival and
+/// schedules its successor, and one flow in eight moves its timer earlier (a tail loss
+/// probe armed in front of the RTO). The timers sit in their own heap, where the move
+/// shifts the flow's one entry (`event/timer_heap.rs`; a single heap kept the old entry,
+/// stale, and grew with them). The parameter is the number of flows.
+#[divan::bench(args = [10, 100, 1000])]
+fn event_queue_with_timers(bencher: Bencher, flows: u32) {
+    const LINKS: u32 = 117;
+    const RTO_PS: u64 = 200_000_000_000;
+    let mut rng = Rng::new(1);
+    let mut q: EventQueue = EventQueue::default();
+    for l in 0..LINKS {
+        q.schedule(rng.next_u64() % 1_000_000, Event::LinkArrival(l));
+    }
+    for f in 0..flows {
+        q.schedule(RTO_PS + rng.next_u64() % RTO_PS, Event::Timer(f, TimerKind::Retransmission));
+    }
+    let mut step = 0u64;
+    bencher.bench_local(|| {
+        let (t, ev) = q.pop().expect("never empty");
+        q.schedule(t + 1 + rng.next_u64() % 1_000_000, ev);
+        step += 1;
+        if step.is_multiple_of(8) {
+            let f = (rng.next_u64() % flows as u64) as u32;
+            q.schedule(t + RTO_PS / 2 + rng.next_u64() % 1_000_000, Event::Timer(f, TimerKind::Retransmission));
+        }
         black_box(t)
     });
 }

@@ -4,8 +4,9 @@
 //! would fill the heap with one stale entry per ACK in the last RTO (hundreds of thousands at
 //! 10 Gb/s) and make every event cost grow with the rate. Instead the timer remembers its
 //! deadline; the queue holds one entry at or before it. When that entry fires early, the timer
-//! re-arms itself for the current deadline. A new entry is pushed only when the deadline
-//! moves *earlier* than the pending entry, which is rare.
+//! re-arms itself for the current deadline. The entry is rescheduled only when the deadline
+//! moves *earlier* than the pending entry; the event queue then moves the timer's one entry
+//! (`event/timer_heap.rs`) rather than leaving the old one to fire, stale, and be ignored.
 
 use crate::time::Time;
 
@@ -40,7 +41,8 @@ impl LazyTimer {
                 Some(d)
             }
             (Some(d), Some(s)) if d < s => {
-                // The entry at `s` becomes stale; `fire` recognises it by its time.
+                // The entry at `s` moves to `d` (a queue that kept it would see it stale:
+                // `fire` recognises such an entry by its time).
                 self.scheduled = Some(d);
                 Some(d)
             }

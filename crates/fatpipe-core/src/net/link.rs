@@ -63,6 +63,10 @@ pub struct LinkStats {
 /// thousands of packets, and little for each of a scenario's many access links.
 const WIRE_CHUNK: usize = 32;
 
+/// How many arrivals ahead a link asks the processor to load (`Link::prefetch`): far
+/// enough for the load to finish before that packet's turn, near enough to stay cached.
+const PREFETCH_AHEAD: usize = 8;
+
 pub struct Link {
     pub spec: LinkSpec,
     queue: Queue,
@@ -243,7 +247,31 @@ impl Link {
         self.advance(now);
         debug_assert_eq!(self.handed_on, 0, "handed-on packets before an arrival have left");
         self.arrived += 1;
+        self.prefetch(PREFETCH_AHEAD);
         self.wire.pop_front().expect("arrival event without packet").1
+    }
+
+    /// Asks the processor to start loading `wire[index]`, a packet that arrives soon. A
+    /// packet is read when it arrives, up to a propagation delay after it was written (50 ms
+    /// of a 10 Gb/s bottleneck is 40,000 packets, 4 MB): those loads missed every cache and
+    /// were the largest stalls of the 100-flow RED run (docs/benchmarks.md, issue 16, third
+    /// round). Arrivals on a link come in order, so the next few are known. (Prefetching
+    /// the next packets to start serializing as well gained nothing: they waited in the
+    /// queue for a shorter time and were still cached.)
+    #[inline(always)]
+    fn prefetch(&self, index: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(entry) = self.wire.get(index) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let at = entry as *const (Time, Packet) as *const i8;
+            // SAFETY: a prefetch is only a hint (it never faults); the addresses are inside
+            // (the first and last byte) or one line into the entry.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(at);
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64));
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(std::mem::size_of::<(Time, Packet)>() - 1));
+            }
+        }
     }
 
     /// The packet at the head of the wire (the next to arrive), to read or to offer to the
@@ -259,6 +287,7 @@ impl Link {
         self.advance(now);
         debug_assert_eq!(self.handed_on, 0, "handed-on packets before an arrival have left");
         self.arrived += 1;
+        self.prefetch(PREFETCH_AHEAD);
         self.wire.pop_front();
     }
 
