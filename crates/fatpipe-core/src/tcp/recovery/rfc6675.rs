@@ -8,6 +8,7 @@
 use crate::cc::CaState;
 use crate::packet::Packet;
 use crate::tcp::config::SackVariant;
+use crate::tcp::scoreboard::LossBoundary;
 use crate::tcp::TcpSender;
 use crate::time::Time;
 
@@ -54,29 +55,40 @@ impl TcpSender {
         let lost = self.scoreboard.loss_boundary(self.snd_una, mss, self.dupthresh() as u64, self.fack);
         let mut pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, lost);
         let cwnd_bytes = self.cc_state.cwnd as u64 * mss;
-        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
         while pipe + mss <= cwnd_bytes {
-            if self.paced_out(now) {
-                break;
-            }
-            if let Some((seq, len)) = self.scoreboard.next_lost_hole(self.snd_una, self.snd_max, lost, mss) {
-                if !self.emit(now, seq, len as u32, out) {
-                    break;
-                }
-                self.scoreboard.on_retransmit(seq, len);
-                pipe += len;
-            } else if self.snd_max < new_data_end {
-                let len = (new_data_end - self.snd_max).min(mss);
-                if (len < mss && self.snd_max + len < self.written) || !self.emit(now, self.snd_max, len as u32, out) {
-                    break;
-                }
-                self.snd_max += len;
-                self.snd_nxt = self.snd_max;
-                pipe += len;
-            } else {
-                break;
+            match self.send_next_segment(now, lost, out) {
+                Some(len) => pipe += len,
+                None => break,
             }
         }
         self.cc_state.cwnd_limited = pipe + mss > cwnd_bytes;
+    }
+
+    /// Sends one segment in SACK recovery: the first hole below `lost` not yet retransmitted
+    /// (NextSeg rule 1), else new data within the windows (rule 2). Returns the bytes sent,
+    /// or None when nothing could go (paced, refused, or nothing to send).
+    pub(crate) fn send_next_segment(&mut self, now: Time, lost: LossBoundary, out: &mut Vec<Packet>) -> Option<u64> {
+        let mss = self.mss as u64;
+        if self.paced_out(now) {
+            return None;
+        }
+        if let Some((seq, len)) = self.scoreboard.next_lost_hole(self.snd_una, self.snd_max, lost, mss) {
+            if !self.emit(now, seq, len as u32, out) {
+                return None;
+            }
+            self.scoreboard.on_retransmit(seq, len);
+            return Some(len);
+        }
+        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
+        if self.snd_max >= new_data_end {
+            return None;
+        }
+        let len = (new_data_end - self.snd_max).min(mss);
+        if (len < mss && self.snd_max + len < self.written) || !self.emit(now, self.snd_max, len as u32, out) {
+            return None;
+        }
+        self.snd_max += len;
+        self.snd_nxt = self.snd_max;
+        Some(len)
     }
 }

@@ -42,30 +42,10 @@ impl TcpSender {
     /// `send_much` in fast recovery: while pipe < cwnd, the next hole below the highest
     /// SACKed segment, else new data.
     pub(crate) fn send_sack1_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let mss = self.mss as u64;
         let below = self.scoreboard.highest_sacked().unwrap_or(self.snd_una);
         let lost = LossBoundary { below, sacked_above: 0 };
-        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
         let cwnd = i64::from(self.cc_state.cwnd);
-        while self.sack1_pipe < cwnd {
-            if self.paced_out(now) {
-                break;
-            }
-            if let Some((seq, len)) = self.scoreboard.next_lost_hole(self.snd_una, self.snd_max, lost, mss) {
-                if !self.emit(now, seq, len as u32, out) {
-                    break;
-                }
-                self.scoreboard.on_retransmit(seq, len);
-            } else if self.snd_max < new_data_end {
-                let len = (new_data_end - self.snd_max).min(mss);
-                if (len < mss && self.snd_max + len < self.written) || !self.emit(now, self.snd_max, len as u32, out) {
-                    break;
-                }
-                self.snd_max += len;
-                self.snd_nxt = self.snd_max;
-            } else {
-                break;
-            }
+        while self.sack1_pipe < cwnd && self.send_next_segment(now, lost, out).is_some() {
             self.sack1_pipe += 1;
         }
         self.cc_state.cwnd_limited = self.sack1_pipe >= cwnd && self.ca_state == CaState::Recovery;
