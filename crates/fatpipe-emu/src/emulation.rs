@@ -486,13 +486,10 @@ impl Emulation {
             Some(Ok(Err(e))) => return Err(Error::System(format!("relay: {e}"))),
             _ => return Err(Error::System("relay: the thread panicked".into())),
         };
-        let mut sampler = match sampler {
+        let sampler = match sampler {
             Some(Ok(out)) => out,
             _ => return Err(Error::System("sampler: the thread did not finish".into())),
         };
-        for (f, last) in self.flows.iter().zip(&mut sampler.finals) {
-            last.read_again(f.sender.get(), f.receiver.get());
-        }
         if self.shared.stop.load(Ordering::Relaxed) {
             return Err(Error::System("the run was stopped before its end".into()));
         }

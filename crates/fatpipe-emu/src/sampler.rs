@@ -59,22 +59,6 @@ pub struct FinalState {
     pub max_peer_window_bytes: u32,
 }
 
-impl FinalState {
-    /// Reads the ends' TCP_INFO again once their applications have stopped: a receiving
-    /// application goes on reading what arrived before the run's end, so the sampler's last
-    /// read can hold fewer bytes received than the application read. The receiver first,
-    /// then the sender, so that bytes read <= bytes received <= bytes sent. An end not here
-    /// (the other host's, for a probe) keeps the sampler's read.
-    pub fn read_again(&mut self, sender: Option<&TcpStream>, receiver: Option<&TcpStream>) {
-        if let Some(info) = receiver.and_then(|s| s.info().ok()) {
-            self.receiver = Some(info);
-        }
-        if let Some(info) = sender.and_then(|s| s.info().ok()) {
-            self.sender = Some(info);
-        }
-    }
-}
-
 pub struct SamplerOutput {
     pub series: FlowColumns,
     pub finals: Vec<FinalState>,
