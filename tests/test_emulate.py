@@ -87,6 +87,8 @@ def test_cubic_fills_the_bottleneck_with_tcp_info_series(cubic_runs):
     assert (np.diff(series["bytes_acked"].to_numpy()) >= 0).all()
     # In-order bytes delivered (TCP_INFO bytes_received) end at the summary's count.
     assert series["delivered_bytes"].iloc[-1] == flow["bytes_delivered"]
+    # Bytes read are counted just before the receiver's last TCP_INFO: never more than arrived.
+    assert flow["bytes_sent"] >= flow["bytes_delivered"] >= flow["bytes_read"] > 0
     assert flow["segments_retransmitted"] == series["retransmitted_segments"].iloc[-1]
     # Every loss happened in the emulated network, where the relay counted it.
     assert flow["data_packets_lost"] == bottleneck["total_drops_packets"]

@@ -205,7 +205,8 @@ pub fn udp_entry(spec: &FlowSpec, sent: &CountersSnapshot, got: &CountersSnapsho
 }
 
 fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Value {
-    let counters = f.counters.snapshot();
+    // Bytes read as of the receiver's last TCP_INFO (`FinalState::read_bytes`).
+    let counters = CountersSnapshot { read: last.read_bytes, ..f.counters.snapshot() };
     let knobs = f.knobs.as_ref().expect("TCP flows have knobs");
     let (mut e, mut kernel) = tcp_entry(&TcpFlowEnd {
         spec: &f.spec,

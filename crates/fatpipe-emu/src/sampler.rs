@@ -57,6 +57,11 @@ pub struct FinalState {
     pub sender: Option<Sampled>,
     pub receiver: Option<Sampled>,
     pub max_peer_window_bytes: u32,
+    /// The receiving application's bytes read at the end, counted just before the
+    /// receiver's TCP_INFO: an application reads only what has arrived, so this is never
+    /// more than that TCP_INFO's bytes received (the application reads on after the end,
+    /// and a later count could be).
+    pub read_bytes: u64,
 }
 
 pub struct SamplerOutput {
@@ -90,6 +95,7 @@ pub fn run(
     }
     for (i, f) in flows.iter().enumerate() {
         finals[i].sender = f.sender.get().and_then(|s| s.info().ok());
+        finals[i].read_bytes = f.counters.snapshot().read;
         finals[i].receiver = f.receiver.get().and_then(|s| s.info().ok());
     }
     SamplerOutput { series, finals }

@@ -402,8 +402,13 @@ impl End {
                 // never fewer than the bytes that arrived (the two ends' samplers end at
                 // nearly the same instant; at loopback's tens of Gb/s "nearly" was 200 KB).
                 let sender_now = if f.sends { f.sender.get().and_then(|s| s.info().ok()) } else { None };
+                let mut counters = f.counters.snapshot();
+                if f.tcp.is_some() && !f.sends {
+                    // Bytes read as of the receiver's last TCP_INFO (`FinalState::read_bytes`).
+                    counters.read = last.read_bytes;
+                }
                 EndFlow {
-                    counters: f.counters.snapshot(),
+                    counters,
                     tcp_info: if f.sends { sender_now.or(last.sender) } else { last.receiver },
                     granted: socket.and_then(|s| s.granted().ok()),
                     max_peer_window_bytes: last.max_peer_window_bytes,
