@@ -49,7 +49,7 @@ PAIR_TCL = HERE / "ns2/doc003_pair.tcl"
 
 #: fatpipe algorithm (with the recovery its preset gives) -> ns-2 agent (Agent/TCP/<name>).
 AGENTS: Dict[str, str] = {
-    "tahoe": "",  # Agent/TCP is Tahoe
+    "tahoe": "Tahoe",  # Agent/TCP (ns2/flow.tcl)
     "reno": "Reno",
     "newreno": "Newreno",
     "sack": "Sack1",
@@ -66,11 +66,11 @@ INSTANTS = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 
 def run_ns2(ns2: Path, agent: str, rate: str, duration_s: float, work: Path) -> List[List[float]]:
-    samples = work / f"ns2-{agent or 'Tahoe'}-{rate}.txt"
+    samples = work / f"ns2-{agent}-{rate}.txt"
     proc = subprocess.run([str(ns2), str(TCL), agent, rate, str(duration_s), str(samples)],
                           capture_output=True, text=True, cwd=work)
     if proc.returncode != 0:
-        sys.exit(f"ns-2 failed for {agent or 'Agent/TCP'} at {rate}: {proc.stderr.strip().splitlines()[-1:]}")
+        sys.exit(f"ns-2 failed for {agent} at {rate}: {proc.stderr.strip().splitlines()[-1:]}")
     return [[float(x) for x in line.split()] for line in samples.read_text().splitlines() if line.strip()]
 
 
@@ -94,7 +94,7 @@ def compare_pairs(ns2: Path, pairs: List[List[str]], rates: List[str], queues: L
             for queue in queues:
                 for a, b in pairs:
                     samples = Path(tmp) / "pair.txt"
-                    agents = [AGENTS[a] or "Tahoe", AGENTS[b] or "Tahoe"]
+                    agents = [AGENTS[a], AGENTS[b]]
                     proc = subprocess.run([str(ns2), str(PAIR_TCL), *agents, rate, ACCESS[rate], QUEUES[queue],
                                            str(duration_s), str(samples)], capture_output=True, text=True, cwd=tmp)
                     if proc.returncode != 0:

@@ -16,6 +16,7 @@ set samples [lindex $argv 6]
 
 Queue/RED set bytes_ false
 Queue/RED set queue_in_bytes_ false
+source [file join [file dirname [info script]] flow.tcl]
 set ns [new Simulator]
 set R1 [$ns node]; set R2 [$ns node]
 $ns duplex-link $R1 $R2 $rate 12.5ms $queue
@@ -26,17 +27,8 @@ foreach agent $agents {
     $ns duplex-link $S $R1 $access 10ms DropTail
     $ns duplex-link $R2 $D $access 0ms DropTail
     $ns queue-limit $S $R1 1000000
-    if {$agent == "Tahoe"} { set tcp [new Agent/TCP] } else { set tcp [new Agent/TCP/$agent] }
-    $tcp set packetSize_ 1000
-    $tcp set window_ 100000
+    set tcp [ftp_flow $ns $S $D $agent]
     $tcp set fid_ [llength $tcps]
-    $ns attach-agent $S $tcp
-    if {$agent == "Sack1"} { set sink [new Agent/TCPSink/Sack1] } else { set sink [new Agent/TCPSink] }
-    $ns attach-agent $D $sink
-    $ns connect $tcp $sink
-    set ftp [new Application/FTP]
-    $ftp attach-agent $tcp
-    $ns at 0.0 "$ftp start"
     lappend tcps $tcp
 }
 

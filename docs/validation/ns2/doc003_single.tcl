@@ -4,7 +4,7 @@
 # 200-packet DropTail queue at R1, packetSize_ 1000 and a window that never limits.
 #
 # usage: ns doc003_single.tcl AGENT RATE DURATION_S SAMPLES_FILE
-#   AGENT: the part after Agent/TCP/ ("" for Agent/TCP, i.e. Tahoe), e.g. Sack1
+#   AGENT: the part after Agent/TCP/ ("Tahoe" for Agent/TCP), e.g. Sack1
 # Every 10 ms SAMPLES_FILE gets: time cwnd_ ssthresh_ ack_ nrexmitpack_ nrexmit_
 set agent [lindex $argv 0]
 set rate [lindex $argv 1]
@@ -19,15 +19,8 @@ $ns duplex-link $R2 $D 10Gb 0ms DropTail
 $ns queue-limit $R1 $R2 200
 $ns queue-limit $S $R1 1000000
 
-if {$agent == ""} { set tcp [new Agent/TCP] } else { set tcp [new Agent/TCP/$agent] }
-$tcp set packetSize_ 1000
-$tcp set window_ 100000
-$ns attach-agent $S $tcp
-if {$agent == "Sack1"} { set sink [new Agent/TCPSink/Sack1] } else { set sink [new Agent/TCPSink] }
-$ns attach-agent $D $sink
-$ns connect $tcp $sink
-set ftp [new Application/FTP]
-$ftp attach-agent $tcp
+source [file join [file dirname [info script]] flow.tcl]
+set tcp [ftp_flow $ns $S $D $agent]
 
 set out [open $samples w]
 proc sample {} {
@@ -35,7 +28,6 @@ proc sample {} {
     puts $out "[$ns now] [$tcp set cwnd_] [$tcp set ssthresh_] [$tcp set ack_] [$tcp set nrexmitpack_] [$tcp set nrexmit_]"
     $ns at [expr [$ns now] + 0.01] "sample"
 }
-$ns at 0.0 "$ftp start"
 $ns at 0.0 "sample"
 $ns at $duration "close $out; exit 0"
 $ns run
