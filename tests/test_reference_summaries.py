@@ -43,6 +43,18 @@ TIE_ORDER_CHANGES: Dict[Tuple[str, str], Tuple[Any, Any]] = {
     ("txqueuelen-1G-30ms.toml", "links[2].max_queue_packets"): (1, 0),
 }
 
+# (example, path) -> (before, after): results a correctness fix moved on purpose. Issue 22:
+# on the Linux stack without SACK, an ACK covering a retransmission took an RTT sample from
+# the original segments beside it (Karn's rule, RFC 6298 3, and Linux `tcp_clean_rtx_queue`
+# take none), so srtt grew by the time recovery had taken. Within the 3 s compared, only the
+# two examples with NewReno on the `linux` profile move, and only their final srtt: the new
+# values are the paths' RTT plus queueing (45 ms path: 61 ms; 100 ms path: 116 ms), where
+# the old ones (2.03 s, 0.71 s) exceeded any RTT the path can give.
+FIX_CHANGES: Dict[Tuple[str, str], Tuple[Any, Any]] = {
+    ("dumbbell-rtt-fairness.toml", "flows[0].srtt_ps"): (2029316657109, 61205653333),
+    ("lfn-1G-100ms.toml", "flows[0].srtt_ps"): (709315918054, 115815901160),
+}
+
 
 # Per-flow measures the Python layer added after the reference was written (document 003's
 # recovery time, issue 15): new keys, not moved results. Only these may be absent from it.
@@ -94,10 +106,10 @@ def test_every_example_has_a_reference(reference: Dict[str, Any]) -> None:
 def test_summary_is_byte_identical_to_before_the_speed_work(name: str, reference: Dict[str, Any]) -> None:
     expected = json.loads(json.dumps(reference[name]))
     actual = summary_of(EXAMPLES / name)
-    for (example, path), (before, after) in TIE_ORDER_CHANGES.items():
+    for (example, path), (before, after) in {**TIE_ORDER_CHANGES, **FIX_CHANGES}.items():
         if example == name:
-            assert _get(expected, path) == before, f"the reference no longer shows the tie at {path}"
-            assert _get(actual, path) == after, f"{path}: the stated tie-order change did not happen"
+            assert _get(expected, path) == before, f"the reference no longer shows the old value at {path}"
+            assert _get(actual, path) == after, f"{path}: the stated change did not happen"
             _set(expected, path, after)
     for key in SUMMARY_KEYS_ADDED_SINCE:
         if key not in expected:

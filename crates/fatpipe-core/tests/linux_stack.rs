@@ -323,3 +323,36 @@ fn after_a_timeout_the_lowest_lost_segment_goes_first() {
     assert_eq!(h.receiver.rcv_nxt, 400 * MSS);
     assert_eq!(h.sender.stats.timeouts, 2, "the second timeout repairs it");
 }
+
+/// Issue 22: without SACK and without timestamps, NewReno's partial ACKs each cover a
+/// retransmission and original segments sent before the loss. Karn's rule (RFC 6298 3; Linux
+/// `tcp_clean_rtx_queue`, no sample when FLAG_RETRANS_DATA_ACKED) takes no RTT sample from
+/// them. Timing the originals instead made srtt grow by one recovery round per partial ACK.
+#[test]
+fn newreno_partial_acks_covering_retransmissions_take_no_rtt_sample() {
+    let mut tcp = fixed_window(100);
+    tcp.recovery = Recovery::Newreno;
+    tcp.timestamps = false;
+    tcp.rack = false;
+    tcp.tlp = false;
+    // Eight holes in one window: NewReno repairs one per round trip (RFC 6582).
+    let holes = [10, 20, 30, 40, 50, 60, 70, 80];
+    let mut h = Harness::new(tcp, reno(), RTT, drop_first(&holes));
+    h.start(None);
+    let mut worst = 0;
+    let mut t = 0;
+    while t < 20 * RTT {
+        t += RTT / 20;
+        h.run_until(t);
+        worst = worst.max(h.sender.rtt.srtt.unwrap_or(0));
+    }
+    let retransmitted: HashSet<u64> =
+        h.sent.iter().filter(|(_, p)| p.retransmission).map(|(_, p)| p.seq / MSS).collect();
+    for k in holes {
+        assert!(retransmitted.contains(&k), "hole {k} was not repaired by a retransmission");
+    }
+    assert_eq!(h.sender.stats.timeouts, 0, "NewReno repaired every hole without a timeout");
+    // The path's RTT is 100 ms and nothing queues (a fixed window well inside an ideal path):
+    // every valid sample is 100 ms, so srtt never exceeds it.
+    assert!(worst <= RTT + RTT / 100, "srtt reached {} ms on a 100 ms path", worst / PS_PER_MS);
+}

@@ -293,6 +293,15 @@ impl TcpSender {
                 }
             });
         }
+        if retrans_acked {
+            // Karn (RFC 6298 3): an ACK that covers a retransmission says nothing of when the
+            // original segments beside it were received, so none of them is timed (Linux
+            // `tcp_clean_rtx_queue`: no seq_rtt when FLAG_RETRANS_DATA_ACKED). Without this a
+            // NewReno partial ACK timed segments sent before the loss, one recovery round
+            // later each time, and srtt grew by the time elapsed.
+            t.first_ackt = None;
+            t.last_ackt = None;
+        }
         f.set_xmit_timer = true;
         self.snd_una = ack;
         if self.snd_nxt < ack {
@@ -320,7 +329,10 @@ impl TcpSender {
     /// from the echo when only retransmissions were acknowledged. Returns the newest.
     fn lx_update_rtt(&mut self, now: Time, pkt: &Packet, f: &AckFlags, t: &Tally) -> Option<Time> {
         let mut seq_rtt = t.first_ackt.or(t.first_sackt).map(|x| now - x);
-        let mut ca_rtt = t.last_ackt.or(t.last_sackt).map(|x| now - x);
+        // The congestion control's sample is the newest segment SACKed if any was, else the
+        // newest cumulatively acknowledged (Linux `tcp_clean_rtx_queue`: ca_rtt_us from
+        // last_sackt overrides the one from last_ackt).
+        let mut ca_rtt = t.last_sackt.or(t.last_ackt).map(|x| now - x);
         if seq_rtt.is_none() && self.timestamps && f.una_advanced && pkt.ts_ecr > 0 {
             seq_rtt = Some(now.saturating_sub(pkt.ts_ecr).max(1));
             ca_rtt = seq_rtt;
