@@ -215,6 +215,20 @@ fn yes() -> bool {
 }
 
 impl TcpConfig {
+    /// The settings as a sender runs them: counts of at least one, and an optional divisor
+    /// or rate of zero as off (the scenario's checks refuse such values; a sender built
+    /// from a hand-made config must still never divide by zero).
+    pub fn for_sender(&self) -> TcpConfig {
+        TcpConfig {
+            initial_window_segments: self.initial_window_segments.max(1),
+            dupack_threshold: self.dupack_threshold.max(1),
+            dcr_div: self.dcr_div.filter(|&d| d > 0),
+            max_send_rate_bps: self.max_send_rate_bps.filter(|&r| r > 0),
+            max_reordering_segments: self.max_reordering_segments.max(1),
+            ..self.clone()
+        }
+    }
+
     /// IP + TCP header bytes of every segment.
     pub fn header_bytes(&self) -> u32 {
         crate::packet::IPV4_TCP_HEADER_BYTES

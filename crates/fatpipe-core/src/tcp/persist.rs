@@ -24,7 +24,7 @@ impl TcpSender {
             kind: PacketKind::Data,
             seq: self.snd_una,
             payload_bytes: 0,
-            ip_bytes: self.header_bytes,
+            ip_bytes: self.cfg.header_bytes(),
             ack: 0,
             window_bytes: 0,
             sack: Default::default(),

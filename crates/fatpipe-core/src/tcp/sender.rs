@@ -27,11 +27,10 @@
 //! The window is counted in segments as in Linux; the byte limit is `cwnd * mss`.
 
 use super::ack_timing::AckTiming;
-use super::config::{Recovery, RtoEstimator, SackVariant, Stack, TcpConfig};
+use super::config::{RtoEstimator, Stack, TcpConfig};
 use super::milestones::{Milestones, SenderView};
 use super::rate::RateSampler;
 use super::recovery::linux::LinuxState;
-use super::recovery::prr::WindowReduction;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::send_delay::RandomSendDelay;
@@ -46,21 +45,14 @@ pub struct TcpSender {
     pub conn: u16,
     pub(crate) node: u32,
     pub(crate) peer: u32,
-    pub(crate) mss: u32,
-    pub(crate) header_bytes: u32,
-    pub(crate) dupack_threshold: u32,
-    pub(crate) recovery: Recovery,
+    /// The connection's settings, as `TcpConfig::for_sender` leaves them: the one copy
+    /// every part of the sender reads.
+    pub(crate) cfg: TcpConfig,
+    /// FACK in force: the configuration's, until the Linux stack sees reordering.
     pub(crate) fack: bool,
-    pub(crate) dcr_div: Option<u32>,
-    pub(crate) newreno_impatient: bool,
-    pub(crate) timestamps: bool,
     /// The peer's latest timestamp value, echoed in our segments (RFC 7323 TS.Recent;
     /// nothing here reads the echo, captures show it).
     pub(crate) ts_recent: Time,
-    pub(crate) snd_buffer: u64,
-    pub(crate) pacing_gain: Option<f64>,
-    /// The host's cap on this flow's sending rate, IP bits/s (`TcpConfig::max_send_rate_bps`).
-    pub(crate) max_send_rate_bps: Option<u64>,
     /// Oldest unacknowledged byte (RFC 793 SND.UNA).
     pub snd_una: u64,
     /// Next byte to send (SND.NXT); below `snd_max` after a timeout (go-back-N).
@@ -123,13 +115,8 @@ pub struct TcpSender {
     /// since: (seq, end, delivered bytes when sent). Its lone ACK may have been delayed
     /// (`AckSample::is_ack_delayed`, Linux `FLAG_ACK_MAYBE_DELAYED`).
     pub(crate) lone_runt: Option<(u64, u64, u64)>,
-    /// Initial window, segments: where slow start after idle restarts from.
-    pub(crate) initial_window: u32,
-    pub(crate) slow_start_after_idle: bool,
     /// When a data segment last went out (Linux `lsndtime`).
     pub(crate) last_data_sent_ps: Option<Time>,
-    /// ECN negotiated (RFC 3168): new data goes out ECN-capable, ECN-Echo reduces the window.
-    pub(crate) ecn: bool,
     /// Set CWR on the next new data segment (RFC 3168 6.1.2; Linux `TCP_ECN_QUEUE_CWR`).
     pub(crate) ecn_cwr_pending: bool,
     /// CWR ends when an ACK passes this byte (Linux `high_seq`: snd_nxt on entering CWR).
@@ -147,53 +134,22 @@ pub struct TcpSender {
     pub stats: SenderStats,
     /// Document 003's milestones, watched from outside the recovery (`milestones.rs`).
     pub milestones: Milestones,
-    /// The loss detection and recovery in force (`tcp/recovery/`); the Linux stack's state.
-    pub(crate) stack: Stack,
     pub(crate) lx: LinuxState,
-    /// RFC stack: RFC 3042 limited transmit.
-    pub(crate) limited_transmit: bool,
-    /// RFC stack: every timeout lowers ssthresh (`TcpConfig::ssthresh_every_timeout`).
-    pub(crate) ssthresh_every_timeout: bool,
-    /// RFC stack: Reno's fast retransmits are guarded by `recover` (`TcpConfig::reno_recover_guard`).
-    pub(crate) reno_recover_guard: bool,
-    /// RFC stack: which SACK recovery (`TcpConfig::sack_variant`), and Sack1's pipe counter
-    /// (segments; may go below zero, as ns-2's `pipe_`).
-    pub(crate) sack_variant: SackVariant,
     pub(crate) sack1_pipe: i64,
-    pub(crate) rto_estimator: RtoEstimator,
-    /// Linux stack members (`TcpConfig`).
-    pub(crate) rack_enabled: bool,
-    pub(crate) tlp_enabled: bool,
-    pub(crate) frto_enabled: bool,
-    pub(crate) undo_enabled: bool,
-    pub(crate) window_reduction: WindowReduction,
-    pub(crate) adaptive_reordering: bool,
-    pub(crate) max_reordering: u32,
-    pub(crate) initial_rto: Time,
     /// F-RTO step 2b: the next send pass sends new data rather than retransmissions.
     pub(crate) frto_send_new: bool,
 }
 
 impl TcpSender {
     pub fn new(flow: u32, node: u32, peer: u32, cfg: &TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
-        let mss = cfg.mss_bytes;
+        let cfg = cfg.for_sender();
         let mut sender = TcpSender {
             flow,
             conn: 0,
             node,
             peer,
-            mss,
-            header_bytes: cfg.header_bytes(),
-            dupack_threshold: cfg.dupack_threshold.max(1),
-            recovery: cfg.recovery,
             fack: cfg.fack,
-            dcr_div: cfg.dcr_div.filter(|&d| d > 0),
-            newreno_impatient: cfg.newreno_impatient,
-            timestamps: cfg.timestamps,
             ts_recent: 0,
-            snd_buffer: cfg.snd_buffer_bytes,
-            pacing_gain: cfg.pacing_gain,
-            max_send_rate_bps: cfg.max_send_rate_bps.filter(|&r| r > 0),
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
@@ -202,12 +158,12 @@ impl TcpSender {
             // The connection starts established: the SYN exchange told us the receiver's window.
             rwnd: cfg.advertised_window_bytes() as u64,
             cc_state: CcState {
-                cwnd: cfg.initial_window_segments.max(1),
+                cwnd: cfg.initial_window_segments,
                 cwnd_cnt: 0,
                 ssthresh: cfg.initial_ssthresh_segments.unwrap_or(INFINITE_SSTHRESH),
                 cwnd_limited: false,
                 in_flight_segments: 0,
-                mss_bytes: mss,
+                mss_bytes: cfg.mss_bytes,
                 now: 0,
                 srtt: None,
                 min_rtt: None,
@@ -245,10 +201,7 @@ impl TcpSender {
             send_delay: None,
             timed_segment: None,
             lone_runt: None,
-            initial_window: cfg.initial_window_segments.max(1),
-            slow_start_after_idle: cfg.slow_start_after_idle,
             last_data_sent_ps: None,
-            ecn: cfg.ecn,
             ecn_cwr_pending: false,
             cwr_high_seq: 0,
             tx_budget: u64::MAX,
@@ -258,32 +211,19 @@ impl TcpSender {
             head_rtx_pending: false,
             stats: SenderStats::default(),
             milestones: Milestones::default(),
-            stack: cfg.stack,
-            lx: LinuxState::new(cfg.dupack_threshold.max(1)),
-            limited_transmit: cfg.limited_transmit,
-            ssthresh_every_timeout: cfg.ssthresh_every_timeout,
-            reno_recover_guard: cfg.reno_recover_guard,
-            sack_variant: cfg.sack_variant,
+            lx: LinuxState::new(cfg.dupack_threshold),
             sack1_pipe: 0,
-            rto_estimator: cfg.rto_estimator,
-            rack_enabled: cfg.rack,
-            tlp_enabled: cfg.tlp,
-            frto_enabled: cfg.frto,
-            undo_enabled: cfg.undo,
-            window_reduction: cfg.window_reduction,
-            adaptive_reordering: cfg.adaptive_reordering,
-            max_reordering: cfg.max_reordering_segments.max(1),
-            initial_rto: cfg.initial_rto_ps,
             frto_send_new: false,
+            cfg,
         };
         sender.cc.init(&mut sender.cc_state);
         sender.controls = sender.cc.has_cong_control();
-        sender.paces = sender.pacing_gain.is_some() || sender.controls || sender.max_send_rate_bps.is_some();
+        sender.paces = sender.cfg.pacing_gain.is_some() || sender.controls || sender.cfg.max_send_rate_bps.is_some();
         sender.cc_state.paces = sender.paces;
         if sender.controls {
             sender.rate = Some(RateSampler::default());
         }
-        if sender.stack == Stack::Rfc && !sender.timestamps && sender.cc.times_every_ack() {
+        if sender.cfg.stack == Stack::Rfc && !sender.cfg.timestamps && sender.cc.times_every_ack() {
             sender.ack_timing = Some(AckTiming::default());
         }
         sender
@@ -297,9 +237,9 @@ impl TcpSender {
     /// The reordering degree the Linux stack has learnt, segments (Linux `tp->reordering`);
     /// the duplicate-ACK threshold in the RFC stack.
     pub fn reordering_segments(&self) -> u32 {
-        match self.stack {
+        match self.cfg.stack {
             Stack::Linux => self.lx.reordering,
-            Stack::Rfc => self.dupack_threshold,
+            Stack::Rfc => self.cfg.dupack_threshold,
         }
     }
 
@@ -308,11 +248,11 @@ impl TcpSender {
     }
 
     pub fn mss(&self) -> u32 {
-        self.mss
+        self.cfg.mss_bytes
     }
 
     pub fn header_bytes(&self) -> u32 {
-        self.header_bytes
+        self.cfg.header_bytes()
     }
 
     /// When the retransmission timer expires, if it runs.
@@ -401,7 +341,7 @@ impl TcpSender {
 
     /// The application writes up to `bytes` into the send buffer; returns how many fit.
     pub fn write(&mut self, now: Time, bytes: u64, out: &mut Vec<Packet>) -> u64 {
-        let space = (self.snd_una + self.snd_buffer).saturating_sub(self.written);
+        let space = (self.snd_una + self.cfg.snd_buffer_bytes).saturating_sub(self.written);
         let accepted = bytes.min(space);
         self.written += accepted;
         self.send(now, out);
@@ -411,12 +351,12 @@ impl TcpSender {
     /// Bulk writing: the application tops the send buffer up whenever ACKs free space.
     fn refill(&mut self) {
         if self.bulk_target > self.written {
-            self.written = self.bulk_target.min(self.snd_una + self.snd_buffer);
+            self.written = self.bulk_target.min(self.snd_una + self.cfg.snd_buffer_bytes);
         }
     }
 
     pub(crate) fn segments(&self, bytes: u64) -> u32 {
-        bytes.div_ceil(self.mss as u64) as u32
+        bytes.div_ceil(self.cfg.mss_bytes as u64) as u32
     }
 
     pub(crate) fn sync_cc_view(&mut self, now: Time) {
@@ -462,11 +402,16 @@ impl TcpSender {
     /// Bytes in the network (Linux `tcp_packets_in_flight`): with SACK the RFC 6675 pipe,
     /// otherwise every byte outstanding.
     pub(crate) fn in_flight_bytes(&self) -> u64 {
-        if self.stack == Stack::Linux {
-            return self.lx.q.in_flight() as u64 * self.mss as u64;
+        if self.cfg.stack == Stack::Linux {
+            return self.lx.q.in_flight() as u64 * self.cfg.mss_bytes as u64;
         }
         if self.sack() {
-            let lost = self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack);
+            let lost = self.scoreboard.loss_boundary(
+                self.snd_una,
+                self.cfg.mss_bytes as u64,
+                self.dupthresh() as u64,
+                self.fack,
+            );
             self.scoreboard.pipe(self.snd_una, self.snd_max, lost)
         } else {
             self.snd_max - self.snd_una
@@ -477,12 +422,12 @@ impl TcpSender {
     /// gain x cwnd / SRTT when pacing is on and an RTT is known; never above the host's cap.
     pub fn pacing_rate_bps(&self) -> Option<u64> {
         let own = self.cc.pacing_rate_bps(&self.cc_state).map(|r| r.max(1)).or_else(|| {
-            let gain = self.pacing_gain?;
+            let gain = self.cfg.pacing_gain?;
             let srtt = self.rtt.srtt?.max(1);
-            let bits = self.cc_state.cwnd as f64 * self.mss as f64 * 8.0;
+            let bits = self.cc_state.cwnd as f64 * self.cfg.mss_bytes as f64 * 8.0;
             Some(((gain * bits * PS_PER_S as f64 / srtt as f64) as u64).max(1))
         });
-        match (own, self.max_send_rate_bps) {
+        match (own, self.cfg.max_send_rate_bps) {
             (Some(rate), Some(cap)) => Some(rate.min(cap)),
             (rate, cap) => rate.or(cap),
         }
@@ -511,12 +456,12 @@ impl TcpSender {
     /// Sends what the windows (and pacing) allow.
     pub fn send(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.refill();
-        if self.snd_max == self.snd_una && self.written > self.snd_max && self.slow_start_after_idle {
+        if self.snd_max == self.snd_una && self.written > self.snd_max && self.cfg.slow_start_after_idle {
             self.restart_after_idle(now);
         }
         self.pacing_deadline = None;
         self.refused = false;
-        match self.stack {
+        match self.cfg.stack {
             Stack::Linux => self.send_linux(now, out),
             Stack::Rfc => self.send_rfc(now, out),
         }
@@ -530,7 +475,7 @@ impl TcpSender {
         }
         self.interface_blocked = self.refused;
         // The Linux stack arms its timer slot itself (`linux_send.rs`).
-        if self.stack != Stack::Linux && self.snd_max > self.snd_una && self.rto_deadline.is_none() {
+        if self.cfg.stack != Stack::Linux && self.snd_max > self.snd_una && self.rto_deadline.is_none() {
             // RFC 6298 5.1: start the timer when data goes out and it is not running.
             self.rto_deadline = Some(self.rtt.deadline(now));
         } else if self.rwnd == 0
@@ -546,7 +491,7 @@ impl TcpSender {
         if let Some(rate) = &mut self.rate {
             let in_flight = self.snd_max - self.snd_una;
             let unsent = self.written - self.snd_max;
-            if unsent < self.mss as u64 && in_flight < self.cc_state.cwnd as u64 * self.mss as u64 {
+            if unsent < self.cfg.mss_bytes as u64 && in_flight < self.cc_state.cwnd as u64 * self.cfg.mss_bytes as u64 {
                 rate.mark_app_limited(self.cc_state.delivered_bytes, in_flight);
             }
         }
@@ -568,7 +513,7 @@ impl TcpSender {
             // Linux tcp_current_ssthresh outside recovery.
             s.ssthresh = s.ssthresh.max((s.cwnd >> 1) + (s.cwnd >> 2));
         }
-        let restart = self.initial_window.min(s.cwnd);
+        let restart = self.cfg.initial_window_segments.min(s.cwnd);
         let mut cwnd = s.cwnd;
         let mut idle = now - last;
         while idle > rto && cwnd > restart {
@@ -581,16 +526,16 @@ impl TcpSender {
 
     /// Sending outside SACK recovery: everything up to SND.UNA + min(cwnd, rwnd, buffer).
     pub(crate) fn send_window(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let mss = self.mss as u64;
+        let mss = self.cfg.mss_bytes as u64;
         let mut cwnd_bytes = self.cc_state.cwnd as u64 * mss;
-        if self.dcr_div.is_some() && matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+        if self.cfg.dcr_div.is_some() && matches!(self.ca_state, CaState::Open | CaState::Cwr) {
             // DCR: each duplicate ACK releases one new segment while the response waits.
             cwnd_bytes += self.dupacks as u64 * mss;
-        } else if self.limited_transmit && matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+        } else if self.cfg.limited_transmit && matches!(self.ca_state, CaState::Open | CaState::Cwr) {
             // RFC 3042: the first two duplicate ACKs each release one new segment.
             cwnd_bytes += self.dupacks.min(2) as u64 * mss;
         }
-        let window = cwnd_bytes.min(self.rwnd).min(self.snd_buffer);
+        let window = cwnd_bytes.min(self.rwnd).min(self.cfg.snd_buffer_bytes);
         let end = (self.snd_una + window).min(self.written);
         while self.snd_nxt < end {
             if self.sack() && self.snd_nxt < self.snd_max {
@@ -650,7 +595,7 @@ impl TcpSender {
             if matches!(self.timed_segment, Some((end, _)) if end > seq) {
                 self.timed_segment = None;
             }
-        } else if !self.timestamps && self.timed_segment.is_none() {
+        } else if !self.cfg.timestamps && self.timed_segment.is_none() {
             self.timed_segment = Some((seq + len as u64, now));
         }
         if let Some(rate) = &mut self.rate {
@@ -660,20 +605,20 @@ impl TcpSender {
             timing.on_send(now, seq, seq + len as u64);
         }
         let mut ecn = Ecn::default();
-        if self.ecn && !retransmission {
+        if self.cfg.ecn && !retransmission {
             // RFC 3168 6.1.5: retransmissions are not ECN-capable; CWR rides on new data.
             ecn.set(Ecn::ECT);
             if std::mem::take(&mut self.ecn_cwr_pending) {
                 ecn.set(Ecn::CWR);
             }
         }
-        let ip_bytes = self.header_bytes + len;
+        let ip_bytes = self.cfg.header_bytes() + len;
         if self.paces {
             if let Some(rate) = self.pacing_rate_bps() {
                 // Linux spaces segments by their payload (tcp_update_skb_after_send: skb->len
                 // at the rate, which BBR and tcp_update_pacing_rate state in payload bytes);
                 // the RFC stack, as fatpipe always did, by the IP packet.
-                let paced_bytes = if self.stack == Stack::Linux { len } else { ip_bytes };
+                let paced_bytes = if self.cfg.stack == Stack::Linux { len } else { ip_bytes };
                 self.next_send_ps = now + transmission_time(paced_bytes as u64, rate);
             }
         }
@@ -700,7 +645,7 @@ impl TcpSender {
     /// Handles one arriving ACK.
     pub fn on_ack(&mut self, now: Time, ack_pkt: &Packet, out: &mut Vec<Packet>) {
         debug_assert_eq!(ack_pkt.kind, PacketKind::Ack);
-        match self.stack {
+        match self.cfg.stack {
             Stack::Linux => self.on_ack_linux(now, ack_pkt, out),
             Stack::Rfc => self.on_ack_rfc(now, ack_pkt, out),
         }
@@ -710,7 +655,7 @@ impl TcpSender {
     pub(crate) fn note_lone_runt(&mut self, seq: u64, end: u64, retransmission: bool) {
         if retransmission {
             self.lone_runt = self.lone_runt.filter(|&(s, e, _)| seq >= e || end <= s);
-        } else if end - self.snd_una < self.mss as u64 {
+        } else if end - self.snd_una < self.cfg.mss_bytes as u64 {
             self.lone_runt = Some((seq, end, self.cc_state.delivered_bytes));
         }
     }
@@ -766,7 +711,7 @@ impl TcpSender {
     /// below the new window instead of one segment per two ACKs meanwhile: the same data
     /// per round trip, sent later in it.
     pub(crate) fn enter_cwr(&mut self, now: Time) {
-        match self.stack {
+        match self.cfg.stack {
             Stack::Linux => self.lx_enter_cwr(now),
             Stack::Rfc => self.enter_cwr_rfc(now),
         }
@@ -778,7 +723,7 @@ impl TcpSender {
             self.send_zero_window_probe(now, out);
             return;
         }
-        match self.stack {
+        match self.cfg.stack {
             Stack::Linux => self.on_xmit_timer_linux(now, out),
             Stack::Rfc => self.on_rto_timer_rfc(now, out),
         }

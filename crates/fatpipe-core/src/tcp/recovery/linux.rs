@@ -128,7 +128,7 @@ struct Tally {
 
 impl TcpSender {
     pub(crate) fn lx_sack(&self) -> bool {
-        self.recovery == Recovery::Sack
+        self.cfg.recovery == Recovery::Sack
     }
 
     pub(crate) fn lx_in_reduction(&self) -> bool {
@@ -143,7 +143,7 @@ impl TcpSender {
         if ack > self.snd_max {
             return; // acknowledges data never sent (RFC 793): ignore
         }
-        let mut f = AckFlags { ece: self.ecn && pkt.ecn.has(Ecn::ECE), ..Default::default() };
+        let mut f = AckFlags { ece: self.cfg.ecn && pkt.ecn.has(Ecn::ECE), ..Default::default() };
         self.stats.ecn_echoes += u64::from(f.ece);
         if ack >= self.snd_una {
             f.win_update = pkt.window_bytes as u64 != self.rwnd;
@@ -214,10 +214,11 @@ impl TcpSender {
         if let Some((s, e)) = dsack {
             f.dsack = true;
             self.stats.dsacks_received += 1;
-            let segments = (e - s).div_ceil(self.mss as u64) as u32;
+            let segments = (e - s).div_ceil(self.cfg.mss_bytes as u64) as u32;
             self.lx.undo.on_dsack(segments);
             self.lx.rack.dsack_seen = true;
-            if self.lx.tlp_retrans && self.lx.tlp_high_seq.is_some_and(|h| e <= h && e + self.mss as u64 >= h) {
+            if self.lx.tlp_retrans && self.lx.tlp_high_seq.is_some_and(|h| e <= h && e + self.cfg.mss_bytes as u64 >= h)
+            {
                 f.dsack_tlp = true;
             }
         }
@@ -333,7 +334,7 @@ impl TcpSender {
         // newest cumulatively acknowledged (Linux `tcp_clean_rtx_queue`: ca_rtt_us from
         // last_sackt overrides the one from last_ackt).
         let mut ca_rtt = t.last_sackt.or(t.last_ackt).map(|x| now - x);
-        if seq_rtt.is_none() && self.timestamps && f.una_advanced && pkt.ts_ecr > 0 {
+        if seq_rtt.is_none() && self.cfg.timestamps && f.una_advanced && pkt.ts_ecr > 0 {
             seq_rtt = Some(now.saturating_sub(pkt.ts_ecr).max(1));
             ca_rtt = seq_rtt;
         }
@@ -341,7 +342,7 @@ impl TcpSender {
         if let Some(ca) = ca_rtt {
             self.rtt.note_min_rtt(ca);
         }
-        match self.rto_estimator {
+        match self.cfg.rto_estimator {
             crate::tcp::config::RtoEstimator::Linux => self.rtt.sample_linux(seq_rtt, self.snd_una, self.snd_nxt),
             // BSD's timers run on the RFC stack only (the scenario's checks refuse them here).
             crate::tcp::config::RtoEstimator::Rfc6298 | crate::tcp::config::RtoEstimator::Bsd => {
@@ -381,7 +382,7 @@ impl TcpSender {
         self.prior_cwnd = self.cc_state.cwnd;
         self.lx.prr = Prr::default();
         self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
-        self.ecn_cwr_pending = self.ecn;
+        self.ecn_cwr_pending = self.cfg.ecn;
     }
 
     /// Linux `tcp_end_cwnd_reduction`.
@@ -392,7 +393,7 @@ impl TcpSender {
         let s = &mut self.cc_state;
         if s.ssthresh < crate::cc::INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.lx.undo.marker.is_some())
         {
-            s.cwnd = Prr::cwnd_at_end(self.window_reduction, s.cwnd, s.ssthresh).max(1);
+            s.cwnd = Prr::cwnd_at_end(self.cfg.window_reduction, s.cwnd, s.ssthresh).max(1);
         }
         self.sync_cc_view(now);
         self.cc.cwnd_event(&mut self.cc_state, CwndEvent::CompleteCwr);
@@ -472,7 +473,7 @@ impl TcpSender {
         pkt: &Packet,
         _out: &mut Vec<Packet>,
     ) {
-        let ts_ecr = (self.timestamps && pkt.ts_ecr > 0).then_some(pkt.ts_ecr);
+        let ts_ecr = (self.cfg.timestamps && pkt.ts_ecr > 0).then_some(pkt.ts_ecr);
         let mut do_lost = num_dupack > 0 || (f.data_sacked && self.lx.q.sacked_out + 1 > self.lx.reordering);
         let mut fast_rexmit = false;
         if self.lx.q.packets_out == 0 && self.lx.q.sacked_out > 0 {
@@ -543,7 +544,7 @@ impl TcpSender {
                 fast_rexmit = true;
             }
         }
-        if !self.rack_enabled && do_lost && self.lx_sack() {
+        if !self.cfg.rack && do_lost && self.lx_sack() {
             self.lx_update_scoreboard(fast_rexmit);
         }
     }
@@ -584,7 +585,7 @@ impl TcpSender {
         prior_in_flight: u32,
         _out: &mut Vec<Packet>,
     ) {
-        let mss = self.mss as u64;
+        let mss = self.cfg.mss_bytes as u64;
         let mut sample = AckSample {
             acked_segments: (t.acked_bytes.div_ceil(mss)) as u32,
             delivered_segments: delivered,
@@ -612,7 +613,7 @@ impl TcpSender {
         if self.lx_in_reduction() {
             let q = &self.lx.q;
             if let Some(cwnd) = self.lx.prr.cwnd_after_ack(
-                self.window_reduction,
+                self.cfg.window_reduction,
                 self.cc_state.cwnd,
                 self.cc_state.ssthresh,
                 self.prior_cwnd,
@@ -632,7 +633,7 @@ impl TcpSender {
     /// Linux `tcp_may_raise_cwnd`: with high reordering grow on any forward progress,
     /// otherwise only on in-order delivery (RFC 5681).
     pub(crate) fn lx_may_raise_cwnd(&self, f: &AckFlags) -> bool {
-        if self.lx.reordering > self.dupack_threshold {
+        if self.lx.reordering > self.cfg.dupack_threshold {
             f.una_advanced || f.data_sacked
         } else {
             f.una_advanced

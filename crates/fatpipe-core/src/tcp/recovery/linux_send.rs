@@ -24,8 +24,8 @@ impl TcpSender {
     /// Sends what the window allows, lost segments first (Linux `tcp_xmit_retransmit_queue`
     /// then `tcp_write_xmit`).
     pub(crate) fn send_linux(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let mss = self.mss as u64;
-        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
+        let mss = self.cfg.mss_bytes as u64;
+        let new_data_end = (self.snd_una + self.rwnd.min(self.cfg.snd_buffer_bytes)).min(self.written);
         // F-RTO step 2b: after a timeout, new data probes whether it was spurious.
         let frto_new = std::mem::take(&mut self.frto_send_new);
         let prior_packets = self.lx.q.packets_out;
@@ -125,10 +125,11 @@ impl TcpSender {
     /// RTTs out (or sooner if the RTO would fire sooner).
     fn lx_schedule_loss_probe(&mut self, now: Time, advancing_rto: bool) -> bool {
         let open = matches!(self.ca_state, CaState::Open | CaState::Cwr) && !self.lx.disorder;
-        if !self.tlp_enabled || self.lx.q.packets_out == 0 || !self.lx_sack_on() || !open {
+        if !self.cfg.tlp || self.lx.q.packets_out == 0 || !self.lx_sack_on() || !open {
             return false;
         }
-        let mut timeout = probe_timeout(self.rtt.srtt, self.lx.q.packets_out, self.rtt.min_rto(), self.initial_rto);
+        let mut timeout =
+            probe_timeout(self.rtt.srtt, self.lx.q.packets_out, self.rtt.min_rto(), self.cfg.initial_rto_ps);
         let rto_left = if advancing_rto {
             self.rtt.rto()
         } else {
@@ -143,7 +144,7 @@ impl TcpSender {
     }
 
     fn lx_sack_on(&self) -> bool {
-        self.recovery == crate::tcp::config::Recovery::Sack
+        self.cfg.recovery == crate::tcp::config::Recovery::Sack
     }
 
     /// The timer slot fired (Linux `tcp_write_timer_handler`).
@@ -173,7 +174,7 @@ impl TcpSender {
                     let in_flight = self.lx.q.in_flight();
                     let (ssthresh, prior) = (self.cc_state.ssthresh, self.prior_cwnd);
                     if let Some(c) = self.lx.prr.cwnd_after_ack(
-                        self.window_reduction,
+                        self.cfg.window_reduction,
                         self.cc_state.cwnd,
                         ssthresh,
                         prior,
@@ -202,8 +203,8 @@ impl TcpSender {
             return;
         }
         self.lx.tlp_retrans = false;
-        let mss = self.mss as u64;
-        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
+        let mss = self.cfg.mss_bytes as u64;
+        let new_data_end = (self.snd_una + self.rwnd.min(self.cfg.snd_buffer_bytes)).min(self.written);
         let mut sent = false;
         if self.snd_max < new_data_end {
             let len = (new_data_end - self.snd_max).min(mss);
@@ -262,7 +263,7 @@ impl TcpSender {
             if s.has(SACKED) {
                 continue;
             }
-            if id != head && self.rack_enabled && s.xmit_ps + rack_rtt > now {
+            if id != head && self.cfg.rack && s.xmit_ps + rack_rtt > now {
                 continue;
             }
             self.lx.q.mark_lost(id);
@@ -284,16 +285,16 @@ impl TcpSender {
             self.cc_state.cwnd = self.lx.q.in_flight() + 1;
         }
         self.cc_state.cwnd_cnt = 0;
-        if open_or_disorder && self.lx.q.sacked_out >= self.dupack_threshold {
+        if open_or_disorder && self.lx.q.sacked_out >= self.cfg.dupack_threshold {
             // A timeout after many duplicate ACKs: the reordering degree was over-estimated.
-            self.lx.reordering = self.lx.reordering.min(self.dupack_threshold);
+            self.lx.reordering = self.lx.reordering.min(self.cfg.dupack_threshold);
         }
         self.lx.disorder = false;
         self.set_ca_state(now, CaState::Loss);
         self.lx.high_seq = self.snd_max;
         self.lx.tlp_high_seq = None;
-        self.ecn_cwr_pending = self.ecn;
-        self.lx.frto = self.frto_enabled && (new_recovery || self.lx.retransmits > 0);
+        self.ecn_cwr_pending = self.cfg.ecn;
+        self.lx.frto = self.cfg.frto && (new_recovery || self.lx.retransmits > 0);
         self.lx.prr = Prr::default();
     }
 }

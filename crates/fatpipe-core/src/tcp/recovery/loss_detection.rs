@@ -21,10 +21,10 @@ impl TcpSender {
         if low_seq >= fack {
             return;
         }
-        let mss = self.mss as u64;
+        let mss = self.cfg.mss_bytes as u64;
         let metric = fack - low_seq;
-        if self.adaptive_reordering && metric > self.lx.reordering as u64 * mss {
-            self.lx.reordering = (metric.div_ceil(mss) as u32).min(self.max_reordering);
+        if self.cfg.adaptive_reordering && metric > self.lx.reordering as u64 * mss {
+            self.lx.reordering = (metric.div_ceil(mss) as u32).min(self.cfg.max_reordering_segments);
             self.fack = false;
         }
         self.lx.reord_seen += 1;
@@ -43,8 +43,8 @@ impl TcpSender {
         let holes = q.lost_out.max(1).min(q.packets_out);
         if q.sacked_out + holes > q.packets_out {
             q.sacked_out = q.packets_out - holes;
-            if self.adaptive_reordering {
-                self.lx.reordering = (q.packets_out + 1).min(self.max_reordering).max(self.lx.reordering);
+            if self.cfg.adaptive_reordering {
+                self.lx.reordering = (q.packets_out + 1).min(self.cfg.max_reordering_segments).max(self.lx.reordering);
             }
             self.lx.reord_seen += 1;
         }
@@ -70,7 +70,7 @@ impl TcpSender {
         let before = self.lx.q.lost_out;
         if !self.lx_sack() {
             self.lx_newreno_mark_lost(f.una_advanced);
-        } else if self.rack_enabled {
+        } else if self.cfg.rack {
             let prior_retrans = self.lx.q.retrans_out;
             let reo_wnd = self.lx_reo_wnd();
             let (_, timer) = self.lx.rack.mark_lost(&mut self.lx.q, now, reo_wnd);
@@ -91,7 +91,7 @@ impl TcpSender {
     /// (document 004's patch to Linux 2.4) at least cwnd / dcr_div, so that the response
     /// waits about an RTT.
     pub(crate) fn lx_dupthresh(&self) -> u32 {
-        match self.dcr_div {
+        match self.cfg.dcr_div {
             Some(div) => self.lx.reordering.max(self.cc_state.cwnd / div),
             None => self.lx.reordering,
         }
@@ -135,7 +135,7 @@ impl TcpSender {
         let q = &self.lx.q;
         let (limit, count_all) = if self.fack {
             // FACK: segments from SND.UNA to the highest SACKed one.
-            let fackets = q.highest_sack_end.saturating_sub(self.snd_una).div_ceil(self.mss as u64) as u32;
+            let fackets = q.highest_sack_end.saturating_sub(self.snd_una).div_ceil(self.cfg.mss_bytes as u64) as u32;
             (fackets.saturating_sub(reordering).max(1), true)
         } else if q.sacked_out >= reordering {
             (q.sacked_out - reordering, false)
@@ -181,10 +181,10 @@ impl TcpSender {
         // Linux `tcp_dupack_heuristics`: with FACK (2.4/2.6) the segments up to the highest
         // SACKed one, otherwise the SACKed (or duplicate-ACKed) ones plus the hole.
         let heuristic = if self.fack {
-            self.lx.q.highest_sack_end.saturating_sub(self.snd_una).div_ceil(self.mss as u64) as u32
+            self.lx.q.highest_sack_end.saturating_sub(self.snd_una).div_ceil(self.cfg.mss_bytes as u64) as u32
         } else {
             self.lx.q.sacked_out + 1
         };
-        !self.rack_enabled && heuristic > self.lx_dupthresh()
+        !self.cfg.rack && heuristic > self.lx_dupthresh()
     }
 }

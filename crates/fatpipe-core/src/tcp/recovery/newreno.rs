@@ -34,10 +34,10 @@ impl TcpSender {
         self.retransmit_first_unacked(now, out);
         if !self.controls {
             let cwnd = self.cc_state.cwnd.saturating_sub(acked_segments);
-            let add_back = u32::from(acked_bytes >= self.mss as u64);
+            let add_back = u32::from(acked_bytes >= self.cfg.mss_bytes as u64);
             self.cc_state.cwnd = (cwnd + add_back).max(1);
         }
-        let restart = !self.newreno_impatient || self.first_partial_ack;
+        let restart = !self.cfg.newreno_impatient || self.first_partial_ack;
         self.first_partial_ack = false;
         restart
     }

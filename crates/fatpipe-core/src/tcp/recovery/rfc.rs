@@ -107,7 +107,7 @@ impl TcpSender {
                 self.cong_control(&sample);
             }
         }
-        if self.ecn && ack_pkt.ecn.has(Ecn::ECE) && ack >= self.snd_una {
+        if self.cfg.ecn && ack_pkt.ecn.has(Ecn::ECE) && ack >= self.snd_una {
             // RFC 3168 6.1.2: respond to ECN-Echo as to a loss, at most once per window; in
             // recovery the window is being reduced already (Linux tcp_try_to_open).
             self.stats.ecn_echoes += 1;
@@ -120,9 +120,9 @@ impl TcpSender {
     pub(crate) fn on_duplicate_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         match self.ca_state {
             CaState::Recovery => {
-                if matches!(self.recovery, Recovery::Reno | Recovery::Newreno) {
+                if matches!(self.cfg.recovery, Recovery::Reno | Recovery::Newreno) {
                     self.reno_inflate();
-                } else if self.recovery == Recovery::Sack && self.sack_variant == SackVariant::Sack1 {
+                } else if self.cfg.recovery == Recovery::Sack && self.cfg.sack_variant == SackVariant::Sack1 {
                     self.sack1_on_ack(false);
                 }
             }
@@ -134,12 +134,12 @@ impl TcpSender {
                 // bug_fix_ `highest_ack_ > recover_`). `recover` is one past the highest byte
                 // sent, so "more than" is `>`: an ACK that only reaches it comes from the
                 // resends and tells of no new loss.
-                let guarded = !(self.recovery == Recovery::Reno && open && !self.reno_recover_guard);
+                let guarded = !(self.cfg.recovery == Recovery::Reno && open && !self.cfg.reno_recover_guard);
                 let past_recover = !guarded || self.recover.is_none_or(|r| self.snd_una > r);
                 let sack_says_lost = self.sack() && open && self.sack_says_lost();
                 if past_recover
                     && (self.dupacks >= self.dupthresh() || sack_says_lost)
-                    && (open || self.recovery != Recovery::Sack)
+                    && (open || self.cfg.recovery != Recovery::Sack)
                 {
                     self.enter_recovery(now, out);
                 }
@@ -159,7 +159,7 @@ impl TcpSender {
         let ack = ack_pkt.ack;
         let acked_bytes = ack - self.snd_una;
         // When the segment this ACK times left: the echoed timestamp, or the timed segment.
-        let timed_sent = if self.timestamps {
+        let timed_sent = if self.cfg.timestamps {
             Some(ack_pkt.ts_ecr.min(now))
         } else {
             match self.timed_segment {
@@ -215,7 +215,7 @@ impl TcpSender {
         match self.ca_state {
             CaState::Recovery => {
                 let full = self.recover.is_some_and(|r| ack >= r);
-                match self.recovery {
+                match self.cfg.recovery {
                     Recovery::Reno => self.reno_on_new_ack(now),
                     Recovery::Newreno | Recovery::Tahoe => {
                         restart_timer = self.newreno_on_new_ack(now, full, sample.acked_segments, acked_bytes, out);
@@ -267,8 +267,12 @@ impl TcpSender {
     pub(crate) fn take_newly_lost_bytes(&mut self) -> u64 {
         let mut lost = std::mem::take(&mut self.head_lost_bytes);
         if self.sack() {
-            let boundary =
-                self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack);
+            let boundary = self.scoreboard.loss_boundary(
+                self.snd_una,
+                self.cfg.mss_bytes as u64,
+                self.dupthresh() as u64,
+                self.fack,
+            );
             let below = boundary.below.min(self.snd_max);
             let from = self.lost_reported_below.max(self.snd_una);
             if below > from {
@@ -294,13 +298,13 @@ impl TcpSender {
         if self.ca_state != CaState::Cwr {
             self.prior_cwnd = self.cc_state.cwnd;
             self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
-            self.ecn_cwr_pending = self.ecn;
+            self.ecn_cwr_pending = self.cfg.ecn;
         }
         // From CWR the window was reduced for this window of data already: ssthresh stays
         // (Linux tcp_enter_recovery only recomputes it below CWR).
         self.recover = Some(self.snd_max);
         self.cc_state.cwnd_cnt = 0;
-        match self.recovery {
+        match self.cfg.recovery {
             Recovery::Tahoe => self.tahoe_enter_recovery(now),
             Recovery::Reno | Recovery::Newreno => self.reno_enter_recovery(now, dupthresh, out),
             Recovery::Sack => self.sack_enter_recovery(now, dupthresh, out),
@@ -321,7 +325,7 @@ impl TcpSender {
         }
         self.cc_state.cwnd_cnt = 0;
         self.cwr_high_seq = self.snd_max;
-        self.ecn_cwr_pending = self.ecn;
+        self.ecn_cwr_pending = self.cfg.ecn;
         self.set_ca_state(now, CaState::Cwr);
     }
 
@@ -340,7 +344,7 @@ impl TcpSender {
             // (RFC 5681 eq. 4 applies to the first retransmission), and in fast recovery it
             // was already reduced for this congestion event.
             self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
-        } else if self.ssthresh_every_timeout && self.ca_state != CaState::Cwr {
+        } else if self.cfg.ssthresh_every_timeout && self.ca_state != CaState::Cwr {
             // ns-2 halves on every timeout (but not in an ECN reduction's window), from
             // cwnd_, which holds Reno's and NewReno's inflation apart (dupwnd_): in recovery
             // the window is ssthresh, after a timeout the slow-start window (1 after a
@@ -366,7 +370,7 @@ impl TcpSender {
         }
         self.timed_segment = None;
         self.head_rtx_pending = false;
-        self.ecn_cwr_pending = self.ecn;
+        self.ecn_cwr_pending = self.cfg.ecn;
         self.rtt.back_off();
         self.set_ca_state(now, CaState::Loss);
         let sent_before = out.len();
@@ -374,7 +378,7 @@ impl TcpSender {
         if self.rwnd == 0 && out.len() == sent_before && self.snd_nxt == self.snd_una {
             // The head goes out even with the window closed (Linux tcp_retransmit_skb), so a
             // lost window update cannot leave the flow waiting for ever.
-            let len = (self.snd_max - self.snd_una).min(self.mss as u64);
+            let len = (self.snd_max - self.snd_una).min(self.cfg.mss_bytes as u64);
             self.retransmit_first_unacked(now, out);
             self.snd_nxt += len;
         }
@@ -382,7 +386,7 @@ impl TcpSender {
     }
 
     pub(crate) fn retransmit_first_unacked(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let len = (self.snd_max - self.snd_una).min(self.mss as u64);
+        let len = (self.snd_max - self.snd_una).min(self.cfg.mss_bytes as u64);
         // Refused by the interface: sent first on the next pass (Linux keeps it marked lost).
         self.head_rtx_pending = len > 0 && !self.emit(now, self.snd_una, len as u32, out);
         if len > 0 && !self.head_rtx_pending {
@@ -397,13 +401,13 @@ impl TcpSender {
 
     /// The duplicate-ACK threshold in force: with DCR, max(dupthresh, cwnd / dcr_div).
     pub(crate) fn dupthresh(&self) -> u32 {
-        match self.dcr_div {
-            Some(div) => self.dupack_threshold.max(self.cc_state.cwnd / div),
-            None => self.dupack_threshold,
+        match self.cfg.dcr_div {
+            Some(div) => self.cfg.dupack_threshold.max(self.cc_state.cwnd / div),
+            None => self.cfg.dupack_threshold,
         }
     }
 
     pub(crate) fn sack(&self) -> bool {
-        self.recovery == Recovery::Sack
+        self.cfg.recovery == Recovery::Sack
     }
 }

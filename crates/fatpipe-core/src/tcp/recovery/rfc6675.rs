@@ -16,7 +16,7 @@ impl TcpSender {
     /// RFC 6675 section 5 steps 4.1-4.3 (ssthresh set by the caller).
     pub(crate) fn sack_enter_recovery(&mut self, now: Time, dupthresh: u32, out: &mut Vec<Packet>) {
         self.scoreboard.start_recovery(self.snd_una);
-        if self.sack_variant == SackVariant::Sack1 {
+        if self.cfg.sack_variant == SackVariant::Sack1 {
             self.sack1_enter_recovery(dupthresh);
         }
         if !self.controls {
@@ -30,14 +30,14 @@ impl TcpSender {
     /// The scoreboard holds a lost hole (IsLost of the first unacknowledged byte): recovery
     /// starts before the duplicate-ACK count reaches the threshold (RFC 6675 section 5 step 2).
     pub(crate) fn sack_says_lost(&self) -> bool {
-        self.scoreboard.loss_boundary(self.snd_una, self.mss as u64, self.dupthresh() as u64, self.fack).below
+        self.scoreboard.loss_boundary(self.snd_una, self.cfg.mss_bytes as u64, self.dupthresh() as u64, self.fack).below
             > self.snd_una
     }
 
     /// A new ACK in recovery: a full one ends it, with cwnd at ssthresh where recovery set it
     /// (RFC 6675 section 5).
     pub(crate) fn sack_on_new_ack(&mut self, now: Time, full: bool) {
-        if self.sack_variant == SackVariant::Sack1 {
+        if self.cfg.sack_variant == SackVariant::Sack1 {
             self.sack1_on_ack(!full);
         }
         if full {
@@ -48,10 +48,10 @@ impl TcpSender {
     /// RFC 6675 section 5 (C): while cwnd - pipe >= 1 SMSS, send lost holes first (NextSeg
     /// rule 1), then new data (rule 2).
     pub(crate) fn send_sack_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
-        if self.sack_variant == SackVariant::Sack1 && self.ca_state == CaState::Recovery {
+        if self.cfg.sack_variant == SackVariant::Sack1 && self.ca_state == CaState::Recovery {
             return self.send_sack1_recovery(now, out);
         }
-        let mss = self.mss as u64;
+        let mss = self.cfg.mss_bytes as u64;
         let lost = self.scoreboard.loss_boundary(self.snd_una, mss, self.dupthresh() as u64, self.fack);
         let mut pipe = self.scoreboard.pipe(self.snd_una, self.snd_max, lost);
         let cwnd_bytes = self.cc_state.cwnd as u64 * mss;
@@ -68,7 +68,7 @@ impl TcpSender {
     /// (NextSeg rule 1), else new data within the windows (rule 2). Returns the bytes sent,
     /// or None when nothing could go (paced, refused, or nothing to send).
     pub(crate) fn send_next_segment(&mut self, now: Time, lost: LossBoundary, out: &mut Vec<Packet>) -> Option<u64> {
-        let mss = self.mss as u64;
+        let mss = self.cfg.mss_bytes as u64;
         if self.paced_out(now) {
             return None;
         }
@@ -79,7 +79,7 @@ impl TcpSender {
             self.scoreboard.on_retransmit(seq, len);
             return Some(len);
         }
-        let new_data_end = (self.snd_una + self.rwnd.min(self.snd_buffer)).min(self.written);
+        let new_data_end = (self.snd_una + self.rwnd.min(self.cfg.snd_buffer_bytes)).min(self.written);
         if self.snd_max >= new_data_end {
             return None;
         }

@@ -14,7 +14,7 @@ impl TcpSender {
             self.cc_state.cwnd = 1;
         }
         if self.rate.is_some() {
-            self.head_lost_bytes += (self.snd_max - self.snd_una).min(self.mss as u64);
+            self.head_lost_bytes += (self.snd_max - self.snd_una).min(self.cfg.mss_bytes as u64);
         }
         self.snd_nxt = self.snd_una;
         self.timed_segment = None;

@@ -104,7 +104,7 @@ impl TcpSender {
     /// Linux `tcp_try_undo_recovery`: recovery is over; undo it if it was spurious.
     /// Returns true when the state must be held (NewReno without SACK).
     pub(crate) fn lx_try_undo_recovery(&mut self, now: Time, ts_ecr: Option<Time>) -> bool {
-        if self.undo_enabled && self.lx.undo.may_undo(ts_ecr, self.lx_sack()) {
+        if self.cfg.undo && self.lx.undo.may_undo(ts_ecr, self.lx_sack()) {
             self.lx_undo_cwnd_reduction(now, false);
         } else if self.lx.rack.reo_wnd_persist > 0 {
             self.lx.rack.reo_wnd_persist -= 1;
@@ -123,7 +123,7 @@ impl TcpSender {
 
     /// Linux `tcp_try_undo_dsack`.
     pub(crate) fn lx_try_undo_dsack(&mut self, now: Time) -> bool {
-        if self.undo_enabled && self.lx.undo.dsack_says_spurious() {
+        if self.cfg.undo && self.lx.undo.dsack_says_spurious() {
             self.lx.rack.reo_wnd_persist = (self.lx.rack.reo_wnd_persist + 1).min(super::rack::RECOVERY_THRESH);
             self.lx_undo_cwnd_reduction(now, false);
             return true;
@@ -133,7 +133,7 @@ impl TcpSender {
 
     /// Linux `tcp_try_undo_loss`.
     pub(crate) fn lx_try_undo_loss(&mut self, now: Time, frto_undo: bool, ts_ecr: Option<Time>) -> bool {
-        if !self.undo_enabled || !(frto_undo || self.lx.undo.may_undo(ts_ecr, self.lx_sack())) {
+        if !self.cfg.undo || !(frto_undo || self.lx.undo.may_undo(ts_ecr, self.lx_sack())) {
             return false;
         }
         self.lx_undo_cwnd_reduction(now, true);
@@ -157,7 +157,7 @@ impl TcpSender {
         ts_ecr: Option<Time>,
         do_lost: &mut bool,
     ) -> bool {
-        if self.undo_enabled && self.lx.undo.marker.is_some() && self.lx.undo.packet_delayed(ts_ecr, self.lx_sack()) {
+        if self.cfg.undo && self.lx.undo.marker.is_some() && self.lx.undo.packet_delayed(ts_ecr, self.lx_sack()) {
             self.lx_note_reordering(prior_snd_una);
             if self.lx.q.retrans_out > 0 {
                 return true;
