@@ -101,7 +101,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     slow_start_after_idle: false,
     receiver_drain_rate_bps: None,
     random_send_delay_ps: 0,
-    stack: crate::tcp::config::Stack::Rfc,
+    stack: crate::tcp::config::StackKind::Rfc,
     limited_transmit: false,
     ssthresh_every_timeout: false,
     reno_recover_guard: false,
@@ -112,7 +112,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     tlp: false,
     frto: false,
     undo: false,
-    window_reduction: crate::tcp::recovery::prr::WindowReduction::Prr,
+    window_reduction: crate::tcp::config::WindowReduction::Prr,
     adaptive_reordering: false,
     max_reordering_segments: 300,
     slow_timer_ps: None,
@@ -251,7 +251,7 @@ impl Scenario {
                 return Err(format!("flows[{i}].tcp.min_rto_ps: larger than max_rto_ps"));
             }
             let bsd = t.rto_estimator == crate::tcp::config::RtoEstimator::Bsd;
-            if bsd && (t.stack != crate::tcp::config::Stack::Rfc || t.slow_timer_ps.is_none_or(|p| p == 0)) {
+            if bsd && (t.stack != crate::tcp::config::StackKind::Rfc || t.slow_timer_ps.is_none_or(|p| p == 0)) {
                 return Err(format!(
                     "flows[{i}].tcp.rto_estimator: bsd needs the RFC stack and a positive slow_timer_ps"
                 ));

@@ -15,17 +15,24 @@
 //!   otherwise the congestion control grows it by what was delivered (`cong_avoid`), or sets
 //!   it (`cong_control`).
 //!
-//! The send loop and the timers of this stack are in `linux_send.rs`.
+//! The send loop and the timers of this stack are in `send.rs`.
 
-use super::prr::Prr;
-use super::rack::Rack;
-use super::rtx_queue::{RtxQueue, Segment, SACKED};
-use super::undo::UndoState;
+mod loss_detection;
+pub mod prr;
+pub mod rack;
+pub mod rtx_queue;
+mod send;
+mod undo;
+
+use super::TcpStack;
 use crate::cc::{AckSample, CaState, CwndEvent};
 use crate::packet::{Ecn, Packet};
-use crate::tcp::config::Recovery;
-use crate::tcp::TcpSender;
+use crate::tcp::tcb::Tcb;
 use crate::time::Time;
+use prr::Prr;
+use rack::Rack;
+use rtx_queue::{RtxQueue, Segment, SACKED};
+use undo::UndoState;
 
 /// What the xmit timer (the retransmission timer's slot) is armed for (Linux
 /// `icsk_pending`).
@@ -39,9 +46,9 @@ pub enum XmitTimer {
     LossProbe,
 }
 
-/// The Linux stack's state beside the fields the stacks share.
+/// The Linux stack's state beside the TCB.
 #[derive(Debug, Default)]
-pub struct LinuxState {
+pub struct LinuxStack {
     pub q: RtxQueue,
     pub rack: Rack,
     pub prr: Prr,
@@ -75,11 +82,23 @@ pub struct LinuxState {
     /// Where the duplicate-ACK-threshold marking stopped (Linux `lost_skb_hint`,
     /// `lost_cnt_hint`).
     pub(crate) mark_hint: Option<(u64, u32)>,
+    /// FACK in force: the configuration's, until reordering turns it off.
+    pub(crate) fack: bool,
+    /// F-RTO step 2b: the next send pass sends new data rather than retransmissions.
+    pub(crate) frto_send_new: bool,
 }
 
-impl LinuxState {
-    pub fn new(dupack_threshold: u32) -> Self {
-        LinuxState { reordering: dupack_threshold.max(1), ..Default::default() }
+impl LinuxStack {
+    /// The Linux stack for the TCB's flow: the reordering degree starts at the duplicate-ACK
+    /// threshold, and pacing counts payload bytes.
+    pub(crate) fn new(tcb: &mut Tcb) -> LinuxStack {
+        tcb.paces_payload = true;
+        LinuxStack { reordering: tcb.cfg.dupack_threshold, fack: tcb.cfg.fack, ..Default::default() }
+    }
+
+    /// Bytes in the network (Linux `tcp_packets_in_flight`).
+    pub(crate) fn in_flight_bytes(&self, tcb: &Tcb) -> u64 {
+        self.q.in_flight() as u64 * tcb.cfg.mss_bytes as u64
     }
 }
 
@@ -126,84 +145,109 @@ struct Tally {
     maybe_delayed: bool,
 }
 
-impl TcpSender {
-    pub(crate) fn lx_sack(&self) -> bool {
-        self.cfg.recovery == Recovery::Sack
-    }
-
-    pub(crate) fn lx_in_reduction(&self) -> bool {
-        matches!(self.ca_state, CaState::Cwr | CaState::Recovery)
-    }
-
+impl TcpStack for LinuxStack {
     /// Handles one arriving ACK (Linux `tcp_ack`).
-    pub(crate) fn on_ack_linux(&mut self, now: Time, pkt: &Packet, out: &mut Vec<Packet>) {
-        self.stats.acks_received += 1;
-        self.ts_recent = self.ts_recent.max(pkt.ts_val);
+    fn on_ack(&mut self, tcb: &mut Tcb, now: Time, pkt: &Packet, out: &mut Vec<Packet>) {
+        tcb.stats.acks_received += 1;
+        tcb.ts_recent = tcb.ts_recent.max(pkt.ts_val);
         let ack = pkt.ack;
-        if ack > self.snd_max {
+        if ack > tcb.snd_max {
             return; // acknowledges data never sent (RFC 793): ignore
         }
-        let mut f = AckFlags { ece: self.cfg.ecn && pkt.ecn.has(Ecn::ECE), ..Default::default() };
-        self.stats.ecn_echoes += u64::from(f.ece);
-        if ack >= self.snd_una {
-            f.win_update = pkt.window_bytes as u64 != self.rwnd;
-            self.rwnd = pkt.window_bytes as u64;
+        let mut f = AckFlags { ece: tcb.cfg.ecn && pkt.ecn.has(Ecn::ECE), ..Default::default() };
+        tcb.stats.ecn_echoes += u64::from(f.ece);
+        if ack >= tcb.snd_una {
+            f.win_update = pkt.window_bytes as u64 != tcb.rwnd;
+            tcb.rwnd = pkt.window_bytes as u64;
         }
-        if self.persisting && self.rwnd > 0 {
-            self.persisting = false;
-            self.persist_backoff = 0;
-            self.rto_deadline = None;
+        if tcb.persisting && tcb.rwnd > 0 {
+            tcb.persisting = false;
+            tcb.persist_backoff = 0;
+            tcb.rto_deadline = None;
         }
-        let prior_snd_una = self.snd_una;
+        let prior_snd_una = tcb.snd_una;
         f.una_advanced = ack > prior_snd_una;
-        let prior_in_flight = self.lx.q.in_flight();
-        let prior_delivered = self.lx.delivered;
-        let prior_lost = self.lx.lost;
-        let prior_fack = self.lx.q.highest_sack_end.max(prior_snd_una);
+        let prior_in_flight = self.q.in_flight();
+        let prior_delivered = self.delivered;
+        let prior_lost = self.lost;
+        let prior_fack = self.q.highest_sack_end.max(prior_snd_una);
         let mut t = Tally::default();
-        if self.lx_sack() {
-            self.lx_sacktag(now, pkt, &mut f, &mut t);
+        if tcb.sack() {
+            self.sacktag(tcb, now, pkt, &mut f, &mut t);
         }
-        if let Some(r) = &mut self.rate {
+        if let Some(r) = &mut tcb.rate {
             r.on_cumulative_ack(ack);
         }
         if f.una_advanced {
-            t.maybe_delayed = self.ack_maybe_delayed(ack, ack - prior_snd_una, t.delivered_bytes, f.ece);
-            self.lx_clean_rtx_queue(now, ack, prior_fack, &mut f, &mut t);
+            t.maybe_delayed = tcb.ack_maybe_delayed(ack, ack - prior_snd_una, t.delivered_bytes, f.ece);
+            self.clean_rtx_queue(tcb, now, ack, prior_fack, &mut f, &mut t);
         }
-        let rtt = self.lx_update_rtt(now, pkt, &f, &t);
-        self.lx.rack.update_reo_wnd(now, self.rtt.srtt);
-        if self.lx.tlp_high_seq.is_some() {
-            self.lx_process_tlp_ack(now, ack, &f);
+        let rtt = self.update_rtt(tcb, now, pkt, &f, &t);
+        self.rack.update_reo_wnd(now, tcb.rtt.srtt);
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(tcb, now, ack, &f);
         }
-        let num_dupack = u32::from(!(f.una_advanced || f.win_update || f.dsack) && self.snd_max > self.snd_una);
+        let num_dupack = u32::from(!(f.una_advanced || f.win_update || f.dsack) && tcb.snd_max > tcb.snd_una);
         if num_dupack > 0 {
-            self.stats.dupacks_received += 1;
+            tcb.stats.dupacks_received += 1;
             // The hook reads the time only: no full view sync per duplicate ACK.
-            self.cc_state.now = now;
-            self.cc.duplicate_ack(&self.cc_state);
+            tcb.cc_state.now = now;
+            tcb.cc.duplicate_ack(&tcb.cc_state);
         }
-        let open = self.ca_state == CaState::Open && !self.lx.disorder;
+        let open = tcb.ca_state == CaState::Open && !self.disorder;
         if f.dubious(open) {
-            self.lx_fastretrans_alert(now, prior_snd_una, num_dupack, &mut f, pkt, out);
+            self.fastretrans_alert(tcb, now, prior_snd_una, num_dupack, &mut f, pkt, out);
         }
         if f.set_xmit_timer {
-            self.lx_set_xmit_timer(now);
+            self.set_xmit_timer(tcb, now);
         }
-        let delivered = (self.lx.delivered - prior_delivered) as u32;
-        let newly_lost = (self.lx.lost - prior_lost) as u32;
-        self.lx_cong_control(now, &f, &t, rtt, delivered, newly_lost, prior_in_flight, out);
-        self.note_milestones(now);
-        if self.snd_una == self.snd_max {
-            self.rto_deadline = None;
-            self.lx.pending = XmitTimer::Retransmission;
+        let delivered = (self.delivered - prior_delivered) as u32;
+        let newly_lost = (self.lost - prior_lost) as u32;
+        self.adjust_cwnd(tcb, now, &f, &t, rtt, delivered, newly_lost, prior_in_flight, out);
+        tcb.note_milestones(now);
+        if tcb.snd_una == tcb.snd_max {
+            tcb.rto_deadline = None;
+            self.pending = XmitTimer::Retransmission;
         }
-        self.send(now, out);
+        self.send(tcb, now, out);
+    }
+
+    /// The timer slot fired (Linux `tcp_write_timer_handler`).
+    fn on_rto_timer(&mut self, tcb: &mut Tcb, now: Time, out: &mut Vec<Packet>) {
+        self.write_timer(tcb, now, out);
+    }
+
+    /// Linux `tcp_enter_cwr`: reduce once for this window without a loss (ECN, local
+    /// congestion).
+    fn enter_cwr(&mut self, tcb: &mut Tcb, now: Time) {
+        self.undo.prior_ssthresh = 0;
+        if matches!(tcb.ca_state, CaState::Open) {
+            tcb.stats.cwr_entries += 1;
+            self.undo.marker = None;
+            self.init_cwnd_reduction(tcb, now);
+            self.disorder = false;
+            tcb.set_ca_state(now, CaState::Cwr);
+        }
+    }
+
+    /// Lost segments first, then new data (Linux `tcp_xmit_retransmit_queue`, `tcp_write_xmit`).
+    fn send_segments(&mut self, tcb: &mut Tcb, now: Time, out: &mut Vec<Packet>) {
+        self.write_xmit(tcb, now, out);
+    }
+
+    fn reordering_segments(&self, _tcb: &Tcb) -> u32 {
+        self.reordering
+    }
+}
+
+impl LinuxStack {
+    pub(crate) fn in_reduction(&self, tcb: &Tcb) -> bool {
+        matches!(tcb.ca_state, CaState::Cwr | CaState::Recovery)
     }
 
     /// The SACK blocks of an ACK (Linux `tcp_sacktag_write_queue`): DSACK first, then each
     /// block marks its segments.
-    fn lx_sacktag(&mut self, now: Time, pkt: &Packet, f: &mut AckFlags, t: &mut Tally) {
+    fn sacktag(&mut self, tcb: &mut Tcb, now: Time, pkt: &Packet, f: &mut AckFlags, t: &mut Tally) {
         let ack = pkt.ack;
         let mut blocks = pkt.sack.iter(ack);
         let first = blocks.next();
@@ -213,30 +257,28 @@ impl TcpSender {
         let dsack = first.filter(|&(s, e)| s < ack || second.is_some_and(|(s2, e2)| s >= s2 && e <= e2));
         if let Some((s, e)) = dsack {
             f.dsack = true;
-            self.stats.dsacks_received += 1;
-            let segments = (e - s).div_ceil(self.cfg.mss_bytes as u64) as u32;
-            self.lx.undo.on_dsack(segments);
-            self.lx.rack.dsack_seen = true;
-            if self.lx.tlp_retrans && self.lx.tlp_high_seq.is_some_and(|h| e <= h && e + self.cfg.mss_bytes as u64 >= h)
-            {
+            tcb.stats.dsacks_received += 1;
+            let segments = (e - s).div_ceil(tcb.cfg.mss_bytes as u64) as u32;
+            self.undo.on_dsack(segments);
+            self.rack.dsack_seen = true;
+            if self.tlp_retrans && self.tlp_high_seq.is_some_and(|h| e <= h && e + tcb.cfg.mss_bytes as u64 >= h) {
                 f.dsack_tlp = true;
             }
         }
-        let una = ack.max(self.snd_una);
-        let prior_highest = self.lx.q.highest_sack_end;
-        let min_rtt = self.rtt.min_rtt;
+        let una = ack.max(tcb.snd_una);
+        let prior_highest = self.q.highest_sack_end;
+        let min_rtt = tcb.rtt.min_rtt;
         for (i, (s, e)) in pkt.sack.iter(ack).enumerate() {
             if i == 0 && dsack.is_some() {
                 continue;
             }
-            let (s, e) = (s.max(una), e.min(self.snd_max));
+            let (s, e) = (s.max(una), e.min(tcb.snd_max));
             if e <= s {
                 continue;
             }
-            let lx = &mut self.lx;
-            let rate = &mut self.rate;
-            let newly = lx.q.sack(s, e, |_, seg: &Segment| {
-                lx.rack.on_delivered(now, seg, min_rtt);
+            let rate = &mut tcb.rate;
+            let newly = self.q.sack(s, e, |_, seg: &Segment| {
+                self.rack.on_delivered(now, seg, min_rtt);
                 if let Some(r) = rate.as_mut() {
                     r.on_sacked(seg.start, seg.end);
                 }
@@ -252,27 +294,34 @@ impl TcpSender {
             });
             if newly > 0 {
                 f.data_sacked = true;
-                self.lx.delivered += newly as u64;
+                self.delivered += newly as u64;
             }
         }
         if let Some(reord) = t.reord.take() {
-            if reord < self.snd_max {
-                self.lx_note_reordering(reord);
+            if reord < tcb.snd_max {
+                self.note_reordering(tcb, reord);
             }
         }
     }
 
     /// The cumulative ACK (Linux `tcp_clean_rtx_queue`).
-    fn lx_clean_rtx_queue(&mut self, now: Time, ack: u64, prior_fack: u64, f: &mut AckFlags, t: &mut Tally) {
-        let sack = self.lx_sack();
-        let min_rtt = self.rtt.min_rtt;
+    fn clean_rtx_queue(
+        &mut self,
+        tcb: &mut Tcb,
+        now: Time,
+        ack: u64,
+        prior_fack: u64,
+        f: &mut AckFlags,
+        t: &mut Tally,
+    ) {
+        let sack = tcb.sack();
+        let min_rtt = tcb.rtt.min_rtt;
         let mut acked_segments = 0u32;
         let mut delivered = 0u64;
         let mut retrans_acked = false;
         {
-            let lx = &mut self.lx;
-            let high_seq = lx.high_seq;
-            lx.q.ack_to(ack, |seg| {
+            let high_seq = self.high_seq;
+            self.q.ack_to(ack, |seg| {
                 acked_segments += 1;
                 t.acked_bytes += seg.end - seg.start;
                 if seg.retransmitted() {
@@ -289,7 +338,7 @@ impl TcpSender {
                     t.delivered_bytes += seg.end - seg.start;
                     if sack {
                         delivered += 1;
-                        lx.rack.on_delivered(now, seg, min_rtt);
+                        self.rack.on_delivered(now, seg, min_rtt);
                     }
                 }
             });
@@ -304,20 +353,20 @@ impl TcpSender {
             t.last_ackt = None;
         }
         f.set_xmit_timer = true;
-        self.snd_una = ack;
-        if self.snd_nxt < ack {
-            self.snd_nxt = ack;
+        tcb.snd_una = ack;
+        if tcb.snd_nxt < ack {
+            tcb.snd_nxt = ack;
         }
-        self.lx.retransmits = 0;
+        self.retransmits = 0;
         if sack {
-            self.lx.delivered += delivered;
+            self.delivered += delivered;
             if let Some(reord) = t.reord.take() {
                 if reord < prior_fack {
-                    self.lx_note_reordering(reord);
+                    self.note_reordering(tcb, reord);
                 }
             }
         } else {
-            self.lx_remove_reno_sacks(acked_segments);
+            self.remove_reno_sacks(acked_segments);
             if retrans_acked {
                 f.orig_sack_acked = false;
             }
@@ -328,96 +377,95 @@ impl TcpSender {
     /// acknowledged and never retransmitted for the estimator, the newest for the congestion
     /// control and the minimum; the SACKed ones if nothing was acknowledged; with timestamps,
     /// from the echo when only retransmissions were acknowledged. Returns the newest.
-    fn lx_update_rtt(&mut self, now: Time, pkt: &Packet, f: &AckFlags, t: &Tally) -> Option<Time> {
+    fn update_rtt(&mut self, tcb: &mut Tcb, now: Time, pkt: &Packet, f: &AckFlags, t: &Tally) -> Option<Time> {
         let mut seq_rtt = t.first_ackt.or(t.first_sackt).map(|x| now - x);
         // The congestion control's sample is the newest segment SACKed if any was, else the
         // newest cumulatively acknowledged (Linux `tcp_clean_rtx_queue`: ca_rtt_us from
         // last_sackt overrides the one from last_ackt).
         let mut ca_rtt = t.last_sackt.or(t.last_ackt).map(|x| now - x);
-        if seq_rtt.is_none() && self.cfg.timestamps && f.una_advanced && pkt.ts_ecr > 0 {
+        if seq_rtt.is_none() && tcb.cfg.timestamps && f.una_advanced && pkt.ts_ecr > 0 {
             seq_rtt = Some(now.saturating_sub(pkt.ts_ecr).max(1));
             ca_rtt = seq_rtt;
         }
         let seq_rtt = seq_rtt?;
         if let Some(ca) = ca_rtt {
-            self.rtt.note_min_rtt(ca);
+            tcb.rtt.note_min_rtt(ca);
         }
-        match self.cfg.rto_estimator {
-            crate::tcp::config::RtoEstimator::Linux => self.rtt.sample_linux(seq_rtt, self.snd_una, self.snd_nxt),
+        match tcb.cfg.rto_estimator {
+            crate::tcp::config::RtoEstimator::Linux => tcb.rtt.sample_linux(seq_rtt, tcb.snd_una, tcb.snd_nxt),
             // BSD's timers run on the RFC stack only (the scenario's checks refuse them here).
             crate::tcp::config::RtoEstimator::Rfc6298 | crate::tcp::config::RtoEstimator::Bsd => {
-                self.rtt.sample(seq_rtt)
+                tcb.rtt.sample(seq_rtt)
             }
         }
         ca_rtt
     }
 
     /// Linux `tcp_process_tlp_ack`: the ACK tells whether the probe repaired a loss.
-    pub(crate) fn lx_process_tlp_ack(&mut self, now: Time, ack: u64, f: &AckFlags) {
-        let Some(high) = self.lx.tlp_high_seq else { return };
+    pub(crate) fn process_tlp_ack(&mut self, tcb: &mut Tcb, now: Time, ack: u64, f: &AckFlags) {
+        let Some(high) = self.tlp_high_seq else { return };
         if ack < high {
             return;
         }
-        if !self.lx.tlp_retrans || f.dsack_tlp {
+        if !self.tlp_retrans || f.dsack_tlp {
             // New data probed, or the original and the probe both arrived: no loss.
-            self.lx.tlp_high_seq = None;
+            self.tlp_high_seq = None;
         } else if ack > high {
             // The probe repaired a loss: reduce the window once, without a recovery.
-            self.lx_init_cwnd_reduction(now);
-            self.set_ca_state(now, CaState::Cwr);
-            self.lx_end_cwnd_reduction(now);
-            self.lx_try_keep_open(now);
-            self.stats.loss_probe_recoveries += 1;
+            self.init_cwnd_reduction(tcb, now);
+            tcb.set_ca_state(now, CaState::Cwr);
+            self.end_cwnd_reduction(tcb, now);
+            self.try_keep_open(tcb, now);
+            tcb.stats.loss_probe_recoveries += 1;
         } else if !(f.una_advanced || f.win_update || f.data_sacked) {
-            self.lx.tlp_high_seq = None;
+            self.tlp_high_seq = None;
         }
     }
 
     /// Linux `tcp_init_cwnd_reduction`.
-    pub(crate) fn lx_init_cwnd_reduction(&mut self, now: Time) {
-        self.sync_cc_view(now);
-        self.lx.high_seq = self.snd_max;
-        self.lx.tlp_high_seq = None;
-        self.cc_state.cwnd_cnt = 0;
-        self.prior_cwnd = self.cc_state.cwnd;
-        self.lx.prr = Prr::default();
-        self.cc_state.ssthresh = self.cc.ssthresh(&self.cc_state);
-        self.ecn_cwr_pending = self.cfg.ecn;
+    pub(crate) fn init_cwnd_reduction(&mut self, tcb: &mut Tcb, now: Time) {
+        tcb.sync_cc_view(now);
+        self.high_seq = tcb.snd_max;
+        self.tlp_high_seq = None;
+        tcb.cc_state.cwnd_cnt = 0;
+        tcb.prior_cwnd = tcb.cc_state.cwnd;
+        self.prr = Prr::default();
+        tcb.cc_state.ssthresh = tcb.cc.ssthresh(&tcb.cc_state);
+        tcb.ecn_cwr_pending = tcb.cfg.ecn;
     }
 
     /// Linux `tcp_end_cwnd_reduction`.
-    pub(crate) fn lx_end_cwnd_reduction(&mut self, now: Time) {
-        if self.controls {
+    pub(crate) fn end_cwnd_reduction(&mut self, tcb: &mut Tcb, now: Time) {
+        if tcb.controls {
             return;
         }
-        let s = &mut self.cc_state;
-        if s.ssthresh < crate::cc::INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.lx.undo.marker.is_some())
-        {
-            s.cwnd = Prr::cwnd_at_end(self.cfg.window_reduction, s.cwnd, s.ssthresh).max(1);
+        let s = &mut tcb.cc_state;
+        if s.ssthresh < crate::cc::INFINITE_SSTHRESH && (tcb.ca_state == CaState::Cwr || self.undo.marker.is_some()) {
+            s.cwnd = Prr::cwnd_at_end(tcb.cfg.window_reduction, s.cwnd, s.ssthresh).max(1);
         }
-        self.sync_cc_view(now);
-        self.cc.cwnd_event(&mut self.cc_state, CwndEvent::CompleteCwr);
+        tcb.sync_cc_view(now);
+        tcb.cc.cwnd_event(&mut tcb.cc_state, CwndEvent::CompleteCwr);
     }
 
     /// Linux `tcp_enter_recovery`.
-    pub(crate) fn lx_enter_recovery(&mut self, now: Time, ece: bool) {
-        self.stats.fast_retransmits += 1;
-        self.lx.undo.prior_ssthresh = 0;
-        self.lx.undo.init(self.snd_una, self.lx.q.retrans_out);
-        if !self.lx_in_reduction() {
+    pub(crate) fn enter_recovery(&mut self, tcb: &mut Tcb, now: Time, ece: bool) {
+        tcb.stats.fast_retransmits += 1;
+        self.undo.prior_ssthresh = 0;
+        self.undo.init(tcb.snd_una, self.q.retrans_out);
+        if !self.in_reduction(tcb) {
             if !ece {
-                self.lx.undo.prior_ssthresh = self.lx_current_ssthresh();
+                self.undo.prior_ssthresh = self.current_ssthresh(tcb);
             }
-            self.lx_init_cwnd_reduction(now);
+            self.init_cwnd_reduction(tcb, now);
         }
-        self.lx.disorder = false;
-        self.set_ca_state(now, CaState::Recovery);
+        self.disorder = false;
+        tcb.set_ca_state(now, CaState::Recovery);
     }
 
     /// Linux `tcp_current_ssthresh`: outside a reduction, at least 3/4 of cwnd.
-    pub(crate) fn lx_current_ssthresh(&self) -> u32 {
-        let s = &self.cc_state;
-        if self.lx_in_reduction() {
+    pub(crate) fn current_ssthresh(&self, tcb: &Tcb) -> u32 {
+        let s = &tcb.cc_state;
+        if self.in_reduction(tcb) {
             s.ssthresh
         } else {
             s.ssthresh.max((s.cwnd >> 1) + (s.cwnd >> 2))
@@ -425,47 +473,35 @@ impl TcpSender {
     }
 
     /// Linux `tcp_try_keep_open`: Disorder while segments are SACKed, lost or retransmitted.
-    pub(crate) fn lx_try_keep_open(&mut self, now: Time) {
-        let q = &self.lx.q;
+    pub(crate) fn try_keep_open(&mut self, tcb: &mut Tcb, now: Time) {
+        let q = &self.q;
         let disorder = q.sacked_out + q.lost_out > 0 || q.retrans_out > 0;
-        if self.ca_state != CaState::Open || self.lx.disorder != disorder {
-            if self.ca_state != CaState::Open {
-                self.set_ca_state(now, CaState::Open);
+        if tcb.ca_state != CaState::Open || self.disorder != disorder {
+            if tcb.ca_state != CaState::Open {
+                tcb.set_ca_state(now, CaState::Open);
             }
-            self.lx.disorder = disorder;
-            self.lx.high_seq = self.snd_max;
+            self.disorder = disorder;
+            self.high_seq = tcb.snd_max;
         }
     }
 
     /// Linux `tcp_try_to_open`.
-    pub(crate) fn lx_try_to_open(&mut self, now: Time, f: &AckFlags) {
-        if self.lx.q.retrans_out == 0 {
-            self.lx.undo.retrans_stamp = None;
+    pub(crate) fn try_to_open(&mut self, tcb: &mut Tcb, now: Time, f: &AckFlags) {
+        if self.q.retrans_out == 0 {
+            self.undo.retrans_stamp = None;
         }
         if f.ece {
-            self.lx_enter_cwr(now);
+            self.enter_cwr(tcb, now);
         }
-        if self.ca_state != CaState::Cwr {
-            self.lx_try_keep_open(now);
-        }
-    }
-
-    /// Linux `tcp_enter_cwr`: reduce once for this window without a loss (ECN, local
-    /// congestion).
-    pub(crate) fn lx_enter_cwr(&mut self, now: Time) {
-        self.lx.undo.prior_ssthresh = 0;
-        if matches!(self.ca_state, CaState::Open) {
-            self.stats.cwr_entries += 1;
-            self.lx.undo.marker = None;
-            self.lx_init_cwnd_reduction(now);
-            self.lx.disorder = false;
-            self.set_ca_state(now, CaState::Cwr);
+        if tcb.ca_state != CaState::Cwr {
+            self.try_keep_open(tcb, now);
         }
     }
 
     /// The recovery state machine (Linux `tcp_fastretrans_alert`).
-    pub(crate) fn lx_fastretrans_alert(
+    pub(crate) fn fastretrans_alert(
         &mut self,
+        tcb: &mut Tcb,
         now: Time,
         prior_snd_una: u64,
         num_dupack: u32,
@@ -473,79 +509,79 @@ impl TcpSender {
         pkt: &Packet,
         _out: &mut Vec<Packet>,
     ) {
-        let ts_ecr = (self.cfg.timestamps && pkt.ts_ecr > 0).then_some(pkt.ts_ecr);
-        let mut do_lost = num_dupack > 0 || (f.data_sacked && self.lx.q.sacked_out + 1 > self.lx.reordering);
+        let ts_ecr = (tcb.cfg.timestamps && pkt.ts_ecr > 0).then_some(pkt.ts_ecr);
+        let mut do_lost = num_dupack > 0 || (f.data_sacked && self.q.sacked_out + 1 > self.reordering);
         let mut fast_rexmit = false;
-        if self.lx.q.packets_out == 0 && self.lx.q.sacked_out > 0 {
-            self.lx.q.sacked_out = 0;
+        if self.q.packets_out == 0 && self.q.sacked_out > 0 {
+            self.q.sacked_out = 0;
         }
         if f.ece {
-            self.lx.undo.prior_ssthresh = 0; // A: ECN forbids undoing the reduction
+            self.undo.prior_ssthresh = 0; // A: ECN forbids undoing the reduction
         }
         // D: state exit conditions, once high_seq is acknowledged.
-        if self.ca_state == CaState::Open && !self.lx.disorder {
-            self.lx.undo.retrans_stamp = None;
-        } else if self.snd_una >= self.lx.high_seq {
-            match self.ca_state {
-                CaState::Cwr if self.snd_una != self.lx.high_seq => {
+        if tcb.ca_state == CaState::Open && !self.disorder {
+            self.undo.retrans_stamp = None;
+        } else if tcb.snd_una >= self.high_seq {
+            match tcb.ca_state {
+                CaState::Cwr if tcb.snd_una != self.high_seq => {
                     // Something above high_seq is acknowledged, so a CWR flag reached the peer.
-                    self.lx_end_cwnd_reduction(now);
-                    self.set_ca_state(now, CaState::Open);
+                    self.end_cwnd_reduction(tcb, now);
+                    tcb.set_ca_state(now, CaState::Open);
                 }
                 CaState::Recovery => {
-                    if !self.lx_sack() {
-                        self.lx.q.sacked_out = 0;
+                    if !tcb.sack() {
+                        self.q.sacked_out = 0;
                     }
-                    if self.lx_try_undo_recovery(now, ts_ecr) {
+                    if self.try_undo_recovery(tcb, now, ts_ecr) {
                         return;
                     }
-                    self.lx_end_cwnd_reduction(now);
+                    self.end_cwnd_reduction(tcb, now);
                 }
                 _ => {}
             }
         }
         // E: process the state.
-        match self.ca_state {
+        match tcb.ca_state {
             CaState::Recovery => {
                 if !f.una_advanced {
-                    if !self.lx_sack() {
-                        self.lx_add_reno_sack(num_dupack);
+                    if !tcb.sack() {
+                        self.add_reno_sack(tcb, num_dupack);
                     }
-                } else if self.lx_try_undo_partial(now, prior_snd_una, ts_ecr, &mut do_lost) {
+                } else if self.try_undo_partial(tcb, now, prior_snd_una, ts_ecr, &mut do_lost) {
                     return;
                 }
-                if self.lx_try_undo_dsack(now) {
-                    self.lx_try_to_open(now, f);
+                if self.try_undo_dsack(tcb, now) {
+                    self.try_to_open(tcb, now, f);
                 }
-                self.lx_identify_packet_loss(now, f);
-                if self.ca_state != CaState::Recovery {
-                    if !self.lx_time_to_recover() {
+                self.identify_packet_loss(tcb, now, f);
+                if tcb.ca_state != CaState::Recovery {
+                    if !self.time_to_recover(tcb) {
                         return;
                     }
                     // An undo reverted the state, but a loss is evident: recover again.
-                    self.lx_enter_recovery(now, f.ece);
+                    self.enter_recovery(tcb, now, f.ece);
                 }
             }
             CaState::Loss => {
-                self.lx_process_loss(now, f, num_dupack, ts_ecr);
-                self.lx_identify_packet_loss(now, f);
-                if !(self.ca_state == CaState::Open || f.lost_retrans) {
+                self.process_loss(tcb, now, f, num_dupack, ts_ecr);
+                self.identify_packet_loss(tcb, now, f);
+                if !(tcb.ca_state == CaState::Open || f.lost_retrans) {
                     return;
                 }
-                if !self.lx_default_state(now, num_dupack, f) {
+                if !self.default_state(tcb, now, num_dupack, f) {
                     return;
                 }
                 fast_rexmit = true;
             }
             _ => {
-                if !self.lx_default_state(now, num_dupack, f) {
+                if !self.default_state(tcb, now, num_dupack, f) {
                     return;
                 }
                 fast_rexmit = true;
             }
         }
-        if !self.cfg.rack && do_lost && self.lx_sack() {
-            self.lx_update_scoreboard(fast_rexmit);
+        if !tcb.cfg.rack && do_lost && tcb.sack() {
+            self.update_scoreboard(tcb, fast_rexmit);
         }
     }
 
@@ -553,29 +589,30 @@ impl TcpSender {
     /// when retransmissions are lost or the state reopened).
     /// Returns whether recovery began (Linux goes on to mark losses then; otherwise it is done
     /// with the ACK).
-    pub(crate) fn lx_default_state(&mut self, now: Time, num_dupack: u32, f: &mut AckFlags) -> bool {
-        if !self.lx_sack() {
+    pub(crate) fn default_state(&mut self, tcb: &mut Tcb, now: Time, num_dupack: u32, f: &mut AckFlags) -> bool {
+        if !tcb.sack() {
             if f.una_advanced {
-                self.lx.q.sacked_out = 0;
+                self.q.sacked_out = 0;
             }
-            self.lx_add_reno_sack(num_dupack);
+            self.add_reno_sack(tcb, num_dupack);
         }
-        if self.ca_state != CaState::Loss && !self.lx_in_reduction() {
-            self.lx_try_undo_dsack(now);
+        if tcb.ca_state != CaState::Loss && !self.in_reduction(tcb) {
+            self.try_undo_dsack(tcb, now);
         }
-        self.lx_identify_packet_loss(now, f);
-        if !self.lx_time_to_recover() {
-            self.lx_try_to_open(now, f);
+        self.identify_packet_loss(tcb, now, f);
+        if !self.time_to_recover(tcb) {
+            self.try_to_open(tcb, now, f);
             return false;
         }
-        self.lx_enter_recovery(now, f.ece);
+        self.enter_recovery(tcb, now, f.ece);
         true
     }
 
     /// The window after an ACK (Linux `tcp_cong_control`).
     #[allow(clippy::too_many_arguments)]
-    fn lx_cong_control(
+    fn adjust_cwnd(
         &mut self,
+        tcb: &mut Tcb,
         now: Time,
         f: &AckFlags,
         t: &Tally,
@@ -585,7 +622,7 @@ impl TcpSender {
         prior_in_flight: u32,
         _out: &mut Vec<Packet>,
     ) {
-        let mss = self.cfg.mss_bytes as u64;
+        let mss = tcb.cfg.mss_bytes as u64;
         let mut sample = AckSample {
             acked_segments: (t.acked_bytes.div_ceil(mss)) as u32,
             delivered_segments: delivered,
@@ -596,44 +633,45 @@ impl TcpSender {
             is_ack_delayed: t.maybe_delayed,
             ..Default::default()
         };
-        self.cc_state.delivered_bytes += t.delivered_bytes;
-        if self.controls {
-            self.fill_rate_sample(now, &mut sample);
+        tcb.cc_state.delivered_bytes += t.delivered_bytes;
+        if tcb.controls {
+            tcb.rate_sample(now, &mut sample);
+            sample.in_flight_bytes = self.in_flight_bytes(tcb);
             sample.newly_lost_bytes = newly_lost as u64 * mss;
         }
-        self.sync_cc_view(now);
-        self.cc_state.in_flight_segments = self.lx.q.in_flight();
+        tcb.sync_cc_view(now);
+        tcb.cc_state.in_flight_segments = self.q.in_flight();
         if t.acked_bytes > 0 || t.delivered_bytes > 0 {
-            self.cc.pkts_acked(&mut self.cc_state, &sample);
+            tcb.cc.pkts_acked(&mut tcb.cc_state, &sample);
         }
-        if self.controls {
-            self.cong_control(&sample);
+        if tcb.controls {
+            tcb.cong_control(&sample);
             return;
         }
-        if self.lx_in_reduction() {
-            let q = &self.lx.q;
-            if let Some(cwnd) = self.lx.prr.cwnd_after_ack(
-                self.cfg.window_reduction,
-                self.cc_state.cwnd,
-                self.cc_state.ssthresh,
-                self.prior_cwnd,
+        if self.in_reduction(tcb) {
+            let q = &self.q;
+            if let Some(cwnd) = self.prr.cwnd_after_ack(
+                tcb.cfg.window_reduction,
+                tcb.cc_state.cwnd,
+                tcb.cc_state.ssthresh,
+                tcb.prior_cwnd,
                 q.in_flight(),
                 delivered,
                 newly_lost,
                 f.una_advanced,
             ) {
-                self.cc_state.cwnd = cwnd.max(1);
+                tcb.cc_state.cwnd = cwnd.max(1);
             }
-        } else if self.lx_may_raise_cwnd(f) {
-            self.cc_state.cwnd_limited = self.lx_is_cwnd_limited();
-            self.cc.cong_avoid(&mut self.cc_state, &sample);
+        } else if self.may_raise_cwnd(tcb, f) {
+            tcb.cc_state.cwnd_limited = self.is_cwnd_limited(tcb);
+            tcb.cc.cong_avoid(&mut tcb.cc_state, &sample);
         }
     }
 
     /// Linux `tcp_may_raise_cwnd`: with high reordering grow on any forward progress,
     /// otherwise only on in-order delivery (RFC 5681).
-    pub(crate) fn lx_may_raise_cwnd(&self, f: &AckFlags) -> bool {
-        if self.lx.reordering > self.cfg.dupack_threshold {
+    pub(crate) fn may_raise_cwnd(&self, tcb: &Tcb, f: &AckFlags) -> bool {
+        if self.reordering > tcb.cfg.dupack_threshold {
             f.una_advanced || f.data_sacked
         } else {
             f.una_advanced
@@ -642,19 +680,19 @@ impl TcpSender {
 
     /// Linux `tcp_is_cwnd_limited`: cwnd limited sending in this round trip, or in slow
     /// start cwnd is below twice the most sent in it.
-    pub(crate) fn lx_is_cwnd_limited(&self) -> bool {
-        if self.lx.is_cwnd_limited {
+    pub(crate) fn is_cwnd_limited(&self, tcb: &Tcb) -> bool {
+        if self.is_cwnd_limited {
             return true;
         }
-        self.cc_state.in_slow_start() && self.cc_state.cwnd < 2 * self.lx.max_packets_out
+        tcb.cc_state.in_slow_start() && tcb.cc_state.cwnd < 2 * self.max_packets_out
     }
 
     /// The segment `seg` is being resent: the undo and PRR books (Linux
     /// `tcp_retransmit_skb`).
-    pub(crate) fn lx_note_retransmit(&mut self, now: Time) {
-        self.lx.undo.on_retransmit(now);
-        if self.lx_in_reduction() {
-            self.lx.prr.on_send();
+    pub(crate) fn note_retransmit(&mut self, tcb: &mut Tcb, now: Time) {
+        self.undo.on_retransmit(now);
+        if self.in_reduction(tcb) {
+            self.prr.on_send();
         }
     }
 }

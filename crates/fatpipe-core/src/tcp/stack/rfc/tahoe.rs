@@ -3,21 +3,22 @@
 //! The RFC stack's shared ACK path is in `rfc.rs`; Tahoe's recovery then runs as a
 //! timeout's does (state Loss), with its partial ACKs handled as NewReno's (`newreno.rs`).
 
+use super::RfcStack;
 use crate::cc::CaState;
-use crate::tcp::TcpSender;
+use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 
-impl TcpSender {
+impl RfcStack {
     /// The threshold's duplicate ACK: cwnd to one segment and go back to the hole.
-    pub(crate) fn tahoe_enter_recovery(&mut self, now: Time) {
-        if !self.controls {
-            self.cc_state.cwnd = 1;
+    pub(crate) fn tahoe_enter_recovery(&mut self, tcb: &mut Tcb, now: Time) {
+        if !tcb.controls {
+            tcb.cc_state.cwnd = 1;
         }
-        if self.rate.is_some() {
-            self.head_lost_bytes += (self.snd_max - self.snd_una).min(self.cfg.mss_bytes as u64);
+        if tcb.rate.is_some() {
+            self.head_lost_bytes += (tcb.snd_max - tcb.snd_una).min(tcb.cfg.mss_bytes as u64);
         }
-        self.snd_nxt = self.snd_una;
-        self.timed_segment = None;
-        self.set_ca_state(now, CaState::Loss);
+        tcb.snd_nxt = tcb.snd_una;
+        tcb.timed_segment = None;
+        tcb.set_ca_state(now, CaState::Loss);
     }
 }

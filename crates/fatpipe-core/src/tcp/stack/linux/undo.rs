@@ -13,9 +13,10 @@
 //! An undo restores cwnd (the algorithm's `undo_cwnd`, by default max(cwnd, prior_cwnd)) and
 //! ssthresh (the larger of it and the one before the reduction).
 
-use super::linux::AckFlags;
+use super::AckFlags;
+use super::LinuxStack;
 use crate::cc::CaState;
-use crate::tcp::TcpSender;
+use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 
 /// What the undo mechanism remembers of the reduction in progress (Linux `undo_marker`,
@@ -81,131 +82,139 @@ impl UndoState {
 
 /// The undo decisions of the Linux stack's state machine, and F-RTO's (Linux
 /// `tcp_process_loss`).
-impl TcpSender {
+impl LinuxStack {
     /// Linux `tcp_undo_cwnd_reduction`.
-    pub(crate) fn lx_undo_cwnd_reduction(&mut self, now: Time, unmark_loss: bool) {
+    pub(crate) fn undo_cwnd_reduction(&mut self, tcb: &mut Tcb, now: Time, unmark_loss: bool) {
         if unmark_loss {
-            self.lx.q.unmark_all_lost();
-            self.lx.mark_hint = None;
+            self.q.unmark_all_lost();
+            self.mark_hint = None;
         }
-        if self.lx.undo.prior_ssthresh > 0 {
-            self.sync_cc_view(now);
-            self.cc_state.cwnd = self.cc.undo_cwnd(&self.cc_state, self.prior_cwnd);
-            if self.lx.undo.prior_ssthresh > self.cc_state.ssthresh {
-                self.cc_state.ssthresh = self.lx.undo.prior_ssthresh;
-                self.ecn_cwr_pending = false;
+        if self.undo.prior_ssthresh > 0 {
+            tcb.sync_cc_view(now);
+            tcb.cc_state.cwnd = tcb.cc.undo_cwnd(&tcb.cc_state, tcb.prior_cwnd);
+            if self.undo.prior_ssthresh > tcb.cc_state.ssthresh {
+                tcb.cc_state.ssthresh = self.undo.prior_ssthresh;
+                tcb.ecn_cwr_pending = false;
             }
         }
-        self.lx.undo.marker = None;
-        self.lx.rack.advanced = true;
-        self.stats.undos += 1;
+        self.undo.marker = None;
+        self.rack.advanced = true;
+        tcb.stats.undos += 1;
     }
 
     /// Linux `tcp_try_undo_recovery`: recovery is over; undo it if it was spurious.
     /// Returns true when the state must be held (NewReno without SACK).
-    pub(crate) fn lx_try_undo_recovery(&mut self, now: Time, ts_ecr: Option<Time>) -> bool {
-        if self.cfg.undo && self.lx.undo.may_undo(ts_ecr, self.lx_sack()) {
-            self.lx_undo_cwnd_reduction(now, false);
-        } else if self.lx.rack.reo_wnd_persist > 0 {
-            self.lx.rack.reo_wnd_persist -= 1;
+    pub(crate) fn try_undo_recovery(&mut self, tcb: &mut Tcb, now: Time, ts_ecr: Option<Time>) -> bool {
+        if tcb.cfg.undo && self.undo.may_undo(ts_ecr, tcb.sack()) {
+            self.undo_cwnd_reduction(tcb, now, false);
+        } else if self.rack.reo_wnd_persist > 0 {
+            self.rack.reo_wnd_persist -= 1;
         }
-        if self.snd_una == self.lx.high_seq && !self.lx_sack() {
+        if tcb.snd_una == self.high_seq && !tcb.sack() {
             // RFC 6582: hold until something above high_seq is acknowledged.
-            if self.lx.q.retrans_out == 0 {
-                self.lx.undo.retrans_stamp = None;
+            if self.q.retrans_out == 0 {
+                self.undo.retrans_stamp = None;
             }
             return true;
         }
-        self.set_ca_state(now, CaState::Open);
-        self.lx.disorder = false;
+        tcb.set_ca_state(now, CaState::Open);
+        self.disorder = false;
         false
     }
 
     /// Linux `tcp_try_undo_dsack`.
-    pub(crate) fn lx_try_undo_dsack(&mut self, now: Time) -> bool {
-        if self.cfg.undo && self.lx.undo.dsack_says_spurious() {
-            self.lx.rack.reo_wnd_persist = (self.lx.rack.reo_wnd_persist + 1).min(super::rack::RECOVERY_THRESH);
-            self.lx_undo_cwnd_reduction(now, false);
+    pub(crate) fn try_undo_dsack(&mut self, tcb: &mut Tcb, now: Time) -> bool {
+        if tcb.cfg.undo && self.undo.dsack_says_spurious() {
+            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(super::rack::RECOVERY_THRESH);
+            self.undo_cwnd_reduction(tcb, now, false);
             return true;
         }
         false
     }
 
     /// Linux `tcp_try_undo_loss`.
-    pub(crate) fn lx_try_undo_loss(&mut self, now: Time, frto_undo: bool, ts_ecr: Option<Time>) -> bool {
-        if !self.cfg.undo || !(frto_undo || self.lx.undo.may_undo(ts_ecr, self.lx_sack())) {
+    pub(crate) fn try_undo_loss(&mut self, tcb: &mut Tcb, now: Time, frto_undo: bool, ts_ecr: Option<Time>) -> bool {
+        if !tcb.cfg.undo || !(frto_undo || self.undo.may_undo(ts_ecr, tcb.sack())) {
             return false;
         }
-        self.lx_undo_cwnd_reduction(now, true);
+        self.undo_cwnd_reduction(tcb, now, true);
         if frto_undo {
-            self.stats.spurious_timeouts += 1;
+            tcb.stats.spurious_timeouts += 1;
         }
-        self.lx.retransmits = 0;
-        if frto_undo || self.lx_sack() {
-            self.set_ca_state(now, CaState::Open);
-            self.lx.disorder = false;
+        self.retransmits = 0;
+        if frto_undo || tcb.sack() {
+            tcb.set_ca_state(now, CaState::Open);
+            self.disorder = false;
         }
         true
     }
 
     /// Linux `tcp_try_undo_partial`: a partial ACK of original data during recovery.
     /// Returns true to stop processing this ACK; `do_lost` says whether to mark more losses.
-    pub(crate) fn lx_try_undo_partial(
+    pub(crate) fn try_undo_partial(
         &mut self,
+        tcb: &mut Tcb,
         now: Time,
         prior_snd_una: u64,
         ts_ecr: Option<Time>,
         do_lost: &mut bool,
     ) -> bool {
-        if self.cfg.undo && self.lx.undo.marker.is_some() && self.lx.undo.packet_delayed(ts_ecr, self.lx_sack()) {
-            self.lx_note_reordering(prior_snd_una);
-            if self.lx.q.retrans_out > 0 {
+        if tcb.cfg.undo && self.undo.marker.is_some() && self.undo.packet_delayed(ts_ecr, tcb.sack()) {
+            self.note_reordering(tcb, prior_snd_una);
+            if self.q.retrans_out > 0 {
                 return true;
             }
-            self.lx.undo.retrans_stamp = None;
-            self.lx_undo_cwnd_reduction(now, true);
-            self.lx_try_keep_open(now);
+            self.undo.retrans_stamp = None;
+            self.undo_cwnd_reduction(tcb, now, true);
+            self.try_keep_open(tcb, now);
         } else {
-            *do_lost = !self.lx_sack() || self.lx.q.sacked_out + 1 > self.lx.reordering;
+            *do_lost = !tcb.sack() || self.q.sacked_out + 1 > self.reordering;
         }
         false
     }
 
     /// F-RTO and the Loss state (Linux `tcp_process_loss`). Returns whether new data may
     /// go out instead of retransmissions (F-RTO step 2b).
-    pub(crate) fn lx_process_loss(&mut self, now: Time, f: &AckFlags, num_dupack: u32, ts_ecr: Option<Time>) {
-        let recovered = self.snd_una >= self.lx.high_seq;
-        if f.una_advanced && self.lx_try_undo_loss(now, false, ts_ecr) {
+    pub(crate) fn process_loss(
+        &mut self,
+        tcb: &mut Tcb,
+        now: Time,
+        f: &AckFlags,
+        num_dupack: u32,
+        ts_ecr: Option<Time>,
+    ) {
+        let recovered = tcb.snd_una >= self.high_seq;
+        if f.una_advanced && self.try_undo_loss(tcb, now, false, ts_ecr) {
             return;
         }
-        if self.lx.frto {
+        if self.frto {
             // RFC 5682 3.1 step 3b: never-retransmitted data was (S)ACKed: spurious.
-            if f.orig_sack_acked && self.lx_try_undo_loss(now, true, ts_ecr) {
+            if f.orig_sack_acked && self.try_undo_loss(tcb, now, true, ts_ecr) {
                 return;
             }
-            if self.snd_nxt > self.lx.high_seq {
+            if tcb.snd_nxt > self.high_seq {
                 if f.data_sacked || num_dupack > 0 {
-                    self.lx.frto = false; // step 3a: the loss was real
+                    self.frto = false; // step 3a: the loss was real
                 }
             } else if f.una_advanced && !recovered {
                 // Step 2b: send new data next (the send loop does, window permitting).
-                self.lx.high_seq = self.snd_nxt;
-                if self.written > self.snd_max && self.snd_una + self.rwnd > self.snd_max {
+                self.high_seq = tcb.snd_nxt;
+                if tcb.written > tcb.snd_max && tcb.snd_una + tcb.rwnd > tcb.snd_max {
                     self.frto_send_new = true;
                     return;
                 }
-                self.lx.frto = false;
+                self.frto = false;
             }
         }
         if recovered {
-            self.lx_try_undo_recovery(now, ts_ecr);
+            self.try_undo_recovery(tcb, now, ts_ecr);
             return;
         }
-        if !self.lx_sack() {
-            if self.snd_nxt > self.lx.high_seq && num_dupack > 0 {
-                self.lx_add_reno_sack(num_dupack);
+        if !tcb.sack() {
+            if tcb.snd_nxt > self.high_seq && num_dupack > 0 {
+                self.add_reno_sack(tcb, num_dupack);
             } else if f.una_advanced {
-                self.lx.q.sacked_out = 0;
+                self.q.sacked_out = 0;
             }
         }
     }
