@@ -36,7 +36,7 @@ pub enum SackVariant {
 
 /// Which loss detection and recovery runs: the RFC reference stack, or Linux's
 /// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/stack/linux/`).
-/// The sender's stack itself is `tcp::stack::Stack`, a value built from this choice.
+// The sender's stack itself is `tcp::stack::Stack`, a value built from this choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(rename = "Stack")]
