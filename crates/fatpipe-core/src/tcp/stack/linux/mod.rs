@@ -1,36 +1,42 @@
-//! The Linux stack's ACK processing and recovery state machine (net/ipv4/tcp_input.c:
-//! `tcp_ack`, `tcp_sacktag_write_queue`, `tcp_clean_rtx_queue`, `tcp_fastretrans_alert`).
+//! The Linux stack (`Stack::Linux`; profiles `linux`, `linux-2.4`): its state and its ACK
+//! path (net/ipv4/tcp_input.c: `tcp_ack`, `tcp_sacktag_write_queue`, `tcp_clean_rtx_queue`,
+//! `tcp_cong_control`).
 //!
-//! How the work divides, as in Linux:
+//! How the work divides, as in Linux, one piece per file:
 //! - the scoreboard (`rtx_queue.rs`) records what each ACK says: cumulatively acknowledged,
 //!   SACKed, DSACKed; from it come RTT samples (the send time of the oldest segment newly
-//!   acknowledged and never retransmitted), delivery counts and reordering evidence;
-//! - loss detection marks segments lost: RACK by time (`rack.rs`), or without RACK the
-//!   duplicate-ACK threshold over SACKed segments (FACK: over forward-acknowledged ones), or
-//!   without SACK NewReno's head-of-queue rule on counted duplicate ACKs;
-//! - the state machine (Open, Disorder, CWR, Recovery, Loss) enters recovery when a loss is
-//!   marked, leaves it when everything sent before it is acknowledged, and undoes it when
-//!   it proves spurious (`undo.rs`);
+//!   acknowledged and never retransmitted), delivery counts and reordering evidence (this
+//!   file);
+//! - loss detection (`loss_detection.rs`, `rack.rs`) marks segments lost: RACK by time, or
+//!   without RACK the duplicate-ACK threshold over SACKed segments (FACK: over
+//!   forward-acknowledged ones), or without SACK NewReno's head-of-queue rule on counted
+//!   duplicate ACKs; it also keeps the reordering degree;
+//! - the state machine (`state.rs`, `tcp_fastretrans_alert` and the functions it calls) is
+//!   the one place that sets the state (Open, Disorder, CWR, Recovery, Loss): it enters
+//!   recovery when a loss is marked, leaves it when everything sent before it is
+//!   acknowledged, and undoes it when the evidence the undo keeps (`undo.rs`) says it was
+//!   spurious;
 //! - the window: in Recovery and CWR it comes down by PRR or rate halving (`prr.rs`);
 //!   otherwise the congestion control grows it by what was delivered (`cong_avoid`), or sets
-//!   it (`cong_control`).
-//!
-//! The send loop and the timers of this stack are in `send.rs`.
+//!   it (`cong_control`) (this file, `adjust_cwnd`);
+//! - the send loop and the timer slot (RTO, RACK's reordering timer, tail loss probe):
+//!   `send.rs`.
 
-mod loss_detection;
+pub mod loss_detection;
 pub mod prr;
 pub mod rack;
 pub mod rtx_queue;
 mod send;
-mod undo;
+mod state;
+pub mod undo;
 
 use super::TcpStack;
-use crate::cc::{AckSample, CaState, CwndEvent};
+use crate::cc::{AckSample, CaState};
 use crate::packet::{Ecn, Packet};
 use crate::tcp::tcb::Tcb;
 use crate::time::Time;
+use loss_detection::LossDetection;
 use prr::Prr;
-use rack::Rack;
 use rtx_queue::{RtxQueue, Segment, SACKED};
 use undo::UndoState;
 
@@ -49,28 +55,28 @@ pub enum XmitTimer {
 /// The Linux stack's state beside the TCB.
 #[derive(Debug, Default)]
 pub struct LinuxStack {
+    /// The retransmission queue: every segment outstanding, with its scoreboard flags.
     pub q: RtxQueue,
-    pub rack: Rack,
+    /// Which segments are lost, and the reordering degree (`loss_detection.rs`).
+    pub loss: LossDetection,
+    /// How the window comes down in a reduction (`prr.rs`).
     pub prr: Prr,
+    /// What an undo needs (`undo.rs`).
     pub undo: UndoState,
-    /// Segments of reordering the path has shown (Linux `tp->reordering`).
-    pub reordering: u32,
-    /// Reordering events seen (Linux `reord_seen`).
-    pub reord_seen: u32,
     /// In Linux's Disorder state (SACKed or lost segments, no recovery); the congestion
     /// control sees Open.
     pub disorder: bool,
     /// SND.NXT when the current reduction or loss episode began (Linux `high_seq`).
     pub high_seq: u64,
-    /// Segments delivered and segments marked lost since the start (`tp->delivered`,
-    /// `tp->lost`).
+    /// Segments delivered since the start (`tp->delivered`).
     pub delivered: u64,
-    pub lost: u64,
     /// SND.NXT when the tail loss probe went out; the probe was a retransmission.
     pub tlp_high_seq: Option<u64>,
     pub tlp_retrans: bool,
     /// F-RTO is judging the last timeout (Linux `tp->frto`).
     pub frto: bool,
+    /// F-RTO step 2b: the next send pass sends new data rather than retransmissions.
+    pub(crate) frto_send_new: bool,
     /// Timeouts in a row without progress (Linux `icsk_retransmits`).
     pub retransmits: u32,
     pub pending: XmitTimer,
@@ -79,13 +85,6 @@ pub struct LinuxStack {
     pub max_packets_out: u32,
     pub is_cwnd_limited: bool,
     pub cwnd_usage_seq: u64,
-    /// Where the duplicate-ACK-threshold marking stopped (Linux `lost_skb_hint`,
-    /// `lost_cnt_hint`).
-    pub(crate) mark_hint: Option<(u64, u32)>,
-    /// FACK in force: the configuration's, until reordering turns it off.
-    pub(crate) fack: bool,
-    /// F-RTO step 2b: the next send pass sends new data rather than retransmissions.
-    pub(crate) frto_send_new: bool,
 }
 
 impl LinuxStack {
@@ -93,7 +92,7 @@ impl LinuxStack {
     /// threshold, and pacing counts payload bytes.
     pub(crate) fn new(tcb: &mut Tcb) -> LinuxStack {
         tcb.paces_payload = true;
-        LinuxStack { reordering: tcb.cfg.dupack_threshold, fack: tcb.cfg.fack, ..Default::default() }
+        LinuxStack { loss: LossDetection::new(&tcb.cfg), ..Default::default() }
     }
 
     /// Bytes in the network (Linux `tcp_packets_in_flight`).
@@ -169,7 +168,7 @@ impl TcpStack for LinuxStack {
         f.una_advanced = ack > prior_snd_una;
         let prior_in_flight = self.q.in_flight();
         let prior_delivered = self.delivered;
-        let prior_lost = self.lost;
+        let prior_lost = self.loss.lost;
         let prior_fack = self.q.highest_sack_end.max(prior_snd_una);
         let mut t = Tally::default();
         if tcb.sack() {
@@ -183,7 +182,7 @@ impl TcpStack for LinuxStack {
             self.clean_rtx_queue(tcb, now, ack, prior_fack, &mut f, &mut t);
         }
         let rtt = self.update_rtt(tcb, now, pkt, &f, &t);
-        self.rack.update_reo_wnd(now, tcb.rtt.srtt);
+        self.loss.rack.update_reo_wnd(now, tcb.rtt.srtt);
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(tcb, now, ack, &f);
         }
@@ -202,7 +201,7 @@ impl TcpStack for LinuxStack {
             self.set_xmit_timer(tcb, now);
         }
         let delivered = (self.delivered - prior_delivered) as u32;
-        let newly_lost = (self.lost - prior_lost) as u32;
+        let newly_lost = (self.loss.lost - prior_lost) as u32;
         self.adjust_cwnd(tcb, now, &f, &t, rtt, delivered, newly_lost, prior_in_flight, out);
         tcb.note_milestones(now);
         if tcb.snd_una == tcb.snd_max {
@@ -217,17 +216,9 @@ impl TcpStack for LinuxStack {
         self.write_timer(tcb, now, out);
     }
 
-    /// Linux `tcp_enter_cwr`: reduce once for this window without a loss (ECN, local
-    /// congestion).
+    /// Linux `tcp_enter_cwr` (`state.rs`).
     fn enter_cwr(&mut self, tcb: &mut Tcb, now: Time) {
-        self.undo.prior_ssthresh = 0;
-        if matches!(tcb.ca_state, CaState::Open) {
-            tcb.stats.cwr_entries += 1;
-            self.undo.marker = None;
-            self.init_cwnd_reduction(tcb, now);
-            self.disorder = false;
-            tcb.set_ca_state(now, CaState::Cwr);
-        }
+        LinuxStack::enter_cwr(self, tcb, now);
     }
 
     /// Lost segments first, then new data (Linux `tcp_xmit_retransmit_queue`, `tcp_write_xmit`).
@@ -236,7 +227,7 @@ impl TcpStack for LinuxStack {
     }
 
     fn reordering_segments(&self, _tcb: &Tcb) -> u32 {
-        self.reordering
+        self.loss.reordering
     }
 }
 
@@ -260,7 +251,7 @@ impl LinuxStack {
             tcb.stats.dsacks_received += 1;
             let segments = (e - s).div_ceil(tcb.cfg.mss_bytes as u64) as u32;
             self.undo.on_dsack(segments);
-            self.rack.dsack_seen = true;
+            self.loss.rack.dsack_seen = true;
             if self.tlp_retrans && self.tlp_high_seq.is_some_and(|h| e <= h && e + tcb.cfg.mss_bytes as u64 >= h) {
                 f.dsack_tlp = true;
             }
@@ -278,7 +269,7 @@ impl LinuxStack {
             }
             let rate = &mut tcb.rate;
             let newly = self.q.sack(s, e, |_, seg: &Segment| {
-                self.rack.on_delivered(now, seg, min_rtt);
+                self.loss.rack.on_delivered(now, seg, min_rtt);
                 if let Some(r) = rate.as_mut() {
                     r.on_sacked(seg.start, seg.end);
                 }
@@ -299,7 +290,7 @@ impl LinuxStack {
         }
         if let Some(reord) = t.reord.take() {
             if reord < tcb.snd_max {
-                self.note_reordering(tcb, reord);
+                self.loss.note_reordering(&self.q, tcb, reord);
             }
         }
     }
@@ -338,7 +329,7 @@ impl LinuxStack {
                     t.delivered_bytes += seg.end - seg.start;
                     if sack {
                         delivered += 1;
-                        self.rack.on_delivered(now, seg, min_rtt);
+                        self.loss.rack.on_delivered(now, seg, min_rtt);
                     }
                 }
             });
@@ -362,11 +353,11 @@ impl LinuxStack {
             self.delivered += delivered;
             if let Some(reord) = t.reord.take() {
                 if reord < prior_fack {
-                    self.note_reordering(tcb, reord);
+                    self.loss.note_reordering(&self.q, tcb, reord);
                 }
             }
         } else {
-            self.remove_reno_sacks(acked_segments);
+            self.delivered += u64::from(LossDetection::remove_reno_sacks(&mut self.q, acked_segments));
             if retrans_acked {
                 f.orig_sack_acked = false;
             }
@@ -399,213 +390,6 @@ impl LinuxStack {
             }
         }
         ca_rtt
-    }
-
-    /// Linux `tcp_process_tlp_ack`: the ACK tells whether the probe repaired a loss.
-    pub(crate) fn process_tlp_ack(&mut self, tcb: &mut Tcb, now: Time, ack: u64, f: &AckFlags) {
-        let Some(high) = self.tlp_high_seq else { return };
-        if ack < high {
-            return;
-        }
-        if !self.tlp_retrans || f.dsack_tlp {
-            // New data probed, or the original and the probe both arrived: no loss.
-            self.tlp_high_seq = None;
-        } else if ack > high {
-            // The probe repaired a loss: reduce the window once, without a recovery.
-            self.init_cwnd_reduction(tcb, now);
-            tcb.set_ca_state(now, CaState::Cwr);
-            self.end_cwnd_reduction(tcb, now);
-            self.try_keep_open(tcb, now);
-            tcb.stats.loss_probe_recoveries += 1;
-        } else if !(f.una_advanced || f.win_update || f.data_sacked) {
-            self.tlp_high_seq = None;
-        }
-    }
-
-    /// Linux `tcp_init_cwnd_reduction`.
-    pub(crate) fn init_cwnd_reduction(&mut self, tcb: &mut Tcb, now: Time) {
-        tcb.sync_cc_view(now);
-        self.high_seq = tcb.snd_max;
-        self.tlp_high_seq = None;
-        tcb.cc_state.cwnd_cnt = 0;
-        tcb.prior_cwnd = tcb.cc_state.cwnd;
-        self.prr = Prr::default();
-        tcb.cc_state.ssthresh = tcb.cc.ssthresh(&tcb.cc_state);
-        tcb.ecn_cwr_pending = tcb.cfg.ecn;
-    }
-
-    /// Linux `tcp_end_cwnd_reduction`.
-    pub(crate) fn end_cwnd_reduction(&mut self, tcb: &mut Tcb, now: Time) {
-        if tcb.controls {
-            return;
-        }
-        let s = &mut tcb.cc_state;
-        if s.ssthresh < crate::cc::INFINITE_SSTHRESH && (tcb.ca_state == CaState::Cwr || self.undo.marker.is_some()) {
-            s.cwnd = Prr::cwnd_at_end(tcb.cfg.window_reduction, s.cwnd, s.ssthresh).max(1);
-        }
-        tcb.sync_cc_view(now);
-        tcb.cc.cwnd_event(&mut tcb.cc_state, CwndEvent::CompleteCwr);
-    }
-
-    /// Linux `tcp_enter_recovery`.
-    pub(crate) fn enter_recovery(&mut self, tcb: &mut Tcb, now: Time, ece: bool) {
-        tcb.stats.fast_retransmits += 1;
-        self.undo.prior_ssthresh = 0;
-        self.undo.init(tcb.snd_una, self.q.retrans_out);
-        if !self.in_reduction(tcb) {
-            if !ece {
-                self.undo.prior_ssthresh = self.current_ssthresh(tcb);
-            }
-            self.init_cwnd_reduction(tcb, now);
-        }
-        self.disorder = false;
-        tcb.set_ca_state(now, CaState::Recovery);
-    }
-
-    /// Linux `tcp_current_ssthresh`: outside a reduction, at least 3/4 of cwnd.
-    pub(crate) fn current_ssthresh(&self, tcb: &Tcb) -> u32 {
-        let s = &tcb.cc_state;
-        if self.in_reduction(tcb) {
-            s.ssthresh
-        } else {
-            s.ssthresh.max((s.cwnd >> 1) + (s.cwnd >> 2))
-        }
-    }
-
-    /// Linux `tcp_try_keep_open`: Disorder while segments are SACKed, lost or retransmitted.
-    pub(crate) fn try_keep_open(&mut self, tcb: &mut Tcb, now: Time) {
-        let q = &self.q;
-        let disorder = q.sacked_out + q.lost_out > 0 || q.retrans_out > 0;
-        if tcb.ca_state != CaState::Open || self.disorder != disorder {
-            if tcb.ca_state != CaState::Open {
-                tcb.set_ca_state(now, CaState::Open);
-            }
-            self.disorder = disorder;
-            self.high_seq = tcb.snd_max;
-        }
-    }
-
-    /// Linux `tcp_try_to_open`.
-    pub(crate) fn try_to_open(&mut self, tcb: &mut Tcb, now: Time, f: &AckFlags) {
-        if self.q.retrans_out == 0 {
-            self.undo.retrans_stamp = None;
-        }
-        if f.ece {
-            self.enter_cwr(tcb, now);
-        }
-        if tcb.ca_state != CaState::Cwr {
-            self.try_keep_open(tcb, now);
-        }
-    }
-
-    /// The recovery state machine (Linux `tcp_fastretrans_alert`).
-    pub(crate) fn fastretrans_alert(
-        &mut self,
-        tcb: &mut Tcb,
-        now: Time,
-        prior_snd_una: u64,
-        num_dupack: u32,
-        f: &mut AckFlags,
-        pkt: &Packet,
-        _out: &mut Vec<Packet>,
-    ) {
-        let ts_ecr = (tcb.cfg.timestamps && pkt.ts_ecr > 0).then_some(pkt.ts_ecr);
-        let mut do_lost = num_dupack > 0 || (f.data_sacked && self.q.sacked_out + 1 > self.reordering);
-        let mut fast_rexmit = false;
-        if self.q.packets_out == 0 && self.q.sacked_out > 0 {
-            self.q.sacked_out = 0;
-        }
-        if f.ece {
-            self.undo.prior_ssthresh = 0; // A: ECN forbids undoing the reduction
-        }
-        // D: state exit conditions, once high_seq is acknowledged.
-        if tcb.ca_state == CaState::Open && !self.disorder {
-            self.undo.retrans_stamp = None;
-        } else if tcb.snd_una >= self.high_seq {
-            match tcb.ca_state {
-                CaState::Cwr if tcb.snd_una != self.high_seq => {
-                    // Something above high_seq is acknowledged, so a CWR flag reached the peer.
-                    self.end_cwnd_reduction(tcb, now);
-                    tcb.set_ca_state(now, CaState::Open);
-                }
-                CaState::Recovery => {
-                    if !tcb.sack() {
-                        self.q.sacked_out = 0;
-                    }
-                    if self.try_undo_recovery(tcb, now, ts_ecr) {
-                        return;
-                    }
-                    self.end_cwnd_reduction(tcb, now);
-                }
-                _ => {}
-            }
-        }
-        // E: process the state.
-        match tcb.ca_state {
-            CaState::Recovery => {
-                if !f.una_advanced {
-                    if !tcb.sack() {
-                        self.add_reno_sack(tcb, num_dupack);
-                    }
-                } else if self.try_undo_partial(tcb, now, prior_snd_una, ts_ecr, &mut do_lost) {
-                    return;
-                }
-                if self.try_undo_dsack(tcb, now) {
-                    self.try_to_open(tcb, now, f);
-                }
-                self.identify_packet_loss(tcb, now, f);
-                if tcb.ca_state != CaState::Recovery {
-                    if !self.time_to_recover(tcb) {
-                        return;
-                    }
-                    // An undo reverted the state, but a loss is evident: recover again.
-                    self.enter_recovery(tcb, now, f.ece);
-                }
-            }
-            CaState::Loss => {
-                self.process_loss(tcb, now, f, num_dupack, ts_ecr);
-                self.identify_packet_loss(tcb, now, f);
-                if !(tcb.ca_state == CaState::Open || f.lost_retrans) {
-                    return;
-                }
-                if !self.default_state(tcb, now, num_dupack, f) {
-                    return;
-                }
-                fast_rexmit = true;
-            }
-            _ => {
-                if !self.default_state(tcb, now, num_dupack, f) {
-                    return;
-                }
-                fast_rexmit = true;
-            }
-        }
-        if !tcb.cfg.rack && do_lost && tcb.sack() {
-            self.update_scoreboard(tcb, fast_rexmit);
-        }
-    }
-
-    /// The Open, Disorder and CWR states of `tcp_fastretrans_alert` (and Loss falling through
-    /// when retransmissions are lost or the state reopened).
-    /// Returns whether recovery began (Linux goes on to mark losses then; otherwise it is done
-    /// with the ACK).
-    pub(crate) fn default_state(&mut self, tcb: &mut Tcb, now: Time, num_dupack: u32, f: &mut AckFlags) -> bool {
-        if !tcb.sack() {
-            if f.una_advanced {
-                self.q.sacked_out = 0;
-            }
-            self.add_reno_sack(tcb, num_dupack);
-        }
-        if tcb.ca_state != CaState::Loss && !self.in_reduction(tcb) {
-            self.try_undo_dsack(tcb, now);
-        }
-        self.identify_packet_loss(tcb, now, f);
-        if !self.time_to_recover(tcb) {
-            self.try_to_open(tcb, now, f);
-            return false;
-        }
-        self.enter_recovery(tcb, now, f.ece);
-        true
     }
 
     /// The window after an ACK (Linux `tcp_cong_control`).
@@ -671,7 +455,7 @@ impl LinuxStack {
     /// Linux `tcp_may_raise_cwnd`: with high reordering grow on any forward progress,
     /// otherwise only on in-order delivery (RFC 5681).
     pub(crate) fn may_raise_cwnd(&self, tcb: &Tcb, f: &AckFlags) -> bool {
-        if self.reordering > tcb.cfg.dupack_threshold {
+        if self.loss.reordering > tcb.cfg.dupack_threshold {
             f.una_advanced || f.data_sacked
         } else {
             f.una_advanced

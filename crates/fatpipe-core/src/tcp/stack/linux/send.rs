@@ -11,12 +11,11 @@
 //! RACK's reordering timer and the tail loss probe. The RTO counts from the oldest
 //! outstanding segment's transmission when it takes over from the other two.
 
-use super::prr::Prr;
 use super::rack::probe_timeout;
 use super::rtx_queue::SACKED;
 use super::LinuxStack;
 use super::XmitTimer;
-use crate::cc::{CaState, CwndEvent};
+use crate::cc::CaState;
 use crate::packet::Packet;
 use crate::tcp::stack::TcpStack;
 use crate::tcp::tcb::Tcb;
@@ -156,12 +155,7 @@ impl LinuxStack {
     /// Linux `tcp_rack_reo_timeout`: the reordering window has passed; mark what is due.
     fn reo_timeout(&mut self, tcb: &mut Tcb, now: Time, out: &mut Vec<Packet>) {
         let prior_in_flight = self.q.in_flight();
-        let before = self.q.lost_out;
-        let reo_wnd = self.reo_wnd(tcb);
-        self.rack.detect_loss(&mut self.q, now, reo_wnd);
-        if self.q.lost_out > before {
-            self.lost += (self.q.lost_out - before) as u64;
-        }
+        self.loss.on_reo_timeout(&mut self.q, tcb, now);
         self.pending = XmitTimer::Retransmission;
         if prior_in_flight != self.q.in_flight() {
             if tcb.ca_state != CaState::Recovery {
@@ -240,57 +234,5 @@ impl LinuxStack {
         self.retransmits += 1;
         tcb.rto_deadline = Some(now + tcb.rtt.rto());
         self.pending = XmitTimer::Retransmission;
-    }
-
-    /// Linux `tcp_enter_loss` with `tcp_timeout_mark_lost`.
-    fn enter_loss(&mut self, tcb: &mut Tcb, now: Time) {
-        // Linux: a loss episode that is not a recovery's (state below Recovery), and the
-        // states Open and Disorder.
-        let new_recovery = matches!(tcb.ca_state, CaState::Open | CaState::Cwr);
-        let open_or_disorder = tcb.ca_state == CaState::Open;
-        // Every segment not SACKed is lost, but the ones sent so recently that RACK would not
-        // call them lost yet (all but the head).
-        let before = self.q.lost_out;
-        let rack_rtt = self.rack.rtt_ps;
-        let ids = self.q.ids();
-        let head = ids.start;
-        for id in ids {
-            let s = self.q.get(id).unwrap();
-            if s.has(SACKED) {
-                continue;
-            }
-            if id != head && tcb.cfg.rack && s.xmit_ps + rack_rtt > now {
-                continue;
-            }
-            self.q.mark_lost(id);
-        }
-        if self.q.lost_out > before {
-            self.lost += (self.q.lost_out - before) as u64;
-        }
-        // Reduce ssthresh once per window (not again on a repeated timeout).
-        let high_seq_passed = self.high_seq <= tcb.snd_una;
-        if open_or_disorder || high_seq_passed || (tcb.ca_state == CaState::Loss && self.retransmits == 0) {
-            tcb.sync_cc_view(now);
-            self.undo.prior_ssthresh = self.current_ssthresh(tcb);
-            tcb.prior_cwnd = tcb.cc_state.cwnd;
-            tcb.cc_state.ssthresh = tcb.cc.ssthresh(&tcb.cc_state);
-            tcb.cc.cwnd_event(&mut tcb.cc_state, CwndEvent::Loss);
-            self.undo.init(tcb.snd_una, self.q.retrans_out);
-        }
-        if !tcb.controls {
-            tcb.cc_state.cwnd = self.q.in_flight() + 1;
-        }
-        tcb.cc_state.cwnd_cnt = 0;
-        if open_or_disorder && self.q.sacked_out >= tcb.cfg.dupack_threshold {
-            // A timeout after many duplicate ACKs: the reordering degree was over-estimated.
-            self.reordering = self.reordering.min(tcb.cfg.dupack_threshold);
-        }
-        self.disorder = false;
-        tcb.set_ca_state(now, CaState::Loss);
-        self.high_seq = tcb.snd_max;
-        self.tlp_high_seq = None;
-        tcb.ecn_cwr_pending = tcb.cfg.ecn;
-        self.frto = tcb.cfg.frto && (new_recovery || self.retransmits > 0);
-        self.prr = Prr::default();
     }
 }

@@ -11,11 +11,10 @@
 //!   segments that were never retransmitted, so the timeout was spurious.
 //!
 //! An undo restores cwnd (the algorithm's `undo_cwnd`, by default max(cwnd, prior_cwnd)) and
-//! ssthresh (the larger of it and the one before the reduction).
+//! ssthresh (the larger of it and the one before the reduction). `UndoState` keeps the
+//! evidence and restores the window; when to undo, and the state after, is the state
+//! machine's (`state.rs`, Linux `tcp_try_undo_*`).
 
-use super::AckFlags;
-use super::LinuxStack;
-use crate::cc::CaState;
 use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 
@@ -78,145 +77,21 @@ impl UndoState {
     pub fn dsack_says_spurious(&self) -> bool {
         self.marker.is_some() && self.retrans == 0
     }
-}
 
-/// The undo decisions of the Linux stack's state machine, and F-RTO's (Linux
-/// `tcp_process_loss`).
-impl LinuxStack {
-    /// Linux `tcp_undo_cwnd_reduction`.
-    pub(crate) fn undo_cwnd_reduction(&mut self, tcb: &mut Tcb, now: Time, unmark_loss: bool) {
-        if unmark_loss {
-            self.q.unmark_all_lost();
-            self.mark_hint = None;
-        }
-        if self.undo.prior_ssthresh > 0 {
+    /// Takes the reduction back (the window part of Linux `tcp_undo_cwnd_reduction`): cwnd
+    /// from the algorithm's `undo_cwnd`, ssthresh back to what it was before unless the
+    /// reduction was ECN's; nothing is left to undo.
+    pub(crate) fn undo_reduction(&mut self, tcb: &mut Tcb, now: Time) {
+        if self.prior_ssthresh > 0 {
             tcb.sync_cc_view(now);
             tcb.cc_state.cwnd = tcb.cc.undo_cwnd(&tcb.cc_state, tcb.prior_cwnd);
-            if self.undo.prior_ssthresh > tcb.cc_state.ssthresh {
-                tcb.cc_state.ssthresh = self.undo.prior_ssthresh;
+            if self.prior_ssthresh > tcb.cc_state.ssthresh {
+                tcb.cc_state.ssthresh = self.prior_ssthresh;
                 tcb.ecn_cwr_pending = false;
             }
         }
-        self.undo.marker = None;
-        self.rack.advanced = true;
+        self.marker = None;
         tcb.stats.undos += 1;
-    }
-
-    /// Linux `tcp_try_undo_recovery`: recovery is over; undo it if it was spurious.
-    /// Returns true when the state must be held (NewReno without SACK).
-    pub(crate) fn try_undo_recovery(&mut self, tcb: &mut Tcb, now: Time, ts_ecr: Option<Time>) -> bool {
-        if tcb.cfg.undo && self.undo.may_undo(ts_ecr, tcb.sack()) {
-            self.undo_cwnd_reduction(tcb, now, false);
-        } else if self.rack.reo_wnd_persist > 0 {
-            self.rack.reo_wnd_persist -= 1;
-        }
-        if tcb.snd_una == self.high_seq && !tcb.sack() {
-            // RFC 6582: hold until something above high_seq is acknowledged.
-            if self.q.retrans_out == 0 {
-                self.undo.retrans_stamp = None;
-            }
-            return true;
-        }
-        tcb.set_ca_state(now, CaState::Open);
-        self.disorder = false;
-        false
-    }
-
-    /// Linux `tcp_try_undo_dsack`.
-    pub(crate) fn try_undo_dsack(&mut self, tcb: &mut Tcb, now: Time) -> bool {
-        if tcb.cfg.undo && self.undo.dsack_says_spurious() {
-            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(super::rack::RECOVERY_THRESH);
-            self.undo_cwnd_reduction(tcb, now, false);
-            return true;
-        }
-        false
-    }
-
-    /// Linux `tcp_try_undo_loss`.
-    pub(crate) fn try_undo_loss(&mut self, tcb: &mut Tcb, now: Time, frto_undo: bool, ts_ecr: Option<Time>) -> bool {
-        if !tcb.cfg.undo || !(frto_undo || self.undo.may_undo(ts_ecr, tcb.sack())) {
-            return false;
-        }
-        self.undo_cwnd_reduction(tcb, now, true);
-        if frto_undo {
-            tcb.stats.spurious_timeouts += 1;
-        }
-        self.retransmits = 0;
-        if frto_undo || tcb.sack() {
-            tcb.set_ca_state(now, CaState::Open);
-            self.disorder = false;
-        }
-        true
-    }
-
-    /// Linux `tcp_try_undo_partial`: a partial ACK of original data during recovery.
-    /// Returns true to stop processing this ACK; `do_lost` says whether to mark more losses.
-    pub(crate) fn try_undo_partial(
-        &mut self,
-        tcb: &mut Tcb,
-        now: Time,
-        prior_snd_una: u64,
-        ts_ecr: Option<Time>,
-        do_lost: &mut bool,
-    ) -> bool {
-        if tcb.cfg.undo && self.undo.marker.is_some() && self.undo.packet_delayed(ts_ecr, tcb.sack()) {
-            self.note_reordering(tcb, prior_snd_una);
-            if self.q.retrans_out > 0 {
-                return true;
-            }
-            self.undo.retrans_stamp = None;
-            self.undo_cwnd_reduction(tcb, now, true);
-            self.try_keep_open(tcb, now);
-        } else {
-            *do_lost = !tcb.sack() || self.q.sacked_out + 1 > self.reordering;
-        }
-        false
-    }
-
-    /// F-RTO and the Loss state (Linux `tcp_process_loss`). Returns whether new data may
-    /// go out instead of retransmissions (F-RTO step 2b).
-    pub(crate) fn process_loss(
-        &mut self,
-        tcb: &mut Tcb,
-        now: Time,
-        f: &AckFlags,
-        num_dupack: u32,
-        ts_ecr: Option<Time>,
-    ) {
-        let recovered = tcb.snd_una >= self.high_seq;
-        if f.una_advanced && self.try_undo_loss(tcb, now, false, ts_ecr) {
-            return;
-        }
-        if self.frto {
-            // RFC 5682 3.1 step 3b: never-retransmitted data was (S)ACKed: spurious.
-            if f.orig_sack_acked && self.try_undo_loss(tcb, now, true, ts_ecr) {
-                return;
-            }
-            if tcb.snd_nxt > self.high_seq {
-                if f.data_sacked || num_dupack > 0 {
-                    self.frto = false; // step 3a: the loss was real
-                }
-            } else if f.una_advanced && !recovered {
-                // Step 2b: send new data next (the send loop does, window permitting).
-                self.high_seq = tcb.snd_nxt;
-                if tcb.written > tcb.snd_max && tcb.snd_una + tcb.rwnd > tcb.snd_max {
-                    self.frto_send_new = true;
-                    return;
-                }
-                self.frto = false;
-            }
-        }
-        if recovered {
-            self.try_undo_recovery(tcb, now, ts_ecr);
-            return;
-        }
-        if !tcb.sack() {
-            if tcb.snd_nxt > self.high_seq && num_dupack > 0 {
-                self.add_reno_sack(tcb, num_dupack);
-            } else if f.una_advanced {
-                self.q.sacked_out = 0;
-            }
-        }
     }
 }
 
