@@ -1,9 +1,10 @@
 //! The RFC stack (`Stack::Rfc`): RFC 5681, 6582, 6675 and 6298 as written, ns-2 in spirit.
-//! This file holds what its four recovery variants share -- the ACK path, duplicate-ACK
+//! This file holds what its recovery variants share -- the ACK path, duplicate-ACK
 //! counting and the `recover` guard, the retransmission timeout, window reduction without a
-//! loss -- and asks the flow's variant (`Recovery`) at the three points where they differ:
-//! entering recovery, a duplicate ACK during it, and a new ACK during it. Each variant's
-//! rules are in its own file:
+//! loss -- and is the one place that sets the congestion state. It asks the flow's variant
+//! (`Recovery`) at the three points where they differ: entering recovery, a duplicate ACK
+//! during it, and a new ACK during it. Each variant's rules are in its own file, which
+//! changes the window and what is sent, never the state:
 //! - `tahoe.rs`: fast retransmit, then slow start from one segment (go-back-N);
 //! - `reno.rs`: RFC 5681 3.2 fast recovery with window inflation, left on the first new ACK,
 //!   so several losses in a window usually end in a timeout;
@@ -471,11 +472,21 @@ impl RfcStack {
         // (Linux tcp_enter_recovery only recomputes it below CWR).
         self.recover = Some(tcb.snd_max);
         tcb.cc_state.cwnd_cnt = 0;
-        match tcb.cfg.recovery {
-            Recovery::Tahoe => self.tahoe_enter_recovery(tcb, now),
-            Recovery::Reno | Recovery::Newreno => self.reno_enter_recovery(tcb, now, dupthresh, out),
-            Recovery::Sack => self.sack_enter_recovery(tcb, now, dupthresh, out),
-        }
+        let state = match tcb.cfg.recovery {
+            Recovery::Tahoe => {
+                self.tahoe_enter_recovery(tcb);
+                CaState::Loss
+            }
+            Recovery::Reno | Recovery::Newreno => {
+                self.reno_enter_recovery(tcb, now, dupthresh, out);
+                CaState::Recovery
+            }
+            Recovery::Sack => {
+                self.sack_enter_recovery(tcb, now, dupthresh, out);
+                CaState::Recovery
+            }
+        };
+        tcb.set_ca_state(now, state);
     }
 
     /// The duplicate-ACK threshold in force: with DCR, max(dupthresh, cwnd / dcr_div).

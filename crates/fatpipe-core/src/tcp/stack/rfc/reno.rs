@@ -5,21 +5,19 @@
 //! `rfc.rs`.
 
 use super::RfcStack;
-use crate::cc::CaState;
 use crate::packet::Packet;
 use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 
 impl RfcStack {
     /// Steps 2-3: ssthresh is set (by the caller); retransmit and set cwnd = ssthresh +
-    /// the duplicate-ACK threshold.
+    /// the duplicate-ACK threshold. The caller enters Recovery.
     pub(crate) fn reno_enter_recovery(&mut self, tcb: &mut Tcb, now: Time, dupthresh: u32, out: &mut Vec<Packet>) {
         self.retransmit_first_unacked(tcb, now, out);
         if !tcb.controls {
             tcb.cc_state.cwnd = tcb.cc_state.ssthresh.saturating_add(dupthresh);
         }
         self.first_partial_ack = true;
-        tcb.set_ca_state(now, CaState::Recovery);
     }
 
     /// Step 4: each further duplicate ACK means another segment left the network: inflate by

@@ -14,7 +14,7 @@ use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 
 impl RfcStack {
-    /// RFC 6675 section 5 steps 4.1-4.3 (ssthresh set by the caller).
+    /// RFC 6675 section 5 steps 4.1-4.3 (ssthresh set, and Recovery entered, by the caller).
     pub(crate) fn sack_enter_recovery(&mut self, tcb: &mut Tcb, now: Time, dupthresh: u32, out: &mut Vec<Packet>) {
         self.scoreboard.start_recovery(tcb.snd_una);
         if tcb.cfg.sack_variant == SackVariant::Sack1 {
@@ -25,7 +25,6 @@ impl RfcStack {
         }
         // The first hole goes out at once, lost by the rule or not (step 4.3).
         self.retransmit_first_unacked(tcb, now, out);
-        tcb.set_ca_state(now, CaState::Recovery);
     }
 
     /// The scoreboard holds a lost hole (IsLost of the first unacknowledged byte): recovery

@@ -4,13 +4,12 @@
 //! timeout's does (state Loss), with its partial ACKs handled as NewReno's (`newreno.rs`).
 
 use super::RfcStack;
-use crate::cc::CaState;
 use crate::tcp::tcb::Tcb;
-use crate::time::Time;
 
 impl RfcStack {
-    /// The threshold's duplicate ACK: cwnd to one segment and go back to the hole.
-    pub(crate) fn tahoe_enter_recovery(&mut self, tcb: &mut Tcb, now: Time) {
+    /// The threshold's duplicate ACK: cwnd to one segment and go back to the hole; the
+    /// state becomes Loss, as after a timeout (`mod.rs`).
+    pub(crate) fn tahoe_enter_recovery(&mut self, tcb: &mut Tcb) {
         if !tcb.controls {
             tcb.cc_state.cwnd = 1;
         }
@@ -19,6 +18,5 @@ impl RfcStack {
         }
         tcb.snd_nxt = tcb.snd_una;
         tcb.timed_segment = None;
-        tcb.set_ca_state(now, CaState::Loss);
     }
 }
