@@ -12,7 +12,6 @@ pub mod rate;
 pub mod reader;
 pub mod receiver;
 pub mod rtt;
-pub mod scoreboard;
 pub mod send_delay;
 pub mod sender;
 pub mod stack;

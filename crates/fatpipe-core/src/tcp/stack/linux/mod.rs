@@ -195,7 +195,7 @@ impl TcpStack for LinuxStack {
         }
         let open = tcb.ca_state == CaState::Open && !self.disorder;
         if f.dubious(open) {
-            self.fastretrans_alert(tcb, now, prior_snd_una, num_dupack, &mut f, pkt, out);
+            self.fastretrans_alert(tcb, now, prior_snd_una, num_dupack, &mut f, pkt);
         }
         if f.set_xmit_timer {
             self.set_xmit_timer(tcb, now);

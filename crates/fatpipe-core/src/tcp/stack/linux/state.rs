@@ -36,7 +36,6 @@ impl LinuxStack {
         num_dupack: u32,
         f: &mut AckFlags,
         pkt: &Packet,
-        _out: &mut Vec<Packet>,
     ) {
         let ts_ecr = (tcb.cfg.timestamps && pkt.ts_ecr > 0).then_some(pkt.ts_ecr);
         let mut do_lost = num_dupack > 0 || (f.data_sacked && self.q.sacked_out + 1 > self.loss.reordering);

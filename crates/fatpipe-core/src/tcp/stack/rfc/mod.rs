@@ -11,7 +11,7 @@
 //! - `newreno.rs`: RFC 6582, recovery until everything outstanding at the loss is
 //!   acknowledged, each partial ACK retransmitting the next hole ("Slow-but-Steady" timer
 //!   restarts, as Linux, unless the "Impatient" variant is chosen, as ns-2 does);
-//! - `rfc6675.rs`: SACK (RFC 2018, RFC 6675): the scoreboard (`tcp/scoreboard.rs`) says which
+//! - `rfc6675.rs`: SACK (RFC 2018, RFC 6675): the scoreboard (`scoreboard.rs`) says which
 //!   holes are lost; cwnd = ssthresh and segments go out while pipe < cwnd, lost holes first
 //!   (NextSeg), then new data; optional FACK loss detection;
 //! - `sack1.rs`: ns-2's SACK (Agent/TCP/Sack1), the ns2 profile's: every hole below the
@@ -27,6 +27,7 @@ mod newreno;
 mod reno;
 mod rfc6675;
 mod sack1;
+pub mod scoreboard;
 mod send;
 mod tahoe;
 
@@ -35,9 +36,9 @@ use crate::cc::{AckSample, CaState};
 use crate::packet::{Ecn, Packet};
 use crate::tcp::ack_timing::AckTiming;
 use crate::tcp::config::{Recovery, SackVariant};
-use crate::tcp::scoreboard::Scoreboard;
 use crate::tcp::tcb::Tcb;
 use crate::time::Time;
+use scoreboard::Scoreboard;
 
 /// The RFC stack's state beside the TCB.
 #[derive(Debug, Default)]
@@ -313,6 +314,7 @@ impl RfcStack {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_new_ack(
         &mut self,
         tcb: &mut Tcb,

@@ -1,15 +1,15 @@
 //! SACK-based loss recovery as RFC 6675 writes it (with RFC 2018's option): the scoreboard
-//! (`tcp/scoreboard.rs`) says which holes are lost -- by the duplicate-ACK threshold counted
+//! (`scoreboard.rs`) says which holes are lost -- by the duplicate-ACK threshold counted
 //! in SACKed segments above a hole (IsLost), or with FACK by the forward-most SACK --
 //! recovery sets cwnd = ssthresh, and segments go out while pipe < cwnd: lost holes first
 //! (NextSeg rule 1), then new data (rule 2). Recovery ends when an ACK covers `recover`.
 //! The RFC stack's shared ACK path is in `rfc.rs`.
 
+use super::scoreboard::LossBoundary;
 use super::RfcStack;
 use crate::cc::CaState;
 use crate::packet::Packet;
 use crate::tcp::config::SackVariant;
-use crate::tcp::scoreboard::LossBoundary;
 use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 

@@ -20,10 +20,10 @@
 //! the holes are resent, as RFC 6675 and Linux do. (Not met in the runs compared with ns-2.35
 //! in docs/validation.md, which have no SACK timeout.)
 
+use super::scoreboard::LossBoundary;
 use super::RfcStack;
 use crate::cc::CaState;
 use crate::packet::Packet;
-use crate::tcp::scoreboard::LossBoundary;
 use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 
