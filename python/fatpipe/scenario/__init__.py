@@ -88,8 +88,8 @@ from .congestion import (  # noqa: F401
     CC_ALGORITHMS,
     Preset,
     PRESETS,
-    DEFAULT_PRESET,
-    preset_for_algorithm,
+    RENO_VERSIONS,
+    STACK_RECOVERIES,
     CongestionControlChoice,
     format_presets,
 )
