@@ -441,7 +441,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         wall_start = time.perf_counter()
         try:
             result = run(loaded, seed=args.seed, progress=progress, capture_dir=staging,
-                         on_interval=report.sample if report else None, interval_ps=args.interval)
+                         on_interval=report.sample if report else None, interval_ps=args.interval,
+                         on_warning=lambda message: print(f"fatpipe: warning: {message}", file=sys.stderr))
         except ScenarioError as err:
             raise CliError(f"{label}: {err}") from None
         wall_s = time.perf_counter() - wall_start

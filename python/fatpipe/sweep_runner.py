@@ -114,7 +114,7 @@ def _simulate(task: RunTask) -> Dict[str, Any]:
     """Runs the point, writes its files; returns the flattened summary."""
     from .runner import run
 
-    result = run(task.core)
+    result = run(task.core, on_warning=lambda message: None)  # kept in its summary.json; not said per run
     result.write_files(task.run_dir, plots=task.plots)  # run_task publishes with done.json
     return flatten_summary(result.summary)
 

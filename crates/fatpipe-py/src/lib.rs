@@ -132,6 +132,14 @@ fn check(scenario_json: &str) -> PyResult<()> {
     scenario.validate().map(|_| ()).map_err(PyValueError::new_err)
 }
 
+/// Every flow's route in a normalized scenario, as link indices: a list of (data, ACKs)
+/// pairs, the ACKs' empty for a UDP flow; ValueError as `check` for a bad document.
+#[pyfunction]
+fn flow_routes(scenario_json: &str) -> PyResult<Vec<fatpipe_core::scenario::FlowRoute>> {
+    let scenario = Scenario::from_json(scenario_json).map_err(PyValueError::new_err)?;
+    scenario.flow_routes().map_err(PyValueError::new_err)
+}
+
 /// A real-time emulation of a normalized scenario (fatpipe-emu, docs/emulation.md): hosts as
 /// network namespaces, the scenario's links in a relay, real Linux TCP. Built (namespaces,
 /// connections) by the constructor; `start`, then `wait` until it returns True, then
@@ -250,6 +258,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<Column>()?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_routes, m)?)?;
     m.add_class::<Emulation>()?;
     m.add_function(wrap_pyfunction!(available_congestion_control, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
