@@ -108,6 +108,7 @@ QUEUE_SERIES_COLUMNS = [
     "departed_bytes",
     "utilization",
     "queue_delay_s",
+    "red_avg_packets",
 ]
 
 
@@ -157,7 +158,9 @@ class Result:
             ending at the sample; 0 at the first).
         queue_series: per sample and link: time_s, link (name), queue_packets, queue_bytes,
             drops_packets (queue overflow only) and departed_bytes (cumulative, wire bytes),
-            utilization (of the interval ending at the sample; 0 at the first).
+            utilization (of the interval ending at the sample; 0 at the first),
+            queue_delay_s, red_avg_packets (RED's average queue in its thresholds' unit; NaN
+            for other disciplines).
     """
 
     def __init__(
@@ -407,6 +410,11 @@ class Result:
         columns["utilization"] = departed_bps / link_rate
         # Time a packet arriving at the sample would wait: the queued IP bytes at the rate.
         columns["queue_delay_s"] = columns["queue_bytes"] * 8 / link_rate
+        # RED's average (the unit of its thresholds); NaN for other disciplines (-1 from the
+        # core), and for runs whose core sampled none (an emulation's older output).
+        red_avg = cols.get("red_avg_packets")
+        columns["red_avg_packets"] = (_where_negative_nan(red_avg) if red_avg is not None
+                                      else np.full(len(time_ps), np.nan))
         return Columns({c: columns[c] for c in QUEUE_SERIES_COLUMNS}, {"link": names})
 
     @classmethod

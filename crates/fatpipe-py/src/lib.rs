@@ -44,6 +44,7 @@ impl Column {
             CoreColumn::U64(v) => (v.as_ptr() as usize, v.len(), "u8"),
             CoreColumn::I64(v) => (v.as_ptr() as usize, v.len(), "i8"),
             CoreColumn::U32(v) => (v.as_ptr() as usize, v.len(), "u4"),
+            CoreColumn::F64(v) => (v.as_ptr() as usize, v.len(), "f8"),
         };
         let interface = PyDict::new(py);
         interface.set_item("version", 3)?;

@@ -90,6 +90,7 @@ from .congestion import (  # noqa: F401
     PRESETS,
     RENO_VERSIONS,
     STACK_RECOVERIES,
+    cc_name,
     CongestionControlChoice,
     format_presets,
 )

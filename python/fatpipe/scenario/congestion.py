@@ -626,6 +626,22 @@ class CongestionControlChoice(Tagged):
         return {**parsed, "preset": parsed[self.tag], "given": given, "table": True}
 
 
+def cc_name(flow: Mapping[str, Any]) -> str:
+    """What a normalized TCP flow runs, by the name a scenario would write for it (the rule
+    above, read backwards): a Reno flow by its version ("newreno", and on the RFC stack
+    "tahoe", "reno" or "sack"; Linux's reno with SACK is "reno"), any other by its
+    algorithm; "udp" for a UDP flow. Reports and tables show this, not the core's algorithm
+    alone (which is "reno" for every Reno version)."""
+    if flow.get("tcp") is None:
+        return "udp"
+    algorithm, tcp = flow["cc"]["algorithm"], flow["tcp"]
+    if algorithm != "reno":
+        return algorithm
+    if tcp["stack"] == "linux":
+        return "newreno" if tcp["recovery"] == "newreno" else "reno"
+    return tcp["recovery"]
+
+
 #: The naming rule in a paragraph (the reference, `fatpipe algorithms`).
 NAMING_RULE = (
     "The name in `cc` chooses the congestion control; `[flows.tcp] profile` chooses the stack "
