@@ -474,7 +474,9 @@ def plot_time_sequence(
     sender_node = spec["src"]
     if capture is None:
         capture = _sender_capture(result, sender_node)
-    df = read_pcap(capture)
+    # In simulated time: the capture's clock may run ahead (a synthetic handshake before 0).
+    offsets = {c["path"]: c.get("clock_offset_ps", 0) for c in result.summary.get("captures", [])}
+    df = read_pcap(capture, clock_offset_s=offsets.get(Path(capture).name, 0) / 1e12)
     data, acks = flow_packets(df, node_ip(sender_node), flow_port(index))
     if data.empty:
         raise PlotUnavailable(f"time_sequence: the capture {os.fspath(capture)} holds no data segment of flow {flow!r}")
