@@ -31,6 +31,12 @@ class Simulation:
     def flow_counters(self):
         return fake_counters(self.doc, self.now_ps)
 
+    def flow_routes(self):
+        # Every flow over every link each way: the fake has no routing (buffer warnings
+        # then see the slowest link and every delay).
+        every = list(range(len(self.doc["links"])))
+        return [(every, every) for _ in self.doc["flows"]]
+
     def finish(self):
         self.run_until(self.duration_ps)
         return fake_output(self.doc)

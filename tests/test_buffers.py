@@ -131,3 +131,13 @@ def test_a_sweep_keeps_the_warnings_in_each_run_and_prints_none(tmp_path, capfd)
     assert "warning" not in capfd.readouterr().err
     kept = [json.loads(p.read_text())["warnings"] for p in sorted((tmp_path / "s" / "runs").glob("*/summary.json"))]
     assert sorted(len(w) for w in kept) == [0, 1]
+
+
+def test_many_warnings_are_said_in_six_lines_and_all_kept():
+    d = doc()
+    d["flows"] = [{"name": f"f{i}", "tcp": {"snd_buffer": "1MB"}} for i in range(8)]
+    with pytest.warns(BufferWarning) as said:
+        result = fatpipe.run(dict(d, duration="1s"))
+    assert len(said) == 6 and str(said[-1].message) == (
+        "... and 3 more buffer warnings like these (summary.json warnings, Result.warnings)")
+    assert [w["flow"] for w in result.warnings] == [f"f{i}" for i in range(8)]

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .units import PS_PER_S, format_duration, format_size
 
-__all__ = ["BufferWarning", "buffer_warnings", "path_bdp"]
+__all__ = ["BufferWarning", "buffer_warnings", "path_bdp", "lines_to_say"]
 
 #: The largest window a receiver can announce without window scaling (RFC 7323).
 UNSCALED_WINDOW_BYTES = 65535
@@ -37,6 +37,20 @@ UNSCALED_WINDOW_BYTES = 65535
 
 class BufferWarning(UserWarning):
     """A flow's send or receive buffer is below its path's bandwidth-delay product."""
+
+
+#: Warnings said one by one before the rest are counted in one line (all are kept).
+SAID_AT_MOST = 5
+
+
+def lines_to_say(found: List[Dict[str, Any]]) -> List[str]:
+    """What to print (or warn) of ``found``: the first :data:`SAID_AT_MOST` messages, then
+    one line counting the rest (a run of 10,000 flows should not print 10,000 lines)."""
+    lines = [w["message"] for w in found[:SAID_AT_MOST]]
+    if len(found) > SAID_AT_MOST:
+        lines.append(f"... and {len(found) - SAID_AT_MOST} more buffer warnings like these "
+                     "(summary.json warnings, Result.warnings)")
+    return lines
 
 
 def _links_effective(scenario: Mapping[str, Any]) -> Dict[int, Tuple[float, float]]:
@@ -130,26 +144,45 @@ def buffer_warnings(scenario: Mapping[str, Any], routes: Optional[List[Tuple[Lis
     for i, flow in enumerate(scenario["flows"]):
         if flow.get("tcp") is not None:
             groups.setdefault(flow.get("group") or flow["name"], []).append(i)
+    # Many flows share a path and settings: each distinct case is worked out once (a run of
+    # 100,000 flows asks in about a second); routes are the same for the same two hosts.
+    cases: Dict[Tuple[Any, ...], List[Tuple[str, int, int, str]]] = {}
     out = []
     for group, members in groups.items():
         flow = scenario["flows"][members[0]]
-        tcp = flow["tcp"]
-        rate_bps, rtt_ps, bdp = path_bdp(scenario, flow, routes[members[0]], effective)
-        n = len(members)
-        needed = math.ceil(_needed(flow, bdp, rtt_ps) / n)
-        who = f'flow "{group}"' if n == 1 else f'each of the {n} streams of "{group}"'
-        path = f"{_rate(rate_bps)} bottleneck x {format_duration(rtt_ps)} RTT"
-        share = "" if n == 1 else f" shared by {n} streams"
-        window = tcp["rcv_buffer_bytes"] if tcp["window_scaling"] else min(tcp["rcv_buffer_bytes"], UNSCALED_WINDOW_BYTES)
-        for key, have in (("snd_buffer", tcp["snd_buffer_bytes"]), ("rcv_buffer", window)):
-            if have >= needed:
-                continue
-            cap_bps = have * 8 * PS_PER_S / rtt_ps
-            if key == "rcv_buffer" and not tcp["window_scaling"] and tcp["rcv_buffer_bytes"] > have:
-                fix = "set [flows.tcp] window_scaling = true (without it the window is at most 65,535 bytes)"
-            else:
-                fix = f'set [flows.tcp] {key} = "{_suggest(needed)}" or more'
-            message = (f"{who}: {key} ({_size(have)}) is below the bandwidth-delay product of its path "
-                       f"({_size(bdp)}: {path}{share}), so it cannot exceed {_rate(cap_bps)}; {fix}")
-            out.append({"flow": group, "key": f"tcp.{key}", "bytes": have, "needed_bytes": needed, "message": message})
+        tcp, source = flow["tcp"], flow["source"]
+        case = (flow["src"], flow["dst"], len(members), tcp["mss_bytes"], tcp["timestamps"], tcp["snd_buffer_bytes"],
+                tcp["rcv_buffer_bytes"], tcp["window_scaling"], source["kind"], source.get("bytes"),
+                source.get("burst_bytes"), source.get("period_ps"), max(source.get("objects_bytes") or [0]))
+        limits = cases.get(case)
+        if limits is None:
+            rate_bps, rtt_ps, bdp = path_bdp(scenario, flow, routes[members[0]], effective)
+            n = len(members)
+            needed = math.ceil(_needed(flow, bdp, rtt_ps) / n)
+            window = tcp["rcv_buffer_bytes"] if tcp["window_scaling"] else min(tcp["rcv_buffer_bytes"], UNSCALED_WINDOW_BYTES)
+            limits = cases[case] = _limits(tcp, window, needed, bdp, rate_bps, rtt_ps, n)
+        if limits:
+            who = f'flow "{group}"' if len(members) == 1 else f'each of the {len(members)} streams of "{group}"'
+            out += [{"flow": group, "key": f"tcp.{key}", "bytes": have, "needed_bytes": need, "message": f"{who}: {text}"}
+                    for key, have, need, text in limits]
+    return out
+
+
+def _limits(tcp: Mapping[str, Any], window: int, needed: int, bdp: int, rate_bps: float, rtt_ps: int,
+            n: int) -> List[Tuple[str, int, int, str]]:
+    """(key, bytes it allows, bytes needed, the message after the flow's name) for each
+    buffer below what the flow needs."""
+    path = f"{_rate(rate_bps)} bottleneck x {format_duration(rtt_ps)} RTT"
+    share = "" if n == 1 else f" shared by {n} streams"
+    out = []
+    for key, have in (("snd_buffer", tcp["snd_buffer_bytes"]), ("rcv_buffer", window)):
+        if have >= needed:
+            continue
+        cap_bps = have * 8 * PS_PER_S / rtt_ps
+        if key == "rcv_buffer" and not tcp["window_scaling"] and tcp["rcv_buffer_bytes"] > have:
+            fix = "set [flows.tcp] window_scaling = true (without it the window is at most 65,535 bytes)"
+        else:
+            fix = f'set [flows.tcp] {key} = "{_suggest(needed)}" or more'
+        out.append((key, have, needed, f"{key} ({_size(have)}) is below the bandwidth-delay product of its path "
+                                       f"({_size(bdp)}: {path}{share}), so it cannot exceed {_rate(cap_bps)}; {fix}"))
     return out

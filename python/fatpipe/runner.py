@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
-from .buffers import BufferWarning, buffer_warnings
+from .buffers import BufferWarning, buffer_warnings, lines_to_say
 from .core import CoreUnavailableError, import_core
 from .result import Result
 from .scenario import Loaded, ScenarioError, load
@@ -85,9 +85,10 @@ def run(
             ``interval_ps`` up to the end (and at the end), with the core's
             ``flow_counters()`` (``fatpipe run --interval``, :mod:`fatpipe.interval_report`).
         on_warning: called with each warning's line before the run starts (a flow's buffer
-            below its path's bandwidth-delay product: :mod:`fatpipe.buffers`); by default
-            each is issued as a :class:`~fatpipe.buffers.BufferWarning`. The result keeps
-            them either way (``Result.warnings``, ``summary.json``'s ``warnings``).
+            below its path's bandwidth-delay product: :mod:`fatpipe.buffers`; the first
+            five, then one line counting the rest); by default each is issued as a
+            :class:`~fatpipe.buffers.BufferWarning`. The result keeps them all either way
+            (``Result.warnings``, ``summary.json``'s ``warnings``).
 
     Raises:
         ScenarioError: the scenario is invalid (one line naming the field).
@@ -103,12 +104,12 @@ def run(
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.
         raise ScenarioError(f"the core rejected the normalized scenario: {err}") from None
-    found = buffer_warnings(core_doc)
-    for w in found:
+    found = buffer_warnings(core_doc, routes=sim.flow_routes())
+    for line in lines_to_say(found):
         if on_warning is not None:
-            on_warning(w["message"])
+            on_warning(line)
         else:
-            warnings.warn(w["message"], BufferWarning, stacklevel=2)
+            warnings.warn(line, BufferWarning, stacklevel=2)
     _advance(sim, core_doc, progress, on_interval, interval_ps)
     output = sim.finish()
     for entry in output["summary"].get("captures", []):

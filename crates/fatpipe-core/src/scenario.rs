@@ -383,13 +383,18 @@ impl Scenario {
     /// paths before a run, such as the bandwidth-delay product a flow's buffers must hold.
     pub fn flow_routes(&self) -> Result<Vec<FlowRoute>, String> {
         let routes = self.validate()?;
+        self.flow_routes_with(&routes)
+    }
+
+    /// Every flow's route by the routing table `routes` (`validate`'s).
+    pub fn flow_routes_with(&self, routes: &[Vec<Option<u32>>]) -> Result<Vec<FlowRoute>, String> {
         self.flows
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let data = self.route_links(&routes, i, f.src, f.dst, "data")?;
+                let data = self.route_links(routes, i, f.src, f.dst, "data")?;
                 let acks =
-                    if f.source.is_udp() { Vec::new() } else { self.route_links(&routes, i, f.dst, f.src, "ACKs")? };
+                    if f.source.is_udp() { Vec::new() } else { self.route_links(routes, i, f.dst, f.src, "ACKs")? };
                 Ok((data, acks))
             })
             .collect()

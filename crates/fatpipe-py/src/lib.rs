@@ -90,6 +90,11 @@ impl Simulation {
         self.inner.events_processed()
     }
 
+    /// Every flow's route: a list of (data, ACKs) link-index lists, as `flow_routes`.
+    fn flow_routes(&self) -> Vec<fatpipe_core::scenario::FlowRoute> {
+        self.inner.flow_routes()
+    }
+
     /// Advances to `t_ps` (at most the duration) with the GIL released, so other Python
     /// threads run meanwhile.
     fn run_until(&mut self, py: Python<'_>, t_ps: u64) {
