@@ -135,7 +135,7 @@ def test_a_sweep_keeps_the_warnings_in_each_run_and_prints_none(tmp_path, capfd)
 
 def test_many_warnings_are_said_in_six_lines_and_all_kept():
     d = doc()
-    d["flows"] = [{"name": f"f{i}", "tcp": {"snd_buffer": "1MB"}} for i in range(8)]
+    d["flows"] = [{"name": f"f{i}", "tcp": {"snd_buffer": "1MB", "rcv_buffer": "32MiB"}} for i in range(8)]
     with pytest.warns(BufferWarning) as said:
         result = fatpipe.run(dict(d, duration="1s"))
     assert len(said) == 6 and str(said[-1].message) == (
