@@ -194,12 +194,14 @@ def _overlay_throughput(results: Sequence[Result], labels: Sequence[str], path: 
 
 
 def _overlay_queues(results: Sequence[Result], labels: Sequence[str], path: Path) -> Path:
-    """Queue length: one panel per link whose queue held packets in any run (the bottleneck
+    """Queue length: one panel per link where more than one packet waited in any run (the bottleneck
     first)."""
     busy: List[str] = []
     for r in results:
         for link in r.summary["links"]:
-            if link.get("max_queue_packets", 0) > 0 and link["name"] not in busy:
+            # More than one packet waited (one behind the packet being sent is every fast
+            # interface's normal state), as the run's queue plot.
+            if (link.get("max_queue_packets", 0) > 1 or link["name"] == "bottleneck") and link["name"] not in busy:
                 busy.append(link["name"])
     busy.sort(key=lambda n: n != "bottleneck")
     shown = busy[:MAX_PANELS] or [results[0].summary["links"][0]["name"]]
