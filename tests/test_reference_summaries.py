@@ -76,8 +76,9 @@ MEASURES_ADDED_SINCE = ("regain_time_s", "cwnd_ceiling_segments", "first_climb_c
 
 
 # Run-level keys added since, likewise: the time series' interval (issue 16 made its default
-# depend on the run's length; it was the scenario's or 10 ms before, as it still is here).
-SUMMARY_KEYS_ADDED_SINCE = ("sample_interval_s",)
+# depend on the run's length; it was the scenario's or 10 ms before, as it still is here), and
+# the buffer warnings said before a run (issue 22).
+SUMMARY_KEYS_ADDED_SINCE = ("sample_interval_s", "warnings")
 
 
 def summary_of(path: Path) -> Dict[str, Any]:
