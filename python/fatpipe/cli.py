@@ -148,6 +148,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", metavar="RUN", nargs="+", help="run directories, the first is the reference")
     p.add_argument("-o", "--output", metavar="OUTDIR", help="output directory (default: runs/compare)")
     p.add_argument("--labels", type=_label_list, metavar="A,B,...", help="names of the runs in tables and legends (default: directory names)")
+    p.add_argument("--bin", type=_interval, metavar="DURATION",
+                   help="the throughput plot's bin, such as 100ms (default: the widest the runs' own plots use)")
     p.set_defaults(func=_cmd_compare)
 
     p = commands.add_parser(
@@ -251,6 +253,8 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("outdir", metavar="OUTDIR", help="run directory")
     p.add_argument("-o", "--output", metavar="FILE.html", help="where to write (default OUTDIR/report.html)")
+    p.add_argument("--bin", type=_interval, metavar="DURATION",
+                   help="the throughput plots' bin, such as 100ms (default: fits the run, as fatpipe plot)")
     p.set_defaults(func=_cmd_report)
 
     p = commands.add_parser(
@@ -258,7 +262,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help="draw chosen plots of a run",
         description="Draw plots of a run directory into it (or --output DIR): "
         + ", ".join(_plot_names())
-        + ". time_sequence needs a packet capture at the flow's sender (output.capture).",
+        + ". time_sequence needs a packet capture at the flow's sender (output.capture). Draws every "
+        "plot it can; one that it cannot (such as a flow without a capture) is named on stderr. Exit "
+        "status 0 when all were drawn, 1 when some were skipped, 2 when none could be.",
     )
     p.add_argument("outdir", metavar="OUTDIR", help="run directory")
     p.add_argument("--what", type=_plot_list, default=["cwnd", "throughput"], metavar="NAMES",
@@ -267,6 +273,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flow", metavar="NAME", help="time_sequence: the flow (default: every flow)")
     p.add_argument("--start", type=_seconds, metavar="SECONDS", help="time_sequence: zoom from this time")
     p.add_argument("--stop", type=_seconds, metavar="SECONDS", help="time_sequence: zoom to this time")
+    p.add_argument("--bin", type=_interval, metavar="DURATION",
+                   help="throughput plots: the bin, such as 100ms (default: fits the run: at least the largest "
+                   "RTT, at most 200 bins, a whole number of sample intervals)")
     p.add_argument("-o", "--output", metavar="DIR", help="directory for the images (default OUTDIR)")
     p.set_defaults(func=_cmd_plot)
 
@@ -441,7 +450,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         wall_start = time.perf_counter()
         try:
             result = run(loaded, seed=args.seed, progress=progress, capture_dir=staging,
-                         on_interval=report.sample if report else None, interval_ps=args.interval)
+                         on_interval=report.sample if report else None, interval_ps=args.interval,
+                         on_warning=lambda message: print(f"fatpipe: warning: {message}", file=sys.stderr))
         except ScenarioError as err:
             raise CliError(f"{label}: {err}") from None
         wall_s = time.perf_counter() - wall_start
@@ -482,6 +492,7 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .compare import CompareError, compare
+    from .plots import PlotUnavailable
 
     if len(args.runs) < 2:
         raise CliError("compare: give at least two run directories")
@@ -492,8 +503,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     _prepare_outdir(outdir)
     labels = args.labels or _run_labels(args.runs)
     try:
-        comparison = compare(runs, labels, outdir)
-    except CompareError as err:
+        comparison = compare(runs, labels, outdir, bin_s=None if args.bin is None else args.bin / 1e12)
+    except (CompareError, PlotUnavailable) as err:
         raise CliError(str(err)) from None
     except OSError as err:
         raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
@@ -558,12 +569,15 @@ def _read_run(outdir: str) -> Any:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from .plots import PlotUnavailable
     from .report import is_sweep_dir, write_report
 
     if not is_sweep_dir(args.outdir):
         _read_run(args.outdir)  # one clear line if it is not a run directory
     try:
-        path = write_report(args.outdir, args.output)
+        path = write_report(args.outdir, args.output, bin_s=None if args.bin is None else args.bin / 1e12)
+    except PlotUnavailable as err:
+        raise CliError(str(err)) from None
     except OSError as err:
         raise CliError(f"{args.output or args.outdir}: cannot write the report: {err.strerror or err}") from None
     print(f"report: {path}")
@@ -571,31 +585,43 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from .plots import PLOTS, PlotUnavailable
+    from .plots import PLOTS, THROUGHPUT_PLOTS, PlotUnavailable, check_bin
 
     result = _read_run(args.outdir)
     target = Path(args.output) if args.output else Path(args.outdir)
-    _prepare_outdir(target)
     flows = [f["name"] for f in result.scenario["flows"]]
     if args.flow is not None and args.flow not in flows:
         raise CliError(f"--flow: {args.flow!r} is not allowed: flows of this run: {', '.join(flows)}")
-    written = []
-    for name in args.what:
+    bin_s = None if args.bin is None else args.bin / 1e12
+    if bin_s is not None:
         try:
-            if name == "time_sequence":
-                for flow in [args.flow] if args.flow else flows:
-                    path = target / f"time_sequence_{flow}.{args.format}"
-                    PLOTS[name](result, path, flow=flow, start_s=args.start, stop_s=args.stop)
-                    written.append(path)
-            else:
-                path = target / f"{name}.{args.format}"
-                PLOTS[name](result, path)
-                written.append(path)
+            check_bin(result, bin_s)
         except PlotUnavailable as err:
             raise CliError(str(err)) from None
+    _prepare_outdir(target)
+    # Draw everything that can be drawn; say what could not, one line each (exit 1), and
+    # fail (exit 2) only when nothing could be (docs: README, `fatpipe plot --help`).
+    written, skipped = [], []
+    for name in args.what:
+        jobs = ([(f"time_sequence_{flow}", {"flow": flow, "start_s": args.start, "stop_s": args.stop})
+                 for flow in ([args.flow] if args.flow else flows)] if name == "time_sequence"
+                else [(name, {"bin_s": bin_s} if name in THROUGHPUT_PLOTS else {})])
+        for stem, options in jobs:
+            path = target / f"{stem}.{args.format}"
+            try:
+                PLOTS[name](result, path, **options)
+            except PlotUnavailable as err:
+                why = str(err)
+                skipped.append(f"{path.name}: {why[len(name) + 2:] if why.startswith(name + ': ') else why}")
+                continue
+            written.append(path)
     for path in written:
         print(path)
-    return EXIT_OK
+    if not written:
+        raise CliError(f"nothing drawn: {skipped[0]}" + (f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""))
+    for why in skipped:
+        print(f"fatpipe: skipped {why}", file=sys.stderr)
+    return EXIT_FAILURE if skipped else EXIT_OK
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

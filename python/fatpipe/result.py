@@ -108,6 +108,7 @@ QUEUE_SERIES_COLUMNS = [
     "departed_bytes",
     "utilization",
     "queue_delay_s",
+    "red_avg_packets",
 ]
 
 
@@ -157,7 +158,9 @@ class Result:
             ending at the sample; 0 at the first).
         queue_series: per sample and link: time_s, link (name), queue_packets, queue_bytes,
             drops_packets (queue overflow only) and departed_bytes (cumulative, wire bytes),
-            utilization (of the interval ending at the sample; 0 at the first).
+            utilization (of the interval ending at the sample; 0 at the first),
+            queue_delay_s, red_avg_packets (RED's average queue in its thresholds' unit; NaN
+            for other disciplines).
     """
 
     def __init__(
@@ -167,6 +170,7 @@ class Result:
         plots: bool = True,
         capture_files: Optional[Mapping[str, str]] = None,
         copy_scenario: bool = True,
+        warnings: Optional[List[Dict[str, Any]]] = None,
     ) -> None:
         """``output`` is the dict ``finish()`` returned; ``scenario`` the normalized scenario;
         ``capture_files`` maps capture point names to the pcap files the core wrote.
@@ -175,13 +179,14 @@ class Result:
         of the core's columns is released as soon as it is no longer needed (a run's series
         can be most of the machine's memory). ``copy_scenario=False`` keeps ``scenario``
         itself instead of a private deep copy (the runner's, which made it for this result).
+        ``warnings``: the scenario's buffer warnings if already found (fatpipe.buffers).
         """
         self.scenario: Dict[str, Any] = json.loads(json.dumps(scenario)) if copy_scenario else dict(scenario)
         self.plots = plots
         self.capture_files: Dict[str, str] = dict(capture_files or {})
         self._flow_names: List[str] = [f["name"] for f in self.scenario["flows"]]
         self._link_names: List[str] = [link["name"] for link in self.scenario["links"]]
-        self.summary: Dict[str, Any] = self._build_summary(output["summary"])
+        self.summary: Dict[str, Any] = self._build_summary(output["summary"], warnings)
         self._frames: Dict[str, "pd.DataFrame"] = {}
         self._tables: Dict[str, Columns] = {
             "requests": self._build_requests(dict(output.get("requests") or {})),
@@ -221,6 +226,13 @@ class Result:
         return self._frames[name]
 
     @property
+    def warnings(self) -> List[Dict[str, Any]]:
+        """What fatpipe warned of before the run (``summary.json``'s ``warnings``): a flow's
+        send or receive buffer below its path's bandwidth-delay product, each ``{"flow",
+        "key", "bytes", "needed_bytes", "message"}`` (:mod:`fatpipe.buffers`)."""
+        return self.summary.get("warnings", [])
+
+    @property
     def flows(self) -> "pd.DataFrame":
         return self._frame("flows")
 
@@ -246,7 +258,7 @@ class Result:
 
     # ---- summary ----------------------------------------------------------------------
 
-    def _build_summary(self, core: Mapping[str, Any]) -> Dict[str, Any]:
+    def _build_summary(self, core: Mapping[str, Any], warnings: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
         duration_ps = int(core["duration_ps"])
         duration_s = duration_ps / PS_PER_S
         flows = []
@@ -289,6 +301,13 @@ class Result:
             total_goodput_bps=sum(8 * int(f["bytes_delivered"]) for f in flows) / duration_s,
             fatpipe_version=_version(),
         )
+        # Buffers below the path's bandwidth-delay product (fatpipe.buffers); a probe's path
+        # is real, not the scenario's topology.
+        if warnings is None:
+            from .buffers import buffer_warnings
+
+            warnings = [] if "probe" in core else buffer_warnings(self.scenario)
+        summary["warnings"] = list(warnings)
         return summary
 
     # ---- time series ------------------------------------------------------------------
@@ -391,6 +410,11 @@ class Result:
         columns["utilization"] = departed_bps / link_rate
         # Time a packet arriving at the sample would wait: the queued IP bytes at the rate.
         columns["queue_delay_s"] = columns["queue_bytes"] * 8 / link_rate
+        # RED's average (the unit of its thresholds); NaN for other disciplines (-1 from the
+        # core), and for runs whose core sampled none (an emulation's older output).
+        red_avg = cols.get("red_avg_packets")
+        columns["red_avg_packets"] = (_where_negative_nan(red_avg) if red_avg is not None
+                                      else np.full(len(time_ps), np.nan))
         return Columns({c: columns[c] for c in QUEUE_SERIES_COLUMNS}, {"link": names})
 
     @classmethod

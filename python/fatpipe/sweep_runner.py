@@ -19,6 +19,7 @@ returns the error, so one bad run does not stop the others.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.util
@@ -113,7 +114,7 @@ def _simulate(task: RunTask) -> Dict[str, Any]:
     """Runs the point, writes its files; returns the flattened summary."""
     from .runner import run
 
-    result = run(task.core)
+    result = run(task.core, on_warning=lambda message: None)  # kept in its summary.json; not said per run
     result.write_files(task.run_dir, plots=task.plots)  # run_task publishes with done.json
     return flatten_summary(result.summary)
 
@@ -236,6 +237,46 @@ def processes_unavailable() -> Optional[str]:
         return (f"worker processes re-import the main script from its file, and this one, {path!r}, "
                 "is not a file (a script read from standard input?); save it to a file to use processes")
     return None
+
+
+def _main_guard_missing() -> Optional[str]:
+    """Why worker processes would rerun this sweep, or None. A spawned or forkserver worker
+    re-imports the main script (as ``__mp_main__``; multiprocessing skips only a package's
+    ``__main__``, as ``python -m fatpipe``), running its top level again: a sweep called
+    there outside ``if __name__ == "__main__":`` starts again in every worker, which dies
+    starting processes of its own, and the sweep used to end with "worker processes kept
+    dying". Found from the line of the main script's top level that led here."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
+    if main is None or path is None or not os.path.isfile(path):
+        return None
+    if spec_name is not None and (spec_name == "__main__" or spec_name.endswith(".__main__")):
+        return None
+    frame = sys._getframe()
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = frame.f_lineno
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.If) and _is_main_guard(node.test) and node.lineno <= line <= (node.end_lineno or line):
+            return None
+    return (f"{path}, line {line}, runs the sweep outside `if __name__ == \"__main__\":`, and every worker "
+            "process re-runs the script's top level; put the sweep under that guard to use processes")
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+            and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides))
 
 
 def _mp_context() -> Any:
@@ -444,6 +485,11 @@ def run_sweep(
     if not valid:
         first = points[0]
         raise SweepError(f"every point is invalid; the first ({first.label()}): {first.error}")
+    if len(valid) < len(points):
+        # Said before the runs, not only in the summary's error column.
+        first = next(p for p in points if not p.valid)
+        print(f"fatpipe: sweep {sweep.name}: {len(points) - len(valid)} of {len(points)} points are invalid and "
+              f"will not run (failures.json lists them); the first ({first.label()}): {first.error}", file=sys.stderr)
 
     out = Path(outdir).resolve()
     (out / "runs").mkdir(parents=True, exist_ok=True)
@@ -474,12 +520,15 @@ def run_sweep(
 
     try:
         if tasks:
+            if dask == "local" and _main_guard_missing() is not None:
+                raise SweepError(f"dask local: {_main_guard_missing()}")
             if dask is not None:
                 _run_dask(tasks, dask, min(jobs or default_jobs(), len(tasks)), on_result)
             else:
-                if executor == "processes" and processes_unavailable() is not None:
-                    print(f"fatpipe: sweep {sweep.name}: running on threads, not processes: "
-                          f"{processes_unavailable()}", file=sys.stderr)
+                why_not = (processes_unavailable() or _main_guard_missing()) if executor == "processes" else None
+                if why_not is not None:
+                    print(f"fatpipe: sweep {sweep.name}: running on threads, not processes: {why_not}",
+                          file=sys.stderr)
                     executor = "threads"
                 _run_local(tasks, min(jobs or default_jobs(), len(tasks)), executor, on_result)
     finally:

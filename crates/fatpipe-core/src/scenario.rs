@@ -13,6 +13,9 @@ use crate::time::Time;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+/// A flow's route as link indices: (data, ACKs); the ACKs' empty for a UDP flow.
+pub type FlowRoute = (Vec<u32>, Vec<u32>);
+
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -263,7 +266,7 @@ impl Scenario {
             }
             let packet = t.mss_bytes + t.header_bytes();
             for (a, b, what) in [(f.src, f.dst, "data"), (f.dst, f.src, "ACKs")] {
-                let link = self.smallest_mtu_on_route(&routes, i, a, b, what)?;
+                let link = self.smallest_mtu(&self.route_links(&routes, i, a, b, what)?);
                 if packet > link.mtu_bytes {
                     return Err(format!(
                         "flows[{i}].tcp.mss_bytes: {} is not allowed: with {} header bytes the packet exceeds link {}'s MTU {}",
@@ -335,25 +338,29 @@ impl Scenario {
         Ok(routes)
     }
 
-    /// The link of least MTU on the route from node `a` to node `b`, or the error that there
-    /// is no route (for flow `i`).
+    /// The link of least MTU among `links` (a route: never empty, src != dst).
+    fn smallest_mtu(&self, links: &[u32]) -> &LinkSpec {
+        let smallest = links.iter().map(|&l| &self.links[l as usize]).min_by_key(|l| l.mtu_bytes);
+        smallest.expect("src != dst: the route has a link")
+    }
+
+    /// The links, in order, that packets from node `a` to node `b` take, or the error that
+    /// there is no route (for flow `i`).
     /// The errors name the flow and what goes that way (`what`: data, ACKs, datagrams), so
     /// that Python can show them against the user's field.
-    fn smallest_mtu_on_route(
+    fn route_links(
         &self,
         routes: &[Vec<Option<u32>>],
         i: usize,
         a: u32,
         b: u32,
         what: &str,
-    ) -> Result<&LinkSpec, String> {
+    ) -> Result<Vec<u32>, String> {
         let name = |n: u32| serde_json::to_string(&self.nodes[n as usize].name).expect("a string serializes");
-        let mut smallest: Option<&LinkSpec> = None;
+        let mut links = Vec::new();
         let mut node = a;
-        let mut hops = 0;
         while node != b {
-            hops += 1;
-            if hops > self.links.len() {
+            if links.len() >= self.links.len() {
                 // Explicit routes can send a packet round in a circle.
                 return Err(format!(
                     "flows[{i}]: the route for the {what} from {} to {} loops (check the explicit routes)",
@@ -365,13 +372,32 @@ impl Scenario {
                 let stuck = if node == a { String::new() } else { format!(" (none onward from {})", name(node)) };
                 return Err(format!("flows[{i}]: no route for the {what} from {} to {}{stuck}", name(a), name(b)));
             };
-            let link = &self.links[l as usize];
-            if smallest.is_none_or(|s| link.mtu_bytes < s.mtu_bytes) {
-                smallest = Some(link);
-            }
-            node = link.to;
+            links.push(l);
+            node = self.links[l as usize].to;
         }
-        Ok(smallest.expect("src != dst: the route has a link"))
+        Ok(links)
+    }
+
+    /// Every flow's route, as link indices: (data, ACKs), the ACKs' empty for a UDP flow.
+    /// Validates first (the routes are the simulation's); for what the scenario asks of its
+    /// paths before a run, such as the bandwidth-delay product a flow's buffers must hold.
+    pub fn flow_routes(&self) -> Result<Vec<FlowRoute>, String> {
+        let routes = self.validate()?;
+        self.flow_routes_with(&routes)
+    }
+
+    /// Every flow's route by the routing table `routes` (`validate`'s).
+    pub fn flow_routes_with(&self, routes: &[Vec<Option<u32>>]) -> Result<Vec<FlowRoute>, String> {
+        self.flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let data = self.route_links(routes, i, f.src, f.dst, "data")?;
+                let acks =
+                    if f.source.is_udp() { Vec::new() } else { self.route_links(routes, i, f.dst, f.src, "ACKs")? };
+                Ok((data, acks))
+            })
+            .collect()
     }
 
     /// A UDP flow: no TCP settings, datagrams that fit the route's MTU (UDP is not
@@ -381,7 +407,7 @@ impl Scenario {
             return Err(format!("flows[{i}]: a UDP flow ({}) takes no tcp or cc", f.source.kind()));
         }
         let payload = f.source.udp_payload_bytes().expect("a UDP source");
-        let link = self.smallest_mtu_on_route(routes, i, f.src, f.dst, "datagrams")?;
+        let link = self.smallest_mtu(&self.route_links(routes, i, f.src, f.dst, "datagrams")?);
         if payload == 0 || payload + IPV4_UDP_HEADER_BYTES > link.mtu_bytes {
             return Err(format!(
                 "flows[{i}].source.payload_bytes: {payload} is not allowed: must be positive and, with {IPV4_UDP_HEADER_BYTES} header bytes, fit link {}'s MTU {}",

@@ -211,6 +211,11 @@ impl Simulation {
         self.scenario.duration_ps
     }
 
+    /// Every flow's route (link indices: data, ACKs), from the routing table it runs on.
+    pub fn flow_routes(&self) -> Vec<crate::scenario::FlowRoute> {
+        self.scenario.flow_routes_with(&self.routes).expect("validated when the simulation was built")
+    }
+
     pub fn events_processed(&self) -> u64 {
         self.events.popped
     }

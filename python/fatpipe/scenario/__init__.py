@@ -88,8 +88,9 @@ from .congestion import (  # noqa: F401
     CC_ALGORITHMS,
     Preset,
     PRESETS,
-    DEFAULT_PRESET,
-    preset_for_algorithm,
+    RENO_VERSIONS,
+    STACK_RECOVERIES,
+    cc_name,
     CongestionControlChoice,
     format_presets,
 )

@@ -30,8 +30,9 @@ __all__ = ["check_budget", "FLOW_ROW_BYTES", "QUEUE_ROW_BYTES", "PACKET_BYTES"]
 #: 84 bytes, sharing three of the core's columns). Measured: the 100,000-flow benchmark
 #: (50.1 million rows) peaks at 6.4 GB, 127 bytes per row (docs/benchmarks.md).
 FLOW_ROW_BYTES = 128
-#: Memory per link per sample: the core's 44 bytes and the result's 60.
-QUEUE_ROW_BYTES = 104
+#: Memory per link per sample: the core's 52 bytes (6 eight-byte columns and a four-byte
+#: index) and the result's 68 (8 eight-byte columns and the index).
+QUEUE_ROW_BYTES = 120
 #: Memory of one queued packet in the core (its Packet value, packet.rs: at most 96 bytes).
 PACKET_BYTES = 96
 #: The smallest IP packet: a one-byte UDP datagram (28 header bytes + 1).

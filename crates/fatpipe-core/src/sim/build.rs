@@ -112,7 +112,7 @@ impl Simulation {
             .collect();
         let flow_series = series(&scenario, scenario.flows.len(), FlowSeries::reserve);
         let queue_series = series(&scenario, scenario.links.len(), QueueSeries::reserve);
-        Ok(Simulation {
+        let mut sim = Simulation {
             scenario,
             now: 0,
             events,
@@ -138,6 +138,8 @@ impl Simulation {
             hops_handed_on: 0,
             arrivals_direct: 0,
             direct_last_hop: true,
-        })
+        };
+        sim.set_capture_clock();
+        Ok(sim)
     }
 }

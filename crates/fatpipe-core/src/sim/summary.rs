@@ -213,6 +213,10 @@ pub struct CaptureSummary {
     pub packets_not_written: u64,
     /// None, or why the file could not be written.
     pub error: Option<String>,
+    /// The file's time stamps are the simulated time plus this (whole seconds; 0 unless a
+    /// flow that starts established starts within its handshake's round trip: its
+    /// synthetic SYN, SYN-ACK and ACK are stamped before its start).
+    pub clock_offset_ps: u64,
 }
 
 impl LinkSummary {
@@ -253,6 +257,7 @@ impl CaptureSummary {
             packets_written: c.packets_written,
             packets_not_written: c.packets_not_written,
             error: c.error.clone(),
+            clock_offset_ps: c.clock_offset_ps,
         }
     }
 }
