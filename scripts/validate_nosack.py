@@ -39,6 +39,10 @@ EXTRA_ATTEMPTS = 4
 
 _ISSUE = {"bottleneck_rate": "100Mbps", "rtt": "60ms", "queue": {"limit_packets": 500}}
 _ONE_BDP = {"bottleneck_rate": "100Mbps", "rtt": "40ms", "queue": {"limit_bdp": 1.0}}
+_LOSS = {"link": "bottleneck", "kind": "bernoulli", "probability": 1e-3}
+#: Longer than the RTO (244 ms there), shorter than the backed-off one: every data segment
+#: arrives, the sender's timer fires for nothing.
+_ACKS_OUT = {"link": "bottleneck_rev", "kind": "outage", "start": "10s", "duration": "300ms"}
 #: name -> (description, topology keys, [flows.tcp] keys beside the profile, duration).
 PATHS = {
     "100M-60ms-500pkt-nots": ("100 Mb/s x 60 ms, 500-packet drop-tail, timestamps off (issue 22's path)",
@@ -51,7 +55,12 @@ PATHS = {
     "100M-40ms-1bdp": ("100 Mb/s x 40 ms, drop-tail of 1 BDP (334 packets)", _ONE_BDP, {}, "30s"),
     "100M-40ms-1bdp-loss1e-3": (
         "100 Mb/s x 40 ms, 1 BDP, random loss 1e-3 on the bottleneck",
-        {**_ONE_BDP, "impairments": [{"link": "bottleneck", "kind": "bernoulli", "probability": 1e-3}]}, {}, "30s"),
+        {**_ONE_BDP, "impairments": [_LOSS]}, {}, "30s"),
+    "100M-40ms-1bdp-loss1e-3-acksout": (
+        "the same for 15 s, the ACKs lost from 10 s to 10.3 s (a spurious timeout)",
+        {**_ONE_BDP, "impairments": [_LOSS, _ACKS_OUT]}, {}, "15s"),
+    "100M-40ms-1bdp-loss1e-3-acksout-nots": (
+        "the same, timestamps off", {**_ONE_BDP, "impairments": [_LOSS, _ACKS_OUT]}, {"timestamps": False}, "15s"),
 }
 
 
@@ -143,6 +152,15 @@ def figure(path: str, sim: Result, timers: list, emulated: list, png: Path) -> N
     plt.close(fig)
 
 
+#: The sender namespace's undo counters (/proc/net/netstat): each undone reduction once.
+UNDO_COUNTERS = ("TCPFullUndo", "TCPPartialUndo", "TCPDSACKUndo", "TCPLossUndo")
+
+
+def kernel_undos(summary: dict) -> int:
+    sender = next(h for h in summary["emulation"]["hosts"] if h["name"] == "sender")
+    return sum(sender.get("tcp_ext", {}).get(c, 0) for c in UNDO_COUNTERS)
+
+
 def row(path: str, sim: Result, timers: list, emulated: list) -> str:
     f_sim = sim.summary["flows"][0]
     goodputs = sorted(r.summary["flows"][0]["goodput_bps"] for r in emulated)
@@ -153,6 +171,7 @@ def row(path: str, sim: Result, timers: list, emulated: list) -> str:
         med = values[len(values) // 2]
         return f"{med * 1e3:.1f}" if values[0] == values[-1] else f"{med * 1e3:.1f} ({values[0] * 1e3:.1f}-{values[-1] * 1e3:.1f})"
 
+    undos = sorted(kernel_undos(r.summary) for r in emulated)
     srtt_max = [r.flow_series["srtt_s"].max() for r in emulated]
     srtt_end = [r.flow_series["srtt_s"].iloc[-1] for r in emulated]
     rto_end = [r.flow_series["rto_s"].iloc[-1] for r in emulated]
@@ -161,6 +180,7 @@ def row(path: str, sim: Result, timers: list, emulated: list) -> str:
         f"{pct((g_med - g_sim) / g_sim)} | "
         f"{f_sim['segments_retransmitted']} / {spread(emulated, 'segments_retransmitted')} | "
         f"{f_sim['timeouts']} / {spread(emulated, 'timeouts')} | "
+        f"{f_sim['undos']} / {undos[len(undos) // 2]}{'' if undos[0] == undos[-1] else f' ({undos[0]}-{undos[-1]})'} | "
         f"{f_sim['data_packets_lost']} / {spread(emulated, 'data_packets_lost')} | "
         f"{sim.flow_series['srtt_s'].max() * 1e3:.1f} / {ms(srtt_max)} | "
         f"{sim.flow_series['srtt_s'].iloc[-1] * 1e3:.1f} / {ms(srtt_end)} | "
@@ -196,13 +216,15 @@ def main() -> int:
         BEGIN,
         f"Linux {kernel} with `net.ipv4.tcp_sack = 0`; simulator: `cc = \"newreno\"` on the \"linux\" profile; "
         f"one flow; TCP_INFO sampled every {SAMPLE}; each path simulated once and emulated {REPEATS} times "
-        f"(runs that kept up with real time preferred, up to {REPEATS + EXTRA_ATTEMPTS} attempts). Each cell: fatpipe / the kernel's median (range over its runs). srtt is TCP_INFO's "
+        f"(runs that kept up with real time preferred, up to {REPEATS + EXTRA_ATTEMPTS} attempts). Each cell: fatpipe / the kernel's median (range over its runs). Reductions undone: "
+        "the simulator's `undos`, the kernel's TCPFullUndo + TCPPartialUndo + TCPDSACKUndo + TCPLossUndo (the "
+        "sender namespace's /proc/net/netstat). srtt is TCP_INFO's "
         "`tcpi_rtt` and the simulator's smoothed RTT (its largest sample over the run, and its last); "
         "RTO at the run's end (`tcpi_rto`).",
         "",
-        "| path | goodput (Mb/s) | difference | retransmitted | timeouts | lost in the network | largest srtt (ms) | "
-        "srtt at the end (ms) | RTO at the end (ms) | series |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| path | goodput (Mb/s) | difference | retransmitted | timeouts | reductions undone | lost in the network | "
+        "largest srtt (ms) | srtt at the end (ms) | RTO at the end (ms) | series |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
         *([f"Runs that did not keep up with real time (kept in the table because no {REPEATS} did): " + "; ".join(late) + ".", ""]
