@@ -139,6 +139,11 @@ pub struct FlowCounters {
     pub cwnd_segments: Vec<i64>,
     /// -1 before the first RTT sample (always for a UDP flow).
     pub srtt_ps: Vec<i64>,
+    /// TCP: the retransmission timeout now, backoff included (-1 for UDP): what Linux's
+    /// TCP_INFO calls tcpi_rto, for comparing a run with the kernel's.
+    pub rto_ps: Vec<i64>,
+    /// TCP: retransmission timeouts so far (0 for UDP).
+    pub timeouts: Vec<u64>,
 }
 }
 

@@ -368,6 +368,8 @@ impl Simulation {
                     c.datagrams_lost.push(udp.stats.datagrams_lost);
                     c.cwnd_segments.push(-1);
                     c.srtt_ps.push(-1);
+                    c.rto_ps.push(-1);
+                    c.timeouts.push(0);
                 }
                 None => {
                     c.delivered_bytes.push(flow.delivered_bytes());
@@ -378,6 +380,8 @@ impl Simulation {
                     c.datagrams_lost.push(0);
                     c.cwnd_segments.push(i64::from(s.cc_state.cwnd));
                     c.srtt_ps.push(s.rtt.srtt.map_or(-1, |v| v as i64));
+                    c.rto_ps.push(s.rtt.rto() as i64);
+                    c.timeouts.push(s.stats.timeouts);
                 }
             }
         }
