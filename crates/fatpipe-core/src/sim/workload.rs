@@ -42,7 +42,7 @@ impl Simulation {
         for pkt in out {
             let mut node = pkt.src;
             while node != pkt.dst {
-                let Some(l) = self.routes[node as usize][pkt.dst as usize] else { break };
+                let Some(l) = self.routes.get(node, pkt.dst) else { break };
                 if !self.link_taps[l as usize].is_empty() {
                     self.tap(l, true, &pkt);
                 }
