@@ -231,7 +231,7 @@ impl Scenario {
             if f.src == f.dst {
                 return Err(format!("flows[{i}]: src and dst are the same host"));
             }
-            f.check(self.duration_ps).map_err(|e| format!("flows[{i}]{e}"))?;
+            f.check().map_err(|e| format!("flows[{i}]{e}"))?;
             if f.source.is_udp() {
                 // UDP is not fragmented here: a datagram fits every link on its way.
                 let payload = f.source.udp_payload_bytes().expect("a UDP source");
