@@ -67,6 +67,7 @@ def run(
     capture_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     on_interval: Optional[Callable[[int, Any], None]] = None,
     interval_ps: Optional[int] = None,
+    cancel: Optional[Any] = None,
 ) -> Result:
     """Runs a scenario to its end and returns the :class:`~fatpipe.result.Result`.
 
@@ -81,6 +82,8 @@ def run(
         on_interval: called as ``on_interval(t_ps, counters)`` at 0 and every multiple of
             ``interval_ps`` up to the end (and at the end), with the core's
             ``flow_counters()`` (``fatpipe run --interval``, :mod:`fatpipe.interval_report`).
+        cancel: a ``threading.Event``; once set, the run raises KeyboardInterrupt after the
+            chunk it is in (a sweep on threads stops its runs so).
 
     Raises:
         ScenarioError: the scenario is invalid (one line naming the field).
@@ -96,7 +99,7 @@ def run(
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.
         raise ScenarioError(f"the core rejected the normalized scenario: {err}") from None
-    _advance(sim, core_doc, progress, on_interval, interval_ps)
+    _advance(sim, core_doc, progress, on_interval, interval_ps, cancel)
     output = sim.finish()
     for entry in output["summary"].get("captures", []):
         if entry.get("error"):
@@ -130,6 +133,7 @@ def _advance(
     progress: bool,
     on_interval: Optional[Callable[[int, Any], None]] = None,
     interval_ps: Optional[int] = None,
+    cancel: Optional[Any] = None,
 ) -> None:
     duration_ps = int(sim.duration_ps)
     chunk_ps = max(1, -(-duration_ps // PROGRESS_CHUNKS))  # ceiling division
@@ -157,6 +161,8 @@ def _advance(
             if on_interval is not None:  # stop at every interval boundary too
                 next_chunk = min(next_chunk, (target_ps // interval_ps + 1) * interval_ps)
             target_ps = min(next_chunk, duration_ps)
+            if cancel is not None and cancel.is_set():
+                raise KeyboardInterrupt
             sim.run_until(target_ps)
             if on_interval is not None and (target_ps % interval_ps == 0 or target_ps == duration_ps):
                 on_interval(target_ps, sim.flow_counters())
