@@ -542,7 +542,7 @@ fn plan_flows(scenario: &Scenario, raw: &Value, available: &[String]) -> Result<
             };
             let module = |m: &str, p: &str| std::fs::read_to_string(format!("/sys/module/{m}/parameters/{p}")).ok();
             let mut k = kernel::flow_knobs(spec, cc, available, &value, &module)
-                .map_err(|e| Error::Scenario(format!("{label}.cc: {e}")))?;
+                .map_err(|e| Error::Scenario(format!("{label}.{e}")))?;
             // A namespace cannot raise net.core.rmem_max / wmem_max (read-only outside the
             // initial namespace), and raising the machine's would touch every other
             // program: force instead.
