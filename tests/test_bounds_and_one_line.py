@@ -130,7 +130,7 @@ def test_a_quantity_is_bounded_and_ascii_before_exact_arithmetic(value, fragment
 @pytest.mark.parametrize("args", [("--seed", "１"), ("--interval", "１s")])
 def test_command_line_numbers_are_ascii(args, tmp_path):
     (tmp_path / "s.json").write_text(json.dumps(SMALL))
-    assert "is not allowed" in one_line(cli("run", tmp_path / "s.json", *args))
+    assert "is not allowed" in one_line(cli("run", "s.json", *args, cwd=tmp_path))
 
 
 @needs_core

@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, Iterable, Optional, Tuple, Union
 
 __all__ = [
     "OutputExistsError",
@@ -62,12 +62,16 @@ class OutputBusyError(OutputExistsError):
     """Another fatpipe process is writing the output directory now."""
 
 
-def foreign_entry(directory: Path, depth: int = 0) -> Optional[str]:
+def foreign_entry(directory: Path, depth: int = 0, own: Iterable[Path] = ()) -> Optional[str]:
     """The first entry of ``directory`` that fatpipe did not write, or None if fatpipe wrote
     it all: a run's files (OWN_SUFFIXES) beside a ``summary.json`` or ``compare.json``, and
     subdirectories of the same kind (``probe run --simulate`` writes ``simulated/`` and
-    ``compare/``)."""
-    entries = sorted(directory.iterdir())
+    ``compare/``). ``own``: files the run being written has put there already (its packet
+    captures, when ``capture_dir`` is the target), fatpipe's whatever else is there."""
+    mine = {Path(p).resolve() for p in own}
+    entries = [e for e in sorted(directory.iterdir()) if e.resolve() not in mine]
+    if not entries:
+        return None
     if not any(e.name in OWN_MARKERS and e.is_file() for e in entries):
         return f"{directory.name}/ (it has no summary.json: not a fatpipe run)" if depth else "(no summary.json)"
     for entry in entries:
@@ -132,11 +136,12 @@ def _limits(directory: Path) -> Tuple[int, int]:
         return 255, 4096
 
 
-def check_target(outdir: PathLike, overwrite: bool) -> Path:
+def check_target(outdir: PathLike, overwrite: bool, own: Iterable[Path] = ()) -> Path:
     """The target as a Path, if it may be written: absent, an empty directory, or (with
-    ``overwrite``) a directory fatpipe wrote. Raises :class:`OutputExistsError`,
-    ``FileExistsError`` (a file is in the way) or ``ValueError`` (a target that cannot be a
-    run's directory: ``.``, ``..``, too long, not UTF-8)."""
+    ``overwrite``) a directory fatpipe wrote (``own``: files this run put there already, see
+    :func:`foreign_entry`). Raises :class:`OutputExistsError`, ``FileExistsError`` (a file
+    is in the way) or ``ValueError`` (a target that cannot be a run's directory: ``.``,
+    ``..``, too long, not UTF-8)."""
     if isinstance(outdir, (str, bytes)) and not outdir:
         raise ValueError("'' is not allowed: give a directory name")
     out = Path(outdir)
@@ -149,7 +154,7 @@ def check_target(outdir: PathLike, overwrite: bool) -> Path:
                 f"{out}: the directory is not empty; choose another, or overwrite it (--overwrite, "
                 "overwrite=True), which replaces it whole"
             )
-        foreign = foreign_entry(out)
+        foreign = foreign_entry(out, own=own)
         if foreign is not None:
             raise OutputExistsError(
                 f"{out}: overwriting replaces only a directory fatpipe wrote, and this one holds {foreign}, "
@@ -160,9 +165,9 @@ def check_target(outdir: PathLike, overwrite: bool) -> Path:
 
 # ---- one writer at a time ----------------------------------------------------------------
 
-#: Per staging directory: its target, the target's lock, and whether the target may be
-#: overwritten.
-_RESERVED: Dict[Path, Tuple[Path, int, bool]] = {}
+#: Per staging directory: its target, the target's lock, whether the target may be
+#: overwritten, and files of this run already there.
+_RESERVED: Dict[Path, Tuple[Path, int, bool, Tuple[Path, ...]]] = {}
 #: Staging directories kept (not discarded): results a publish refused to put in place.
 _KEPT: set = set()
 
@@ -211,7 +216,7 @@ def unlock_directory(target: Path, fd: int) -> None:
     os.close(fd)
 
 
-def staging_dir(outdir: PathLike, overwrite: bool = False) -> Path:
+def staging_dir(outdir: PathLike, overwrite: bool = False, own: Iterable[Path] = ()) -> Path:
     """A new, empty staging directory beside ``outdir`` (same file system, so that
     :func:`publish` is a rename), creating ``outdir``'s parent if needed. ``outdir`` is
     locked until :func:`discard` (raises :class:`OutputBusyError` if another process writes
@@ -226,7 +231,7 @@ def staging_dir(outdir: PathLike, overwrite: bool = False) -> Path:
     except BaseException:
         unlock_directory(out, fd)
         raise
-    _RESERVED[staging] = (out, fd, overwrite)
+    _RESERVED[staging] = (out, fd, overwrite, tuple(own))
     return staging
 
 
@@ -241,10 +246,10 @@ def publish(staging: Path, outdir: PathLike) -> Path:
     :func:`staging_dir` was told it may (and fatpipe wrote it). The target is checked again
     first: a directory that appeared meanwhile is never replaced without leave."""
     out = Path(outdir)
-    overwrite = _RESERVED[staging][2] if staging in _RESERVED else False
+    _, _, overwrite, own = _RESERVED.get(staging, (None, None, False, ()))
     if out.is_dir() and any(out.iterdir()):
         try:
-            check_target(out, overwrite)
+            check_target(out, overwrite, own)
         except OutputExistsError as err:
             # Something else wrote there while this run went on: its results stay where
             # they are, and the message says where.

@@ -471,8 +471,9 @@ class Result:
         (:class:`~fatpipe.outdir.OutputExistsError`) unless ``overwrite``, which replaces it
         whole. See :meth:`write_files` for the files.
         """
-        out = check_target(outdir, overwrite)
-        staging = staging_dir(out, overwrite)
+        own = [Path(p) for p in self.capture_files.values()]  # captures written there already
+        out = check_target(outdir, overwrite, own)
+        staging = staging_dir(out, overwrite, own)
         try:
             self.write_files(staging, plots)
             return publish(staging, out)
