@@ -70,6 +70,7 @@ def run(
     on_interval: Optional[Callable[[int, Any], None]] = None,
     interval_ps: Optional[int] = None,
     on_warning: Optional[Callable[[str], None]] = None,
+    cancel: Optional[Any] = None,
 ) -> Result:
     """Runs a scenario to its end and returns the :class:`~fatpipe.result.Result`.
 
@@ -89,6 +90,8 @@ def run(
             five, then one line counting the rest); by default each is issued as a
             :class:`~fatpipe.buffers.BufferWarning`. The result keeps them all either way
             (``Result.warnings``, ``summary.json``'s ``warnings``).
+        cancel: a ``threading.Event``; once set, the run raises KeyboardInterrupt after the
+            chunk it is in (a sweep on threads stops its runs so).
 
     Raises:
         ScenarioError: the scenario is invalid (one line naming the field).
@@ -110,7 +113,7 @@ def run(
             on_warning(line)
         else:
             warnings.warn(line, BufferWarning, stacklevel=2)
-    _advance(sim, core_doc, progress, on_interval, interval_ps)
+    _advance(sim, core_doc, progress, on_interval, interval_ps, cancel)
     output = sim.finish()
     for entry in output["summary"].get("captures", []):
         if entry.get("error"):
@@ -145,6 +148,7 @@ def _advance(
     progress: bool,
     on_interval: Optional[Callable[[int, Any], None]] = None,
     interval_ps: Optional[int] = None,
+    cancel: Optional[Any] = None,
 ) -> None:
     duration_ps = int(sim.duration_ps)
     chunk_ps = max(1, -(-duration_ps // PROGRESS_CHUNKS))  # ceiling division
@@ -172,6 +176,8 @@ def _advance(
             if on_interval is not None:  # stop at every interval boundary too
                 next_chunk = min(next_chunk, (target_ps // interval_ps + 1) * interval_ps)
             target_ps = min(next_chunk, duration_ps)
+            if cancel is not None and cancel.is_set():
+                raise KeyboardInterrupt
             sim.run_until(target_ps)
             if on_interval is not None and (target_ps % interval_ps == 0 or target_ps == duration_ps):
                 on_interval(target_ps, sim.flow_counters())

@@ -50,7 +50,7 @@ impl Simulation {
         for pkt in out {
             let mut node = pkt.src;
             while node != pkt.dst {
-                let Some(l) = self.routes[node as usize][pkt.dst as usize] else { break };
+                let Some(l) = self.routes.get(node, pkt.dst) else { break };
                 let link = &self.links[l as usize].spec;
                 for &c in &self.link_taps[l as usize] {
                     let capture = &mut self.captures[c as usize];
@@ -87,7 +87,7 @@ impl Simulation {
         for pkt in exchange.iter().filter(|p| p.kind != PacketKind::HandshakeAck) {
             let mut node = pkt.src;
             while node != pkt.dst {
-                let Some(l) = self.routes[node as usize][pkt.dst as usize] else { break };
+                let Some(l) = self.routes.get(node, pkt.dst) else { break };
                 let link = &self.links[l as usize].spec;
                 total += transmission_time((pkt.ip_bytes + link.framing_bytes) as u64, link.rate_bps) + link.delay_ps;
                 node = link.to;
