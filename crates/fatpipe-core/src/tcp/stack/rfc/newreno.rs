@@ -2,7 +2,7 @@
 //! everything outstanding when it began (`recover`) is acknowledged; each partial ACK on the
 //! way retransmits the next hole. Every partial ACK restarts the retransmission timer
 //! ("Slow-but-Steady", as Linux) unless the "Impatient" variant is chosen (ns-2's default), which
-//! restarts it on the first only. The RFC stack's shared ACK path is in `rfc.rs`.
+//! restarts it on the first only. The RFC stack's shared ACK path is in `mod.rs`.
 
 use super::RfcStack;
 use crate::packet::Packet;

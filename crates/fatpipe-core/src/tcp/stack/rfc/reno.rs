@@ -2,7 +2,7 @@
 //! inflate the window by the segments that have left the network, and leave recovery on the
 //! first ACK of new data, so several losses in one window usually end in a timeout. NewReno
 //! (`newreno.rs`) enters and inflates the same way. The RFC stack's shared ACK path is in
-//! `rfc.rs`.
+//! `mod.rs`.
 
 use super::RfcStack;
 use crate::packet::Packet;

@@ -3,7 +3,7 @@
 //! in SACKed segments above a hole (IsLost), or with FACK by the forward-most SACK --
 //! recovery sets cwnd = ssthresh, and segments go out while pipe < cwnd: lost holes first
 //! (NextSeg rule 1), then new data (rule 2). Recovery ends when an ACK covers `recover`.
-//! The RFC stack's shared ACK path is in `rfc.rs`.
+//! The RFC stack's shared ACK path is in `mod.rs`.
 
 use super::scoreboard::LossBoundary;
 use super::RfcStack;

@@ -13,7 +13,7 @@
 //! - recovery ends when the cumulative ACK reaches what was outstanding at its start, with
 //!   cwnd where the halving put it.
 //!
-//! Entering recovery, the duplicate-ACK guard and the timeout are the RFC stack's (`rfc.rs`),
+//! Entering recovery, the duplicate-ACK guard and the timeout are the RFC stack's (`mod.rs`),
 //! which with the ns2 profile follow ns-2 as well, with one departure: after a timeout ns-2
 //! clears Sack1's scoreboard and goes back to the first unacknowledged packet, resending
 //! SACKed ones too (`Sack1TcpAgent::timeout`); here the SACKed data stays delivered and only

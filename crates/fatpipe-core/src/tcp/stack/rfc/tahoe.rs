@@ -1,6 +1,6 @@
 //! Tahoe (Jacobson 1988; 4.3BSD Tahoe): fast retransmit on the duplicate-ACK threshold, then
 //! slow start from one segment, resending from the first unacknowledged byte (go-back-N).
-//! The RFC stack's shared ACK path is in `rfc.rs`; Tahoe's recovery then runs as a
+//! The RFC stack's shared ACK path is in `mod.rs`; Tahoe's recovery then runs as a
 //! timeout's does (state Loss), with its partial ACKs handled as NewReno's (`newreno.rs`).
 
 use super::RfcStack;
