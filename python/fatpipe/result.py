@@ -25,6 +25,7 @@ from .columns import Columns
 from .metrics import fairness, flow_metrics, regain
 from .outdir import check_target, discard, publish, staging_dir
 from .units import PS_PER_S
+from .version import version
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -110,14 +111,6 @@ QUEUE_SERIES_COLUMNS = [
     "queue_delay_s",
     "red_avg_packets",
 ]
-
-
-def _version() -> str:
-    # Imported here: fatpipe/__init__ imports this module lazily, never the other way round
-    # at import time.
-    from . import __version__
-
-    return __version__
 
 
 class Result:
@@ -299,7 +292,7 @@ class Result:
             # The series' interval: the scenario's, or the default for a run this long.
             sample_interval_s=int(self.scenario["sample_interval_ps"]) / PS_PER_S,
             total_goodput_bps=sum(8 * int(f["bytes_delivered"]) for f in flows) / duration_s,
-            fatpipe_version=_version(),
+            fatpipe_version=version(),
         )
         # Buffers below the path's bandwidth-delay product (fatpipe.buffers); a probe's path
         # is real, not the scenario's topology.
@@ -591,10 +584,10 @@ def _check_run(summary: Any, scenario: Any) -> None:
                 raise ValueError(f"{name}: {group} is not a list of named entries")
     if not all(isinstance(f.get("source"), dict) for f in scenario["flows"]):
         raise ValueError("scenario.json: a flow has no source table")
-    written, this = _version_tuple(summary["fatpipe_version"]), _version_tuple(_version())
+    written, this = _version_tuple(summary["fatpipe_version"]), _version_tuple(version())
     if written is None or (this is not None and written > this):
         raise ValueError(
-            f"summary.json: written by fatpipe {summary['fatpipe_version']}, which this fatpipe ({_version()}) does "
+            f"summary.json: written by fatpipe {summary['fatpipe_version']}, which this fatpipe ({version()}) does "
             "not know; read it with that version"
         )
     for group in ("flows", "links"):
