@@ -173,18 +173,6 @@ impl Live for CoreEmulation {
         self.wait((timeout_s.max(0.0) * 1e12) as u64)
     }
 
-    fn progress_ps(&self) -> u64 {
-        CoreEmulation::progress_ps(self)
-    }
-
-    fn duration_ps(&self) -> u64 {
-        CoreEmulation::duration_ps(self)
-    }
-
-    fn stop(&self) {
-        CoreEmulation::stop(self)
-    }
-
     fn finish(self) -> Result<serde_json::Value, PyErr> {
         CoreEmulation::finish(self).map_err(emu_error)
     }
@@ -227,17 +215,18 @@ impl Emulation {
     /// Time into the run, picoseconds.
     #[getter]
     fn progress_ps(&self) -> PyResult<u64> {
-        self.run.progress_ps()
+        Ok(self.run.get()?.progress_ps())
     }
 
     #[getter]
     fn duration_ps(&self) -> PyResult<u64> {
-        self.run.duration_ps()
+        Ok(self.run.get()?.duration_ps())
     }
 
     /// Asks every thread to stop (an interrupted run).
     fn stop(&self) -> PyResult<()> {
-        self.run.stop()
+        self.run.get()?.stop();
+        Ok(())
     }
 
     /// The hosts' namespaces while the emulation lives: [(host, path, inode)].

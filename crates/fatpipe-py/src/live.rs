@@ -1,7 +1,8 @@
 //! The lifecycle that `Emulation` and `ProbeRun` share: a run on threads of its own that
 //! Python starts by constructing it, waits for with the GIL released, watches (progress),
-//! stops, finishes for the result document, and closes. Written once here; each class is a
-//! row of one-line delegates (PyO3 makes no Python class of a generic type).
+//! stops, finishes for the result document, and closes; once finished or closed, every call
+//! says so. Written once here; each class is a row of one-line delegates (PyO3 makes no
+//! Python class of a generic type).
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -13,12 +14,6 @@ pub trait Live: Send + Sync + Sized {
     const WHAT: &'static str;
     /// Waits up to `timeout_s` (seconds, as Python gives them); true once the run ended.
     fn wait_s(&self, timeout_s: f64) -> bool;
-    /// Time into the run, picoseconds.
-    fn progress_ps(&self) -> u64;
-    /// The run's duration, picoseconds.
-    fn duration_ps(&self) -> u64;
-    /// Asks every thread to stop (an interrupted run).
-    fn stop(&self);
     /// Waits for the end and returns the result document, or the Python exception that says
     /// why there is none.
     fn finish(self) -> Result<Value, PyErr>;
@@ -46,19 +41,6 @@ impl<T: Live> Lifecycle<T> {
     pub fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {
         let run = self.get()?;
         Ok(py.detach(|| run.wait_s(timeout_s)))
-    }
-
-    pub fn progress_ps(&self) -> PyResult<u64> {
-        Ok(self.get()?.progress_ps())
-    }
-
-    pub fn duration_ps(&self) -> PyResult<u64> {
-        Ok(self.get()?.duration_ps())
-    }
-
-    pub fn stop(&self) -> PyResult<()> {
-        self.get()?.stop();
-        Ok(())
     }
 
     /// The result document as Python objects; the run is closed after.

@@ -104,18 +104,6 @@ impl Live for CoreRun {
         self.wait(seconds(timeout_s))
     }
 
-    fn progress_ps(&self) -> u64 {
-        CoreRun::progress_ps(self)
-    }
-
-    fn duration_ps(&self) -> u64 {
-        CoreRun::duration_ps(self)
-    }
-
-    fn stop(&self) {
-        CoreRun::stop(self)
-    }
-
     /// ValueError for what the user asked that cannot be done, OSError for a failure,
     /// RuntimeError if the run was stopped.
     fn finish(self) -> Result<serde_json::Value, PyErr> {
@@ -156,17 +144,18 @@ impl ProbeRun {
 
     #[getter]
     fn progress_ps(&self) -> PyResult<u64> {
-        self.run.progress_ps()
+        Ok(self.run.get()?.progress_ps())
     }
 
     /// The test's duration.
     #[getter]
     fn duration_ps(&self) -> PyResult<u64> {
-        self.run.duration_ps()
+        Ok(self.run.get()?.duration_ps())
     }
 
     fn stop(&self) -> PyResult<()> {
-        self.run.stop()
+        self.run.get()?.stop();
+        Ok(())
     }
 
     /// The result document ({"summary", "flow_series", "queue_series"}); raises ValueError
