@@ -14,9 +14,9 @@ use fatpipe_core::net::link::{Link, LinkSpec, Offered};
 use fatpipe_core::net::queue::QueueSpec;
 use fatpipe_core::packet::{Ecn, Packet, PacketKind, SackBlocks};
 use fatpipe_core::rng::Rng;
-use fatpipe_core::tcp::recovery::rack::Rack;
-use fatpipe_core::tcp::recovery::rtx_queue::RtxQueue;
-use fatpipe_core::tcp::scoreboard::Scoreboard;
+use fatpipe_core::tcp::stack::linux::rack::Rack;
+use fatpipe_core::tcp::stack::linux::rtx_queue::RtxQueue;
+use fatpipe_core::tcp::stack::rfc::scoreboard::Scoreboard;
 use fatpipe_core::time::Time;
 
 fn main() {

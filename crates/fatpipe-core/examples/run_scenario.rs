@@ -70,5 +70,5 @@ fn cpu_ns() -> Option<u64> {
 }
 
 fn data_segments(sim: &Simulation) -> u64 {
-    sim.flows.iter().map(|f| f.sender.stats.segments_sent).sum()
+    sim.flows.iter().map(|f| f.sender.tcb.stats.segments_sent).sum()
 }

@@ -112,7 +112,7 @@ fn endpoints(i: u32, spec: &FlowSpec, conn: u16, seed: u64) -> (TcpSender, TcpRe
     let mut sender =
         TcpSender::new(i, spec.src, spec.dst, spec.tcp(), spec.cc.as_ref().map_or_else(idle_cc, CcSpec::build));
     let mut receiver = TcpReceiver::new(i, spec.dst, spec.src, spec.tcp());
-    sender.conn = conn;
+    sender.tcb.conn = conn;
     receiver.conn = conn;
     let max_delay = spec.tcp().random_send_delay_ps;
     if max_delay > 0 {
@@ -568,7 +568,8 @@ impl Simulation {
                 flow.losses.data_packets += 1;
                 flow.losses.data_payload_bytes += pkt.payload_bytes as u64;
                 flow.losses.retransmissions += u64::from(pkt.retransmission);
-                let in_slow_start = flow.sender.milestones.slow_start_end_seq.is_none_or(|end| pkt.end_seq() <= end);
+                let in_slow_start =
+                    flow.sender.tcb.milestones.slow_start_end_seq.is_none_or(|end| pkt.end_seq() <= end);
                 if in_slow_start && !pkt.retransmission {
                     flow.losses.slow_start_data_packets += 1;
                 }
@@ -678,13 +679,13 @@ impl Simulation {
                 fs.sent_bytes.push(st.bytes_sent);
                 continue;
             }
-            fs.cwnd_segments.push(s.cc_state.cwnd as i64);
-            let ssthresh = s.cc_state.ssthresh;
+            fs.cwnd_segments.push(s.tcb.cc_state.cwnd as i64);
+            let ssthresh = s.tcb.cc_state.ssthresh;
             fs.ssthresh_segments.push(if ssthresh >= INFINITE_SSTHRESH { -1 } else { ssthresh as i64 });
             fs.outstanding_bytes.push(s.outstanding_bytes());
-            fs.srtt_ps.push(s.rtt.srtt.map_or(-1, |v| v as i64));
+            fs.srtt_ps.push(s.tcb.rtt.srtt.map_or(-1, |v| v as i64));
             fs.delivered_bytes.push(flow.delivered_bytes());
-            fs.sent_bytes.push(s.stats.bytes_sent);
+            fs.sent_bytes.push(s.tcb.stats.bytes_sent);
         }
         for link in &mut self.links {
             link.advance(now);

@@ -47,7 +47,7 @@ fn utilization(cc: CcSpec, initial_ssthresh: Option<u32>) -> f64 {
     scenario.validate().expect("valid scenario");
     let mut sim = Simulation::new(scenario).unwrap();
     if let Some(ssthresh) = initial_ssthresh {
-        sim.flows[0].sender.cc_state.ssthresh = ssthresh;
+        sim.flows[0].sender.tcb.cc_state.ssthresh = ssthresh;
     }
     sim.run();
     let bytes = departed_at(&sim, DURATION) - departed_at(&sim, MEASURE_FROM);
@@ -58,9 +58,9 @@ fn utilization(cc: CcSpec, initial_ssthresh: Option<u32>) -> f64 {
         "{} (initial ssthresh {initial_ssthresh:?}): utilization {:.1}% over the last 40 s; final cwnd {} ssthresh {}; bdp {bdp}; {:?}; bottleneck drops {}",
         sender.algorithm(),
         util * 100.0,
-        sender.cc_state.cwnd,
-        sender.cc_state.ssthresh,
-        sender.stats,
+        sender.tcb.cc_state.cwnd,
+        sender.tcb.cc_state.ssthresh,
+        sender.tcb.stats,
         sim.links[BOTTLENECK as usize].stats.drops_packets,
     );
     util

@@ -137,7 +137,7 @@ fn assert_vegas_holds_between(cc: CcSpec, alpha: f64, beta: f64) {
     assert!((alpha..=beta).contains(&held), "Vegas holds {held} packets at the bottleneck, outside [alpha, beta]");
     assert!(u > 0.9, "utilization {u}");
     assert_eq!(drops(&sim, 0, duration), 0, "Vegas never fills the queue");
-    assert_eq!(sim.flows[0].sender.stats.segments_retransmitted, 0);
+    assert_eq!(sim.flows[0].sender.tcb.stats.segments_retransmitted, 0);
 }
 
 #[test]
@@ -211,7 +211,7 @@ fn trace(h: &mut Harness, until: Time) -> Vec<(Time, u32, u64)> {
     while h.now < until {
         let t = h.now + PS_PER_MS;
         h.run_until(t);
-        out.push((h.now, h.sender.cc_state.cwnd, h.sender.outstanding_bytes()));
+        out.push((h.now, h.sender.tcb.cc_state.cwnd, h.sender.outstanding_bytes()));
     }
     out
 }
@@ -239,9 +239,9 @@ fn nocc_keeps_its_rate_through_a_fast_retransmit() {
     let mut h = Harness::new(tcp.clone(), nocc(None), rtt, drop_once(victim));
     h.start(None);
     let samples = trace(&mut h, 3 * PS_PER_S);
-    let st = &h.sender.stats;
+    let st = &h.sender.tcb.stats;
     assert_eq!((st.fast_retransmits, st.timeouts), (1, 0), "{st:?}");
-    assert_eq!(h.sender.ca_state, CaState::Open);
+    assert_eq!(h.sender.tcb.ca_state, CaState::Open);
     // The window never shrinks, at any sample.
     assert!(samples.iter().all(|&(_, cwnd, _)| cwnd >= UNLIMITED_WINDOW_SEGMENTS), "NOCC's window was reduced");
     // The receiver window is full before the loss and again one RTT after the repair.
@@ -262,10 +262,10 @@ fn nocc_keeps_its_rate_through_a_fast_retransmit() {
     h.start(None);
     trace(&mut h, 3 * PS_PER_S);
     assert!(
-        h.sender.cc_state.cwnd <= h.sender.prior_cwnd / 2 + 40,
+        h.sender.tcb.cc_state.cwnd <= h.sender.tcb.prior_cwnd / 2 + 40,
         "Reno: {} after {}",
-        h.sender.cc_state.cwnd,
-        h.sender.prior_cwnd
+        h.sender.tcb.cc_state.cwnd,
+        h.sender.tcb.prior_cwnd
     );
 }
 
@@ -286,7 +286,7 @@ fn nocc_resends_a_whole_window_after_a_timeout_without_slow_start() {
     let mut h = Harness::new(tcp, nocc(None), rtt, drop);
     h.start(None);
     let samples = trace(&mut h, 5 * PS_PER_S);
-    let st = &h.sender.stats;
+    let st = &h.sender.tcb.stats;
     assert_eq!(st.timeouts, 1, "{st:?}");
     assert!(samples.iter().all(|&(_, cwnd, _)| cwnd >= UNLIMITED_WINDOW_SEGMENTS), "slow start after the timeout");
     // At the timeout the sender goes back to the hole and resends the whole receiver window
@@ -307,7 +307,7 @@ fn lfn_run(cc: CcSpec) -> (Simulation, u64) {
 
 fn report(name: &str, sim: &Simulation) -> f64 {
     let u = utilization(sim, LFN_RATE_BPS, STEADY_FROM, LFN_DURATION);
-    let st = &sim.flows[0].sender.stats;
+    let st = &sim.flows[0].sender.tcb.stats;
     eprintln!(
         "{name}: utilization over the last 40 s {u:.4}, goodput {:.4}, mean queue {:.1}, drops {}, fast retransmits {}, timeouts {}",
         goodput_fraction(sim, LFN_RATE_BPS, STEADY_FROM, LFN_DURATION),
@@ -378,8 +378,8 @@ fn check_westwood_ssthresh(name: &str, cc: CcSpec) {
     let (sim, bdp) = lfn_run(cc);
     report(name, &sim);
     let sender = &sim.flows[0].sender;
-    assert!(sender.stats.fast_retransmits >= 2, "{name}: no loss after the start-up one");
-    let ssthresh = sender.cc_state.ssthresh as f64;
+    assert!(sender.tcb.stats.fast_retransmits >= 2, "{name}: no loss after the start-up one");
+    let ssthresh = sender.tcb.cc_state.ssthresh as f64;
     eprintln!("{name}: ssthresh after the last loss {ssthresh}, BDP {bdp}");
     assert!((ssthresh / bdp as f64 - 1.0).abs() < 0.05, "{name}: ssthresh {ssthresh} is not BWE x RTTmin = BDP {bdp}");
     let u = utilization(&sim, LFN_RATE_BPS, 40 * PS_PER_S, LFN_DURATION);
@@ -419,7 +419,7 @@ fn nocc_overloads_the_lfn() {
     let d = drops(&sim, 0, LFN_DURATION);
     assert!(u > 0.7, "utilization {u}");
     assert!(d > 1_000_000, "drops {d}");
-    assert!(sim.flows[0].sender.stats.timeouts > 0);
+    assert!(sim.flows[0].sender.tcb.stats.timeouts > 0);
     assert!(goodput < 0.6 * u, "goodput {goodput} vs utilization {u}");
 }
 

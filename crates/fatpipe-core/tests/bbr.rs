@@ -110,13 +110,13 @@ fn one_bdp_buffer_is_kept_busy() {
     let drops_late = drops_since(&sim, duration / 2);
     eprintln!(
         "BBR, 1 BDP buffer: utilization over the second half {util:.4}, drops {} (second half {drops_late}), timeouts {}",
-        sim.links[1].stats.drops_packets, sim.flows[0].sender.stats.timeouts
+        sim.links[1].stats.drops_packets, sim.flows[0].sender.tcb.stats.timeouts
     );
     assert!(util > 0.90, "utilization {util}");
     // STARTUP overflows a one-BDP buffer (it paces at 2.885 x the rate); PROBE_BW then adds
     // at most 0.25 BDP for a round trip, which the buffer holds.
     assert_eq!(drops_late, 0);
-    assert_eq!(sim.flows[0].sender.stats.timeouts, 0);
+    assert_eq!(sim.flows[0].sender.tcb.stats.timeouts, 0);
 }
 
 /// Acceptance (2): with a buffer of 10 BDP, BBR keeps the standing queue small where Reno
@@ -167,7 +167,7 @@ fn pacing_follows_btl_bw_times_the_gain_cycle() {
             .unwrap();
         assert!((gain / PROBE_BW_GAINS[nearest] - 1.0).abs() < 0.005, "t = {t}: pacing at {gain} x BtlBw");
         time_at_gain[nearest] += 1;
-        sent_bytes.push(sender.stats.bytes_sent);
+        sent_bytes.push(sender.tcb.stats.bytes_sent);
     }
     let samples = time_at_gain.iter().sum::<u32>() as f64;
     let share: Vec<f64> = time_at_gain.iter().map(|&n| n as f64 / samples).collect();

@@ -56,8 +56,8 @@ fn the_retransmission_timer_expires_on_a_slow_tick_and_backs_off_in_ticks() {
     h.run_until(60 * PS_PER_S);
     let rtx: Vec<Time> = h.sent.iter().filter(|(_, p)| p.retransmission).map(|(t, _)| *t).collect();
     assert!(rtx.len() >= 3, "{rtx:?}");
-    assert!(h.sender.stats.timeouts >= 1);
-    assert_eq!(h.sender.stats.timeouts as usize, rtx.len(), "every retransmission is a timeout's");
+    assert!(h.sender.tcb.stats.timeouts >= 1);
+    assert_eq!(h.sender.tcb.stats.timeouts as usize, rtx.len(), "every retransmission is a timeout's");
     for t in &rtx {
         assert_eq!(t % SLOW, 0, "a retransmission at {} ms is not on a tick", t / PS_PER_MS);
     }

@@ -34,13 +34,13 @@ fn reno_fills_a_100mbps_40ms_path_with_one_bdp_of_buffer() {
 
     // The congestion-avoidance sawtooth: after the start-up recovery, cwnd climbs half a
     // segment per RTT (delayed ACKs, no byte counting) to BDP + queue, halves, and climbs again.
-    let f = &sim.flows[0].sender.stats;
+    let f = &sim.flows[0].sender.tcb.stats;
     assert!(f.fast_retransmits >= 2, "start-up loss and at least one sawtooth loss: {f:?}");
     assert_eq!(f.timeouts, 0, "NewReno needs no timeout here: {f:?}");
     // The last loss came when the window filled the pipe and the queue (2 x BDP), and it set
     // ssthresh to half of that.
     let sender = &sim.flows[0].sender;
-    let (prior, ssthresh) = (sender.prior_cwnd as f64, sender.cc_state.ssthresh as f64);
+    let (prior, ssthresh) = (sender.tcb.prior_cwnd as f64, sender.tcb.cc_state.ssthresh as f64);
     eprintln!("window at last loss {prior}, ssthresh {ssthresh}, bdp {bdp}");
     assert!((prior / (2.0 * bdp as f64) - 1.0).abs() < 0.1, "window at loss {prior} vs 2 x BDP {bdp}");
     assert!((ssthresh / bdp as f64 - 1.0).abs() < 0.1, "ssthresh {ssthresh} vs BDP {bdp}");
@@ -60,7 +60,7 @@ fn window_limited_goodput(delayed_ack: bool) -> f64 {
     tcp.delayed_ack = delayed_ack;
     let mut sim = Simulation::new(dumbbell(rate, rtt, 10_000, 20 * PS_PER_S, tcp)).unwrap();
     sim.run();
-    assert_eq!(sim.flows[0].sender.stats.segments_retransmitted, 0);
+    assert_eq!(sim.flows[0].sender.tcb.stats.segments_retransmitted, 0);
     (delivered_at(&sim, 20 * PS_PER_S) - delivered_at(&sim, 10 * PS_PER_S)) as f64 * 8.0 / 10.0
 }
 
@@ -98,7 +98,7 @@ fn slow_start_run(delayed_ack: bool) -> Simulation {
     s.sample_interval_ps = PS_PER_MS;
     let mut sim = Simulation::new(s).unwrap();
     sim.run();
-    assert_eq!(sim.flows[0].sender.stats.segments_retransmitted, 0, "no loss");
+    assert_eq!(sim.flows[0].sender.tcb.stats.segments_retransmitted, 0, "no loss");
     sim
 }
 

@@ -56,8 +56,8 @@ fn window_closes_and_the_flow_runs_at_the_reading_rate() {
     assert_eq!(read, read_without_pause(h.now));
     let unread = h.receiver.rcv_nxt - read;
     assert!(unread <= 65_535, "unread {unread}");
-    assert_eq!(h.sender.stats.timeouts, 0);
-    assert_eq!(h.sender.stats.zero_window_probes, 0, "no update was lost");
+    assert_eq!(h.sender.tcb.stats.timeouts, 0);
+    assert_eq!(h.sender.tcb.stats.zero_window_probes, 0, "no update was lost");
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn run_until_true(h: &mut Harness, limit: Time, mut done: impl FnMut(&Harness) -
 fn closed_window(tcp: TcpConfig) -> Harness {
     let mut h = harness(tcp);
     run_until_true(&mut h, 5 * PS_PER_S, |h| {
-        h.acks.last().is_some_and(|(t, a)| a.window_bytes == 0 && a.ack == h.sender.snd_max && h.now >= t + RTT / 2)
+        h.acks.last().is_some_and(|(t, a)| a.window_bytes == 0 && a.ack == h.sender.tcb.snd_max && h.now >= t + RTT / 2)
     });
     h
 }
@@ -123,10 +123,10 @@ fn closed_window(tcp: TcpConfig) -> Harness {
 fn lost_window_update_is_recovered_by_a_zero_window_probe_after_one_rto() {
     let mut h = closed_window(slow_reader());
     let (zero_ack_t, zero_ack) = *h.acks.last().unwrap();
-    let rto = h.sender.rtt.rto();
+    let rto = h.sender.tcb.rtt.rto();
     // Every window update the application's reading brings is lost, until the sender probes.
     h.drop_ack = Box::new(|a: &Packet| a.window_bytes > 0);
-    run_until_true(&mut h, 5 * PS_PER_S, |h| h.sender.stats.zero_window_probes > 0);
+    run_until_true(&mut h, 5 * PS_PER_S, |h| h.sender.tcb.stats.zero_window_probes > 0);
     h.drop_ack = Box::new(|_| false);
     assert!(h.receiver.stats.window_updates_sent > 0, "an update was sent and lost");
     let &(t_probe, probe) = h.sent.iter().find(|(_, p)| p.payload_bytes == 0).unwrap();
@@ -143,12 +143,12 @@ fn lost_window_update_is_recovered_by_a_zero_window_probe_after_one_rto() {
     assert_eq!(t_answer, t_probe + RTT / 2);
     assert!(answer.window_bytes as u64 >= MSS, "the answer opens the window: {answer:?}");
     assert!(h.sent.iter().any(|(t, p)| *t == t_probe + RTT && p.payload_bytes > 0), "data right after the answer");
-    assert_eq!(h.sender.stats.timeouts, 0, "a probe is not a retransmission timeout");
+    assert_eq!(h.sender.tcb.stats.timeouts, 0, "a probe is not a retransmission timeout");
     assert_eq!(h.receiver.stats.probes_received, 1);
     // The stall cost the application nothing (its buffer held data), and the flow goes on.
     h.run_until(10 * PS_PER_S);
     assert_eq!(h.receiver.bytes_read(h.now), read_without_pause(h.now));
-    assert_eq!(h.sender.stats.zero_window_probes, 1);
+    assert_eq!(h.sender.tcb.stats.zero_window_probes, 1);
     assert!(h.receiver.stats.window_updates_sent > 20);
 }
 
@@ -170,7 +170,7 @@ fn unanswered_probes_back_off_exponentially_up_to_max_rto() {
         assert_eq!(w[1], (2 * w[0]).min(2 * PS_PER_S), "gaps {gaps:?}");
     }
     assert_eq!(*gaps.last().unwrap(), 2 * PS_PER_S, "capped at max_rto: {gaps:?}");
-    assert_eq!(h.sender.stats.timeouts, 0);
+    assert_eq!(h.sender.tcb.stats.timeouts, 0);
     // The next probe is answered and the flow resumes.
     let before = h.receiver.rcv_nxt;
     h.run_until(closed + 11 * PS_PER_S);
@@ -235,7 +235,7 @@ fn document_000_receiver_limited_to_130_mbps() {
     for sim in [&capped, &free] {
         let drops: u64 = sim.links.iter().map(|l| l.stats.drops_packets).sum();
         assert_eq!(drops, 0, "no network loss");
-        assert_eq!(sim.flows[0].sender.stats.segments_retransmitted, 0);
+        assert_eq!(sim.flows[0].sender.tcb.stats.segments_retransmitted, 0);
     }
     assert_eq!(r.stats.out_of_window_segments, 0);
 }
@@ -280,6 +280,6 @@ fn a_reordered_old_ack_does_not_reopen_the_window_and_a_timeout_resends_the_head
     s.on_rto_timer(t, &mut out);
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].seq, out[0].payload_bytes as u64, out[0].retransmission), (5 * MSS, MSS, true));
-    assert_eq!(s.stats.timeouts, 1);
-    assert_eq!(s.stats.zero_window_probes, 0, "in flight: no persist timer");
+    assert_eq!(s.tcb.stats.timeouts, 1);
+    assert_eq!(s.tcb.stats.zero_window_probes, 0, "in flight: no persist timer");
 }

@@ -64,9 +64,9 @@ fn the_handshake_seeds_the_senders_rtt_estimator() {
     tcp.timestamps = false;
     let mut h = opened(tcp, Box::new(|_| false));
     h.run_until(RTT);
-    assert_eq!(h.sender.rtt.srtt, Some(RTT));
+    assert_eq!(h.sender.tcb.rtt.srtt, Some(RTT));
     // RFC 6298: RTO = SRTT + 4 RTTVAR = 3 RTT = 201 ms, above the 200 ms minimum.
-    assert_eq!(h.sender.rtt.rto(), 3 * RTT);
+    assert_eq!(h.sender.tcb.rtt.rto(), 3 * RTT);
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn a_lost_syn_is_sent_again_after_the_initial_rto_of_one_second() {
     assert_eq!(h.sent[0].0, s + RTT, "data one RTT after the SYN that got through");
     // With timestamps the SYN-ACK echoes the retransmitted SYN's: a valid sample of one RTT.
     assert_eq!(h.handshake.as_ref().unwrap().retransmits(), (1, 0));
-    assert_eq!(h.sender.rtt.min_rtt, Some(RTT));
+    assert_eq!(h.sender.tcb.rtt.min_rtt, Some(RTT));
     // One retransmission keeps the initial window (Linux cuts it only after a second).
     assert_eq!(h.sent.iter().filter(|(t, _)| *t == s + RTT).count(), 10);
     assert!(h.handshake.as_ref().unwrap().listener_established());
@@ -100,7 +100,7 @@ fn without_timestamps_karn_forbids_a_sample_from_a_retransmitted_syn() {
     tcp.timestamps = false;
     let mut h = opened(tcp, drop_first(PacketKind::Syn, 1));
     h.run_until(PS_PER_S + RTT);
-    assert_eq!(h.sender.rtt.srtt, None);
+    assert_eq!(h.sender.tcb.rtt.srtt, None);
 }
 
 #[test]
@@ -209,17 +209,17 @@ fn slow_start_after_idle_restarts_from_the_initial_window() {
     let mut h = Harness::new(tcp, reno(), RTT, Box::new(|_| false));
     h.start(Some(2_000_000));
     h.run_until(5 * PS_PER_S);
-    let (cwnd, ssthresh) = (h.sender.cc_state.cwnd, h.sender.cc_state.ssthresh);
+    let (cwnd, ssthresh) = (h.sender.tcb.cc_state.cwnd, h.sender.tcb.cc_state.ssthresh);
     assert!(cwnd > 100, "{cwnd}");
     let mut out = Vec::new();
     let now = 5 * PS_PER_S;
     h.sender.write_burst(now, 1_000_000, true, &mut out);
     // Idle ~4.7 s = 23 RTOs: halved until the initial window of 10.
-    assert_eq!(h.sender.cc_state.cwnd, 10);
+    assert_eq!(h.sender.tcb.cc_state.cwnd, 10);
     assert_eq!(out.len(), 10);
     // Linux tcp_current_ssthresh: at least 3/4 of the window before the idle time (here
     // ssthresh was never set, and stays so).
-    assert_eq!(h.sender.cc_state.ssthresh, ssthresh.max((cwnd >> 1) + (cwnd >> 2)));
+    assert_eq!(h.sender.tcb.cc_state.ssthresh, ssthresh.max((cwnd >> 1) + (cwnd >> 2)));
 
     // Off, the window carries over.
     let mut tcp = tcp_config();
@@ -227,10 +227,10 @@ fn slow_start_after_idle_restarts_from_the_initial_window() {
     let mut h = Harness::new(tcp, reno(), RTT, Box::new(|_| false));
     h.start(Some(2_000_000));
     h.run_until(5 * PS_PER_S);
-    let cwnd = h.sender.cc_state.cwnd;
+    let cwnd = h.sender.tcb.cc_state.cwnd;
     let mut out = Vec::new();
     h.sender.write_burst(5 * PS_PER_S, 1_000_000, true, &mut out);
-    assert_eq!(h.sender.cc_state.cwnd, cwnd);
+    assert_eq!(h.sender.tcb.cc_state.cwnd, cwnd);
     assert_eq!(out.len() as u32, cwnd);
 }
 
@@ -241,19 +241,19 @@ fn an_idle_shorter_than_two_rtos_halves_the_window_once() {
     h.start(Some(2_000_000));
     h.run_until(2 * PS_PER_S);
     let last = h.sent.last().unwrap().0;
-    let rto = h.sender.rtt.rto();
-    let cwnd = h.sender.cc_state.cwnd;
+    let rto = h.sender.tcb.rtt.rto();
+    let cwnd = h.sender.tcb.cc_state.cwnd;
     let mut out = Vec::new();
     // Between one and two RTOs after the last data segment.
     h.sender.write_burst(last + rto + rto / 2, 1_000_000, true, &mut out);
-    assert_eq!(h.sender.cc_state.cwnd, cwnd / 2);
+    assert_eq!(h.sender.tcb.cc_state.cwnd, cwnd / 2);
     let mut out = Vec::new();
     let mut h2 = Harness::new(tcp_config(), reno(), RTT, Box::new(|_| false));
     h2.start(Some(2_000_000));
     h2.run_until(2 * PS_PER_S);
     // Not idle for an RTO yet: nothing changes.
     h2.sender.write_burst(last + rto, 1_000_000, true, &mut out);
-    assert_eq!(h2.sender.cc_state.cwnd, cwnd);
+    assert_eq!(h2.sender.tcb.cc_state.cwnd, cwnd);
 }
 
 #[test]
@@ -268,5 +268,5 @@ fn an_application_stopped_before_its_connection_opened_writes_nothing() {
     sim.run();
     let flow = &sim.flows[0];
     assert!(flow.handshake.as_ref().unwrap().listener_established());
-    assert_eq!((flow.sender.bytes_written(), flow.sender.stats.segments_sent), (0, 0));
+    assert_eq!((flow.sender.bytes_written(), flow.sender.tcb.stats.segments_sent), (0, 0));
 }

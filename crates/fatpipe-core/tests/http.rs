@@ -133,7 +133,7 @@ fn persistent_connections_keep_the_window_and_http10_restarts_it() {
     let (f10, f11) = (&sim10.flows[0], &sim11.flows[0]);
     assert_eq!(f10.http.as_ref().unwrap().connections, 6);
     assert_eq!(f11.http.as_ref().unwrap().connections, 1);
-    assert!(f11.sender.cc_state.cwnd > f10.sender.cc_state.cwnd);
+    assert!(f11.sender.tcb.cc_state.cwnd > f10.sender.tcb.cc_state.cwnd);
     // Every byte delivered, counted over all connections.
     assert_eq!(f10.delivered_bytes(), OBJECTS.iter().sum::<u64>());
     assert_eq!(f11.delivered_bytes(), OBJECTS.iter().sum::<u64>());

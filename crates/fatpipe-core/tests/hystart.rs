@@ -46,15 +46,15 @@ fn first_slow_start(variant: CubicVariant, hystart: HyStartMode) -> SlowStart {
         t += PS_PER_MS;
         sim.run_until(t);
         let sender = &sim.flows[0].sender;
-        if exit_cwnd.is_none() && sender.milestones.slow_start_end_ps.is_some() {
-            exit_cwnd = Some(sender.cc_state.cwnd);
+        if exit_cwnd.is_none() && sender.tcb.milestones.slow_start_end_ps.is_some() {
+            exit_cwnd = Some(sender.tcb.cc_state.cwnd);
         }
     }
     let flow = &sim.flows[0];
     let result = SlowStart {
         lost: flow.losses.slow_start_data_packets,
         exit_cwnd: exit_cwnd.expect("slow start ended"),
-        end_ps: flow.sender.milestones.slow_start_end_ps.unwrap(),
+        end_ps: flow.sender.tcb.milestones.slow_start_end_ps.unwrap(),
         delivered_bytes: flow.delivered_bytes(),
     };
     eprintln!(

@@ -7,8 +7,7 @@ mod support;
 use fatpipe_core::cc::reno::RenoConfig;
 use fatpipe_core::cc::{CaState, CcSpec};
 use fatpipe_core::packet::Packet;
-use fatpipe_core::tcp::config::{Recovery, RtoEstimator, Stack};
-use fatpipe_core::tcp::recovery::prr::WindowReduction;
+use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind, WindowReduction};
 use fatpipe_core::tcp::TcpConfig;
 use fatpipe_core::time::{Time, PS_PER_MS};
 use std::collections::HashSet;
@@ -21,7 +20,7 @@ const RTT: Time = 100 * PS_PER_MS;
 /// Linux's RTO estimator; no delayed ACKs so that every segment is acknowledged.
 fn linux() -> TcpConfig {
     let mut tcp = tcp_config();
-    tcp.stack = Stack::Linux;
+    tcp.stack = StackKind::Linux;
     tcp.recovery = Recovery::Sack;
     tcp.dsack = true;
     tcp.rack = true;
@@ -87,17 +86,17 @@ fn a_single_loss_is_repaired_by_fast_recovery_with_prr_pacing_the_window_down() 
     let mut h = Harness::new(tcp, reno(), RTT, drop_first(&[40]));
     h.extra_delay = bottleneck(2 * PS_PER_MS);
     h.start(Some(200 * MSS));
-    while h.sender.stats.fast_retransmits == 0 {
+    while h.sender.tcb.stats.fast_retransmits == 0 {
         let t = h.now + PS_PER_MS / 10;
         h.run_until(t);
     }
     let entered = h.now;
     // cwnd grew by one segment per round trip from 20 (congestion avoidance).
-    let prior = h.sender.prior_cwnd;
+    let prior = h.sender.tcb.prior_cwnd;
     let ssthresh = prior / 2;
     assert!((20..=22).contains(&prior), "{prior}");
-    assert_eq!(h.sender.cc_state.ssthresh, ssthresh);
-    while h.sender.ca_state == CaState::Recovery {
+    assert_eq!(h.sender.tcb.cc_state.ssthresh, ssthresh);
+    while h.sender.tcb.ca_state == CaState::Recovery {
         let t = h.now + PS_PER_MS / 10;
         h.run_until(t);
         assert!(h.now < entered + 2 * RTT, "recovery lasts about one round trip");
@@ -114,12 +113,12 @@ fn a_single_loss_is_repaired_by_fast_recovery_with_prr_pacing_the_window_down() 
     let n: u32 = counts.iter().sum();
     assert!((ssthresh - 1..=ssthresh + 1).contains(&n), "{n} segments sent during recovery, for ssthresh {ssthresh}");
     assert!(
-        (ssthresh..=ssthresh + 1).contains(&h.sender.cc_state.cwnd),
+        (ssthresh..=ssthresh + 1).contains(&h.sender.tcb.cc_state.cwnd),
         "cwnd {} after recovery",
-        h.sender.cc_state.cwnd
+        h.sender.tcb.cc_state.cwnd
     );
     h.run_until(entered + 20 * RTT);
-    assert_eq!((h.sender.stats.timeouts, h.sender.stats.fast_retransmits), (0, 1));
+    assert_eq!((h.sender.tcb.stats.timeouts, h.sender.tcb.stats.fast_retransmits), (0, 1));
     assert_eq!(h.receiver.rcv_nxt, 200 * MSS);
 }
 
@@ -132,7 +131,7 @@ fn rack_marks_the_loss_one_rtt_after_it_was_sent_and_a_lost_retransmission_needs
     h.start(Some(300 * MSS));
     h.run_until(20 * RTT);
     assert_eq!(h.receiver.rcv_nxt, 300 * MSS, "everything delivered");
-    assert_eq!(h.sender.stats.timeouts, 0, "no timeout for a lost retransmission");
+    assert_eq!(h.sender.tcb.stats.timeouts, 0, "no timeout for a lost retransmission");
     let resent: Vec<Time> =
         h.sent.iter().filter(|(_, p)| p.seq == 30 * MSS && p.retransmission).map(|(t, _)| *t).collect();
     assert_eq!(resent.len(), 2, "retransmitted twice: {resent:?}");
@@ -151,7 +150,7 @@ fn a_tail_loss_is_repaired_by_a_probe_not_a_timeout() {
     h.start(Some(100 * MSS));
     h.run_until(30 * RTT);
     assert_eq!(h.receiver.rcv_nxt, 100 * MSS);
-    let st = &h.sender.stats;
+    let st = &h.sender.tcb.stats;
     assert_eq!(st.timeouts, 0, "a probe, not a timeout");
     assert_eq!(st.loss_probes, 1);
     assert!(st.fast_retransmits + st.loss_probe_recoveries >= 1);
@@ -169,18 +168,23 @@ fn a_spurious_fast_retransmit_is_undone_through_dsack() {
     h.extra_delay = Box::new(|p: &Packet| if p.seq == 50 * MSS && !p.retransmission { RTT / 3 } else { 0 });
     h.start(Some(400 * MSS));
     let mut cwnd_before = 0;
-    while h.sender.stats.fast_retransmits == 0 {
-        cwnd_before = h.sender.cc_state.cwnd;
+    while h.sender.tcb.stats.fast_retransmits == 0 {
+        cwnd_before = h.sender.tcb.cc_state.cwnd;
         let t = h.now + PS_PER_MS;
         h.run_until(t);
         assert!(h.now < 20 * RTT);
     }
     h.run_until(h.now + 3 * RTT);
-    let st = &h.sender.stats;
+    let st = &h.sender.tcb.stats;
     assert!(h.receiver.stats.dsacks_sent >= 1, "the duplicate was reported");
     assert!(st.dsacks_received >= 1);
     assert_eq!(st.undos, 1, "the reduction was undone");
-    assert!(h.sender.cc_state.cwnd >= cwnd_before, "cwnd {} back to at least {}", h.sender.cc_state.cwnd, cwnd_before);
+    assert!(
+        h.sender.tcb.cc_state.cwnd >= cwnd_before,
+        "cwnd {} back to at least {}",
+        h.sender.tcb.cc_state.cwnd,
+        cwnd_before
+    );
     assert_eq!(st.timeouts, 0);
 }
 
@@ -211,8 +215,8 @@ fn a_spurious_timeout_is_undone_through_frto() {
         }
     });
     let mut prior_cwnd = 0;
-    while h.sender.stats.timeouts == 0 {
-        prior_cwnd = h.sender.cc_state.cwnd;
+    while h.sender.tcb.stats.timeouts == 0 {
+        prior_cwnd = h.sender.tcb.cc_state.cwnd;
         let t = h.now + PS_PER_MS;
         sent_at.set(h.now);
         h.run_until(t);
@@ -223,13 +227,13 @@ fn a_spurious_timeout_is_undone_through_frto() {
         sent_at.set(h.now);
         h.run_until(t);
     }
-    let st = &h.sender.stats;
+    let st = &h.sender.tcb.stats;
     assert_eq!(st.spurious_timeouts, 1, "F-RTO found the timeout spurious");
     assert!(st.undos >= 1);
     assert!(
-        h.sender.cc_state.cwnd >= prior_cwnd,
+        h.sender.tcb.cc_state.cwnd >= prior_cwnd,
         "cwnd {} restored to at least {}",
-        h.sender.cc_state.cwnd,
+        h.sender.tcb.cc_state.cwnd,
         prior_cwnd
     );
 }
@@ -256,7 +260,7 @@ fn reordering_raises_the_reordering_degree_so_later_reordering_causes_no_recover
     h.start(Some(3000 * MSS));
     h.run_until(200 * RTT);
     assert_eq!(h.receiver.rcv_nxt, 3000 * MSS);
-    let st = &h.sender.stats;
+    let st = &h.sender.tcb.stats;
     assert!(st.reordering_events >= 10, "{} reordering events seen", st.reordering_events);
     assert!(h.sender.reordering_segments() > 3, "reordering degree {}", h.sender.reordering_segments());
     // 59 reorderings, at most the first few taken for losses.
@@ -286,12 +290,12 @@ fn the_linux_stack_runs_end_to_end_with_loss() {
         eprintln!(
             "{recovery:?}: {:.1} Mb/s, {} fast retransmits, {} timeouts, {} probes",
             goodput / 1e6,
-            f.sender.stats.fast_retransmits,
-            f.sender.stats.timeouts,
-            f.sender.stats.loss_probes
+            f.sender.tcb.stats.fast_retransmits,
+            f.sender.tcb.stats.timeouts,
+            f.sender.tcb.stats.loss_probes
         );
         assert!(goodput > 5e6, "{recovery:?}: {goodput}");
-        assert!(f.sender.stats.fast_retransmits > 10);
+        assert!(f.sender.tcb.stats.fast_retransmits > 10);
     }
 }
 
@@ -309,11 +313,11 @@ fn after_a_timeout_the_lowest_lost_segment_goes_first() {
     h.extra_delay = bottleneck(PS_PER_MS);
     h.start(Some(400 * MSS));
     let mut firsts = vec![];
-    while h.sender.stats.timeouts < 2 {
+    while h.sender.tcb.stats.timeouts < 2 {
         let before = h.now;
-        let timeouts = h.sender.stats.timeouts;
+        let timeouts = h.sender.tcb.stats.timeouts;
         h.run_until(h.now + PS_PER_MS);
-        if h.sender.stats.timeouts > timeouts {
+        if h.sender.tcb.stats.timeouts > timeouts {
             firsts.push(h.sent.iter().find(|(t, _)| *t > before).map(|(_, p)| p.seq / MSS));
         }
         assert!(h.now < 200 * RTT, "fewer than two timeouts");
@@ -321,7 +325,7 @@ fn after_a_timeout_the_lowest_lost_segment_goes_first() {
     assert_eq!(firsts, vec![Some(30), Some(30)], "the head goes first after each timeout");
     h.run_until(h.now + 100 * RTT);
     assert_eq!(h.receiver.rcv_nxt, 400 * MSS);
-    assert_eq!(h.sender.stats.timeouts, 2, "the second timeout repairs it");
+    assert_eq!(h.sender.tcb.stats.timeouts, 2, "the second timeout repairs it");
 }
 
 /// Issue 22: without SACK and without timestamps, NewReno's partial ACKs each cover a
@@ -344,14 +348,14 @@ fn newreno_partial_acks_covering_retransmissions_take_no_rtt_sample() {
     while t < 20 * RTT {
         t += RTT / 20;
         h.run_until(t);
-        worst = worst.max(h.sender.rtt.srtt.unwrap_or(0));
+        worst = worst.max(h.sender.tcb.rtt.srtt.unwrap_or(0));
     }
     let retransmitted: HashSet<u64> =
         h.sent.iter().filter(|(_, p)| p.retransmission).map(|(_, p)| p.seq / MSS).collect();
     for k in holes {
         assert!(retransmitted.contains(&k), "hole {k} was not repaired by a retransmission");
     }
-    assert_eq!(h.sender.stats.timeouts, 0, "NewReno repaired every hole without a timeout");
+    assert_eq!(h.sender.tcb.stats.timeouts, 0, "NewReno repaired every hole without a timeout");
     // The path's RTT is 100 ms and nothing queues (a fixed window well inside an ideal path):
     // every valid sample is 100 ms, so srtt never exceeds it.
     assert!(worst <= RTT + RTT / 100, "srtt reached {} ms on a 100 ms path", worst / PS_PER_MS);
@@ -380,14 +384,14 @@ fn a_timeout_after_lost_acks_is_undone_by_the_timestamp_echo_without_sack() {
     h.drop_ack = Box::new(move |p: &Packet| (dark_from..dark_to).contains(&p.ts_val));
     h.start(None);
     h.run_until(dark_from);
-    let prior_cwnd = h.sender.cc_state.cwnd;
-    let prior_ssthresh = h.sender.cc_state.ssthresh;
+    let prior_cwnd = h.sender.tcb.cc_state.cwnd;
+    let prior_ssthresh = h.sender.tcb.cc_state.ssthresh;
     h.run_until(dark_to + 10 * RTT);
-    let st = &h.sender.stats;
+    let st = &h.sender.tcb.stats;
     assert!(st.timeouts >= 1, "the ACKs' absence set off the timer");
     assert!(h.dropped.is_empty(), "no data segment was lost");
     assert_eq!(st.undos, 1, "the echo showed the timeout spurious");
-    assert_eq!(h.sender.cc_state.ssthresh, prior_ssthresh, "ssthresh restored");
-    assert!(h.sender.cc_state.cwnd >= prior_cwnd, "cwnd {} restored to {}", h.sender.cc_state.cwnd, prior_cwnd);
-    assert_eq!(h.sender.ca_state, CaState::Open);
+    assert_eq!(h.sender.tcb.cc_state.ssthresh, prior_ssthresh, "ssthresh restored");
+    assert!(h.sender.tcb.cc_state.cwnd >= prior_cwnd, "cwnd {} restored to {}", h.sender.tcb.cc_state.cwnd, prior_cwnd);
+    assert_eq!(h.sender.tcb.ca_state, CaState::Open);
 }

@@ -33,12 +33,12 @@ fn a_refused_segment_stays_unsent_and_the_window_is_reduced_once() {
     h.start(None);
     let s = &h.sender;
     assert_eq!(h.sent.len(), 3);
-    assert_eq!(s.snd_nxt, 3 * MSS, "snd_nxt stops at the refused segment");
-    assert_eq!(s.stats.segments_sent, 3, "a refused segment is not counted as sent");
-    assert_eq!((s.stats.local_congestion_events, s.stats.cwr_entries), (1, 1));
-    assert_eq!(s.ca_state, CaState::Cwr);
+    assert_eq!(s.tcb.snd_nxt, 3 * MSS, "snd_nxt stops at the refused segment");
+    assert_eq!(s.tcb.stats.segments_sent, 3, "a refused segment is not counted as sent");
+    assert_eq!((s.tcb.stats.local_congestion_events, s.tcb.stats.cwr_entries), (1, 1));
+    assert_eq!(s.tcb.ca_state, CaState::Cwr);
     // Reno's ssthresh (cwnd / 2) and cwnd down to it at once.
-    assert_eq!((s.cc_state.ssthresh, s.cc_state.cwnd), (5, 5));
+    assert_eq!((s.tcb.cc_state.ssthresh, s.tcb.cc_state.cwnd), (5, 5));
     assert!(s.interface_blocked());
 
     // Still full when the first ACK (segments 0 and 1) arrives: refused again, but no
@@ -46,18 +46,18 @@ fn a_refused_segment_stays_unsent_and_the_window_is_reduced_once() {
     h.sender.set_tx_budget(0);
     h.run_until(45 * PS_PER_MS);
     let s = &h.sender;
-    assert_eq!(s.snd_una, 2 * MSS);
+    assert_eq!(s.tcb.snd_una, 2 * MSS);
     assert_eq!(h.sent.len(), 3);
     assert!(s.interface_blocked());
-    assert_eq!((s.stats.local_congestion_events, s.stats.cwr_entries, s.cc_state.ssthresh), (1, 1, 5));
+    assert_eq!((s.tcb.stats.local_congestion_events, s.tcb.stats.cwr_entries, s.tcb.cc_state.ssthresh), (1, 1, 5));
 
     // Room again: the window goes on from snd_nxt at the next ACK, nothing is resent.
     h.sender.set_tx_budget(u64::MAX);
     h.run_until(2 * PS_PER_S);
     let s = &h.sender;
-    assert_eq!(s.stats.segments_retransmitted, 0);
-    assert_eq!(s.ca_state, CaState::Open, "CWR ends once data sent after it is acknowledged");
-    assert_eq!((s.stats.local_congestion_events, s.stats.cwr_entries), (1, 1));
+    assert_eq!(s.tcb.stats.segments_retransmitted, 0);
+    assert_eq!(s.tcb.ca_state, CaState::Open, "CWR ends once data sent after it is acknowledged");
+    assert_eq!((s.tcb.stats.local_congestion_events, s.tcb.stats.cwr_entries), (1, 1));
     // Every byte went out exactly once, in order.
     let mut next = 0;
     for (_, p) in &h.sent {
@@ -74,17 +74,17 @@ fn a_new_episode_after_cwr_reduces_again() {
     h.start(None);
     h.sender.set_tx_budget(u64::MAX);
     h.run_until(PS_PER_S);
-    assert_eq!(h.sender.ca_state, CaState::Open);
-    let cwnd = h.sender.cc_state.cwnd;
+    assert_eq!(h.sender.tcb.ca_state, CaState::Open);
+    let cwnd = h.sender.tcb.cc_state.cwnd;
     assert!(cwnd > 5, "the window grew after CWR: {cwnd}");
     // The interface fills up: the next ACKs cannot send.
     h.sender.set_tx_budget(0);
     h.run_until(h.now + 50 * PS_PER_MS);
     let s = &h.sender;
-    assert_eq!((s.stats.local_congestion_events, s.stats.cwr_entries), (2, 2));
-    assert!(s.prior_cwnd >= cwnd);
-    assert_eq!(s.cc_state.ssthresh, s.prior_cwnd / 2);
-    assert_eq!(s.ca_state, CaState::Cwr);
+    assert_eq!((s.tcb.stats.local_congestion_events, s.tcb.stats.cwr_entries), (2, 2));
+    assert!(s.tcb.prior_cwnd >= cwnd);
+    assert_eq!(s.tcb.cc_state.ssthresh, s.tcb.prior_cwnd / 2);
+    assert_eq!(s.tcb.ca_state, CaState::Cwr);
 }
 
 /// ssthresh after a refusal at a window of `cwnd` segments.
@@ -94,9 +94,9 @@ fn ssthresh_after_refusal(cc: CcSpec, cwnd: u32) -> u32 {
     let mut h = Harness::new(tcp, cc, 40 * PS_PER_MS, no_drops());
     h.sender.set_tx_budget(cwnd as u64 / 2);
     h.start(None);
-    assert_eq!(h.sender.ca_state, CaState::Cwr);
-    assert_eq!(h.sender.cc_state.cwnd, h.sender.cc_state.ssthresh);
-    h.sender.cc_state.ssthresh
+    assert_eq!(h.sender.tcb.ca_state, CaState::Cwr);
+    assert_eq!(h.sender.tcb.cc_state.cwnd, h.sender.tcb.cc_state.ssthresh);
+    h.sender.tcb.cc_state.ssthresh
 }
 
 #[test]
@@ -128,13 +128,13 @@ fn a_fast_retransmit_during_cwr_does_not_reduce_ssthresh_again() {
     let mut h = Harness::new(tcp, reno(), 40 * PS_PER_MS, drop);
     h.sender.set_tx_budget(8);
     h.start(None);
-    assert_eq!((h.sender.ca_state, h.sender.cc_state.ssthresh), (CaState::Cwr, 5));
+    assert_eq!((h.sender.tcb.ca_state, h.sender.tcb.cc_state.ssthresh), (CaState::Cwr, 5));
     h.sender.set_tx_budget(u64::MAX);
     h.run_until(h.now + 40 * PS_PER_MS + PS_PER_MS);
     let s = &h.sender;
-    assert_eq!(s.stats.fast_retransmits, 1);
-    assert_eq!(s.cc_state.ssthresh, 5, "one reduction for this window");
-    assert_eq!(s.stats.cwr_entries, 1);
+    assert_eq!(s.tcb.stats.fast_retransmits, 1);
+    assert_eq!(s.tcb.cc_state.ssthresh, 5, "one reduction for this window");
+    assert_eq!(s.tcb.stats.cwr_entries, 1);
 }
 
 // ---- the simulation: document 001's back-to-back with 30 ms delay ----------------------
@@ -313,9 +313,9 @@ fn the_receiver_echoes_ce_until_cwr_and_the_sender_reduces_once() {
     for ack in &acks {
         sender.on_ack(2, ack, &mut out);
     }
-    assert_eq!((sender.stats.ecn_echoes, sender.stats.cwr_entries), (3, 1));
-    assert_eq!((sender.ca_state, sender.cc_state.ssthresh, sender.cc_state.cwnd), (CaState::Cwr, 5, 5));
-    assert_eq!(sender.stats.segments_retransmitted, 0);
+    assert_eq!((sender.tcb.stats.ecn_echoes, sender.tcb.stats.cwr_entries), (3, 1));
+    assert_eq!((sender.tcb.ca_state, sender.tcb.cc_state.ssthresh, sender.tcb.cc_state.cwnd), (CaState::Cwr, 5, 5));
+    assert_eq!(sender.tcb.stats.segments_retransmitted, 0);
     // cwnd 5 with 4 in flight: one new segment, carrying CWR.
     assert_eq!(out.len(), 1);
     assert!(out[0].ecn.has(Ecn::CWR) && out[0].ecn.has(Ecn::ECT) && out[0].seq == 10 * MSS);

@@ -19,12 +19,12 @@ fn newreno_repairs_three_drops_in_one_window_without_timeout() {
 
     assert_eq!(h.dropped.len(), 3, "all three segments were dropped once");
     assert_eq!(h.receiver.rcv_nxt, 200 * mss, "everything delivered");
-    let st = &h.sender.stats;
+    let st = &h.sender.tcb.stats;
     assert_eq!(st.timeouts, 0, "NewReno recovers without a timeout");
     assert_eq!(st.fast_retransmits, 1, "one fast retransmit for one window of losses");
     // Exactly the three lost segments were retransmitted: two by partial ACKs.
     assert_eq!(st.segments_retransmitted, 3);
-    assert_eq!(h.sender.ca_state, CaState::Open);
+    assert_eq!(h.sender.tcb.ca_state, CaState::Open);
     assert!(h.sender.is_finished());
 }
 
@@ -42,18 +42,18 @@ fn single_drop_halves_the_window() {
     h.start(None);
     // Watch cwnd just before and after recovery.
     let mut before = 0;
-    while h.sender.stats.fast_retransmits == 0 {
-        before = h.sender.cc_state.cwnd;
+    while h.sender.tcb.stats.fast_retransmits == 0 {
+        before = h.sender.tcb.cc_state.cwnd;
         let t = h.now + PS_PER_MS / 10;
         h.run_until(t);
     }
     h.run_until(h.now + 2 * rtt);
-    let prior = h.sender.prior_cwnd;
+    let prior = h.sender.tcb.prior_cwnd;
     assert!(prior >= before, "cwnd at the loss is at least the last cwnd observed before it");
-    assert_eq!(h.sender.cc_state.ssthresh, prior / 2, "ssthresh = cwnd / 2 at the loss");
-    assert_eq!(h.sender.ca_state, CaState::Open);
-    assert!(h.sender.cc_state.cwnd <= prior / 2 + 1, "deflated to ssthresh after recovery");
-    assert_eq!(h.sender.stats.timeouts, 0);
+    assert_eq!(h.sender.tcb.cc_state.ssthresh, prior / 2, "ssthresh = cwnd / 2 at the loss");
+    assert_eq!(h.sender.tcb.ca_state, CaState::Open);
+    assert!(h.sender.tcb.cc_state.cwnd <= prior / 2 + 1, "deflated to ssthresh after recovery");
+    assert_eq!(h.sender.tcb.stats.timeouts, 0);
 }
 
 #[test]
@@ -71,16 +71,16 @@ fn lost_retransmission_needs_the_timer_then_slow_start_from_one() {
     tcp.min_rto_ps = 200 * PS_PER_MS;
     let mut h = Harness::new(tcp, reno(), rtt, drop);
     h.start(Some(400 * mss));
-    while h.sender.stats.timeouts == 0 {
+    while h.sender.tcb.stats.timeouts == 0 {
         let t = h.now + PS_PER_MS;
         h.run_until(t);
         assert!(h.now < 10_000 * PS_PER_MS, "timeout never fired");
     }
-    assert_eq!(h.sender.cc_state.cwnd, 1, "loss window of one segment after a timeout");
-    assert_eq!(h.sender.ca_state, CaState::Loss);
+    assert_eq!(h.sender.tcb.cc_state.cwnd, 1, "loss window of one segment after a timeout");
+    assert_eq!(h.sender.tcb.ca_state, CaState::Loss);
     h.run_until(h.now + 5_000 * PS_PER_MS);
     assert_eq!(h.receiver.rcv_nxt, 400 * mss);
-    assert_eq!(h.sender.stats.timeouts, 1);
+    assert_eq!(h.sender.tcb.stats.timeouts, 1);
 }
 
 #[test]
@@ -93,8 +93,8 @@ fn karn_and_rtt_without_timestamps() {
     h.start(Some(100 * 1448));
     h.run_until(2_000 * PS_PER_MS);
     // The path is ideal and ACKs are immediate: every sample is exactly one RTT.
-    assert_eq!(h.sender.rtt.min_rtt, Some(rtt));
-    assert_eq!(h.sender.rtt.srtt, Some(rtt));
+    assert_eq!(h.sender.tcb.rtt.min_rtt, Some(rtt));
+    assert_eq!(h.sender.tcb.rtt.srtt, Some(rtt));
 }
 
 #[test]
@@ -119,20 +119,20 @@ fn after_a_timeout_segments_sacked_before_it_do_not_open_the_window() {
         fatpipe_core::cc::CcSpec::Reno(fatpipe_core::cc::reno::RenoConfig { a: 1.0, b: 0.5, byte_counting: true });
     let mut h = Harness::new(tcp, reno, rtt, drop);
     h.start(None);
-    while h.sender.stats.timeouts == 0 {
+    while h.sender.tcb.stats.timeouts == 0 {
         let t = h.now + PS_PER_MS;
         h.run_until(t);
         assert!(h.now < 5_000 * PS_PER_MS, "timeout never fired");
     }
     let timeout_at = h.now;
-    assert_eq!(h.sender.cc_state.cwnd, 1);
-    assert_eq!(h.sender.snd_max, 40 * mss, "nothing new in flight at the timeout");
-    assert!(h.sender.cc_state.ssthresh >= 10, "ssthresh {} leaves room for a jump", h.sender.cc_state.ssthresh);
+    assert_eq!(h.sender.tcb.cc_state.cwnd, 1);
+    assert_eq!(h.sender.tcb.snd_max, 40 * mss, "nothing new in flight at the timeout");
+    assert!(h.sender.tcb.cc_state.ssthresh >= 10, "ssthresh {} leaves room for a jump", h.sender.tcb.cc_state.ssthresh);
     // The head's ACK arrives one RTT after the timeout.
     h.run_until(timeout_at + rtt);
-    assert_eq!(h.sender.snd_una, 40 * mss, "the head's ACK covers everything SACKed");
-    assert_eq!(h.sender.cc_state.cwnd, 2, "one segment newly delivered: cwnd 1 -> 2");
+    assert_eq!(h.sender.tcb.snd_una, 40 * mss, "the head's ACK covers everything SACKed");
+    assert_eq!(h.sender.tcb.cc_state.cwnd, 2, "one segment newly delivered: cwnd 1 -> 2");
     let after: Vec<u64> = h.sent.iter().filter(|(t, _)| *t >= timeout_at).map(|(_, p)| p.seq / mss).collect();
     assert_eq!(after, vec![0, 40, 41], "the head, then two new segments");
-    assert_eq!(h.sender.stats.timeouts, 1);
+    assert_eq!(h.sender.tcb.stats.timeouts, 1);
 }

@@ -46,15 +46,15 @@ fn run_with(tcp: TcpConfig, drops: &[u64], total_segments: u64) -> Harness {
 fn tahoe_returns_to_one_segment_after_a_fast_retransmit() {
     let mut h = Harness::new(config(Recovery::Tahoe), reno(), RTT, drop_first_transmission(&[60]));
     h.start(Some(400 * MSS));
-    while h.sender.stats.fast_retransmits == 0 {
+    while h.sender.tcb.stats.fast_retransmits == 0 {
         let t = h.now + PS_PER_MS / 10;
         h.run_until(t);
     }
-    assert_eq!(h.sender.cc_state.cwnd, 1, "Tahoe: slow start from one segment");
-    assert_eq!(h.sender.ca_state, CaState::Loss);
+    assert_eq!(h.sender.tcb.cc_state.cwnd, 1, "Tahoe: slow start from one segment");
+    assert_eq!(h.sender.tcb.ca_state, CaState::Loss);
     h.run_until(h.now + 10_000 * PS_PER_MS);
     assert_eq!(h.receiver.rcv_nxt, 400 * MSS);
-    assert_eq!(h.sender.stats.timeouts, 0);
+    assert_eq!(h.sender.tcb.stats.timeouts, 0);
 }
 
 #[test]
@@ -67,8 +67,8 @@ fn duplicate_acks_of_go_back_n_resends_start_no_second_fast_retransmit() {
     // Four holes in one window: each resent segment above the last hole brings such an
     // ACK. Without the strict guard this run made 91 fast retransmits.
     let h = run(Recovery::Tahoe, &[60, 62, 64, 66], 400);
-    assert_eq!(h.sender.stats.fast_retransmits, 1, "one window of losses, one fast retransmit");
-    assert_eq!(h.sender.stats.timeouts, 0);
+    assert_eq!(h.sender.tcb.stats.fast_retransmits, 1, "one window of losses, one fast retransmit");
+    assert_eq!(h.sender.tcb.stats.timeouts, 0);
 }
 
 #[test]
@@ -80,14 +80,14 @@ fn a_burst_of_drops_times_reno_out_but_not_newreno_or_sack() {
     let sack = run(Recovery::Sack, &drops, 300);
     eprintln!(
         "timeouts: reno {}, newreno {}, sack {}",
-        reno.sender.stats.timeouts, newreno.sender.stats.timeouts, sack.sender.stats.timeouts
+        reno.sender.tcb.stats.timeouts, newreno.sender.tcb.stats.timeouts, sack.sender.tcb.stats.timeouts
     );
-    assert!(reno.sender.stats.timeouts >= 1, "Reno leaves recovery on the first partial ACK");
-    assert_eq!(newreno.sender.stats.timeouts, 0);
-    assert_eq!(sack.sender.stats.timeouts, 0);
+    assert!(reno.sender.tcb.stats.timeouts >= 1, "Reno leaves recovery on the first partial ACK");
+    assert_eq!(newreno.sender.tcb.stats.timeouts, 0);
+    assert_eq!(sack.sender.tcb.stats.timeouts, 0);
     // SACK and NewReno retransmit exactly the three lost segments.
-    assert_eq!(newreno.sender.stats.segments_retransmitted, 3);
-    assert_eq!(sack.sender.stats.segments_retransmitted, 3);
+    assert_eq!(newreno.sender.tcb.stats.segments_retransmitted, 3);
+    assert_eq!(sack.sender.tcb.stats.segments_retransmitted, 3);
 }
 
 /// Time from the first fast retransmit until every dropped segment is delivered.
@@ -95,7 +95,7 @@ fn repair_time(recovery: Recovery, drops: &[u64]) -> f64 {
     let last = *drops.iter().max().unwrap();
     let mut h = Harness::new(config(recovery), reno(), RTT, drop_first_transmission(drops));
     h.start(Some(4000 * MSS));
-    while h.sender.stats.fast_retransmits == 0 {
+    while h.sender.tcb.stats.fast_retransmits == 0 {
         let t = h.now + PS_PER_MS / 10;
         h.run_until(t);
     }
@@ -105,7 +105,7 @@ fn repair_time(recovery: Recovery, drops: &[u64]) -> f64 {
         h.run_until(t);
         assert!(h.now < start + 200 * RTT, "{recovery:?} never repaired");
     }
-    assert_eq!(h.sender.stats.timeouts, 0, "{recovery:?}");
+    assert_eq!(h.sender.tcb.stats.timeouts, 0, "{recovery:?}");
     (h.now - start) as f64 / RTT as f64
 }
 
@@ -147,7 +147,7 @@ fn limited_slow_start_adds_half_max_ssthresh_per_rtt() {
     let mut cwnds = Vec::new();
     h.run_until(RTT / 2);
     for _ in 0..40 {
-        cwnds.push(h.sender.cc_state.cwnd);
+        cwnds.push(h.sender.tcb.cc_state.cwnd);
         h.run_until(h.now + RTT);
     }
     eprintln!("cwnd per RTT: {cwnds:?}");
@@ -180,11 +180,11 @@ fn dcr_rides_out_reordering_that_triggers_fast_retransmits_without_it() {
     let dcr = reordering_run(Some(1));
     eprintln!(
         "spurious fast retransmits: without DCR {}, with DCR {}",
-        plain.sender.stats.fast_retransmits, dcr.sender.stats.fast_retransmits
+        plain.sender.tcb.stats.fast_retransmits, dcr.sender.tcb.stats.fast_retransmits
     );
-    assert!(plain.sender.stats.fast_retransmits > 0);
-    assert_eq!(dcr.sender.stats.fast_retransmits, 0);
-    assert_eq!(dcr.sender.stats.segments_retransmitted, 0);
+    assert!(plain.sender.tcb.stats.fast_retransmits > 0);
+    assert_eq!(dcr.sender.tcb.stats.fast_retransmits, 0);
+    assert_eq!(dcr.sender.tcb.stats.segments_retransmitted, 0);
 }
 
 #[test]
@@ -227,9 +227,9 @@ fn ssthresh_through_timeouts(
         let t = h.now + PS_PER_MS / 10;
         h.run_until(t);
         assert!(h.now < 60_000 * PS_PER_MS, "{seen:?}");
-        let events = h.sender.stats.fast_retransmits.min(1) + h.sender.stats.timeouts;
+        let events = h.sender.tcb.stats.fast_retransmits.min(1) + h.sender.tcb.stats.timeouts;
         if events > seen.len() as u64 {
-            seen.push(h.sender.cc_state.ssthresh);
+            seen.push(h.sender.tcb.cc_state.ssthresh);
         }
     }
     seen
@@ -281,7 +281,7 @@ fn reno_with_the_recover_guard_waits_for_the_timeout_as_ns2s_reno() {
     let stats = |guard: bool| {
         let mut tcp = config(Recovery::Reno);
         tcp.reno_recover_guard = guard;
-        run_with(tcp, &drops, 400).sender.stats
+        run_with(tcp, &drops, 400).sender.tcb.stats
     };
     let classic = stats(false);
     let guarded = stats(true);
@@ -305,8 +305,8 @@ fn ns2_sack1_resends_every_hole_below_the_highest_sack_before_new_data() {
         let mut tcp = config(Recovery::Sack);
         tcp.sack_variant = variant;
         let h = run_with(tcp, &drops, 3000);
-        assert_eq!(h.sender.stats.timeouts, 0, "{variant:?}");
-        assert_eq!(h.sender.stats.segments_retransmitted, drops.len() as u64, "{variant:?}");
+        assert_eq!(h.sender.tcb.stats.timeouts, 0, "{variant:?}");
+        assert_eq!(h.sender.tcb.stats.segments_retransmitted, drops.len() as u64, "{variant:?}");
         let first_rtx = h.sent.iter().position(|(_, p)| p.retransmission).unwrap();
         let last_rtx = h.sent.iter().rposition(|(_, p)| p.retransmission).unwrap();
         let highest_before = h.sent[..first_rtx].iter().map(|(_, p)| p.seq).max().unwrap();

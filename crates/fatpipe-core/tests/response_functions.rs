@@ -37,7 +37,7 @@ pub fn mean_cwnd(cc: CcSpec, p: f64, expected_w: f64, cycles: f64) -> f64 {
     // low loss rates (the first loss comes after ~1/p packets), and the algorithms' gentle
     // decreases (b = 0.1 .. 0.125) would take longer than the run to come back: end slow
     // start at the expected window instead.
-    sim.flows[0].sender.cc_state.ssthresh = expected_w as u32;
+    sim.flows[0].sender.tcb.cc_state.ssthresh = expected_w as u32;
     sim.run();
     assert_eq!(sim.links[1].stats.drops_packets, 0, "no queue overflow: losses are the Bernoulli ones");
     let fs = &sim.flow_series;

@@ -299,7 +299,7 @@ fn e0_10_one_udp_burst_causes_one_minimal_loss_event() {
     // A burst 20 datagrams past the free space: the TCP flow's first loss comes with it.
     let burst = (fill + 20) * PAYLOAD as u64;
     let at_burst = e0_10(burst, BURST_AT);
-    let before = &at_burst.flows[0].sender.stats;
+    let before = &at_burst.flows[0].sender.tcb.stats;
     assert_eq!(
         (before.segments_retransmitted, before.fast_retransmits, before.timeouts),
         (0, 0, 0),
@@ -312,23 +312,23 @@ fn e0_10_one_udp_burst_causes_one_minimal_loss_event() {
     let u = stats(&sim, 1);
     eprintln!(
         "E0.10: burst {burst} bytes, TCP {:?}, cwnd at loss {}, ssthresh {}, UDP {u:?}",
-        tcp.stats, tcp.prior_cwnd, tcp.cc_state.ssthresh
+        tcp.tcb.stats, tcp.tcb.prior_cwnd, tcp.tcb.cc_state.ssthresh
     );
-    assert_eq!(tcp.stats.fast_retransmits, 1, "one loss event: {:?}", tcp.stats);
-    assert_eq!(tcp.stats.timeouts, 0);
+    assert_eq!(tcp.tcb.stats.fast_retransmits, 1, "one loss event: {:?}", tcp.tcb.stats);
+    assert_eq!(tcp.tcb.stats.timeouts, 0);
     // Minimal: a handful of segments, not a window's worth.
-    assert!(tcp.stats.segments_retransmitted <= 10, "{:?}", tcp.stats);
+    assert!(tcp.tcb.stats.segments_retransmitted <= 10, "{:?}", tcp.tcb.stats);
     assert!(u.datagrams_lost > 0 && u.datagrams_lost < 50, "{u:?}");
     // The event is at 5-6 s (the documents' figure): the retransmission follows the burst
     // within a round trip or two.
     let by_6s = e0_10(burst, 6 * PS_PER_S);
-    assert_eq!(by_6s.flows[0].sender.stats.fast_retransmits, 1);
+    assert_eq!(by_6s.flows[0].sender.tcb.stats.fast_retransmits, 1);
     // And Reno halves the window: ssthresh = cwnd / 2 at the loss.
-    assert_eq!(tcp.cc_state.ssthresh, tcp.prior_cwnd / 2);
+    assert_eq!(tcp.tcb.cc_state.ssthresh, tcp.tcb.prior_cwnd / 2);
 
     // A burst 3 % smaller than the free space costs the TCP flow nothing.
     let small = e0_10(fill * 97 / 100 * PAYLOAD as u64, 10 * PS_PER_S);
-    assert_eq!(small.flows[0].sender.stats.segments_retransmitted, 0);
+    assert_eq!(small.flows[0].sender.tcb.stats.segments_retransmitted, 0);
     assert_eq!(stats(&small, 1).datagrams_lost, 0);
 }
 

@@ -11,8 +11,7 @@
 
 use crate::traffic::tcp::TcpOptions;
 use fatpipe_core::scenario::FlowSpec;
-use fatpipe_core::tcp::config::{Recovery, RtoEstimator, Stack, TcpConfig};
-use fatpipe_core::tcp::recovery::prr::WindowReduction;
+use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind, TcpConfig, WindowReduction};
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -315,7 +314,7 @@ pub fn route_notes(route: &RouteMetrics, host: &str) -> Vec<String> {
 /// noted. The RFC stack is a different machine altogether, so it gets one note.
 fn stack_knobs(t: &fatpipe_core::tcp::config::TcpConfig, k: &mut FlowKnobs) {
     let bool01 = |b: bool| if b { "1" } else { "0" }.to_string();
-    if t.stack == Stack::Rfc {
+    if t.stack == StackKind::Rfc {
         if t.recovery == Recovery::Sack {
             k.notes.push("stack rfc: Linux runs its own SACK recovery instead of RFC 6675's: RACK-TLP (RFC 8985), proportional rate reduction (RFC 6937), undo on DSACK and timestamps (RFC 2883, 3522, 5682) and adaptive reordering; profile = \"linux\" models it".into());
         } else {

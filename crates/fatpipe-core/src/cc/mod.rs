@@ -4,7 +4,8 @@
 //! An algorithm decides how the window grows (`cong_avoid`), where it falls after a loss
 //! (`ssthresh`), and may watch state changes and RTT samples. It never detects losses or
 //! retransmits: duplicate ACKs, fast retransmit, fast recovery and timeouts live in the TCP
-//! core (`tcp/sender.rs`), as they do in Linux. The window is counted in segments, as in Linux.
+//! core (the stacks of `tcp/stack/`), as they do in Linux. The window is counted in segments,
+//! as in Linux.
 
 pub mod bbr;
 pub mod bic;

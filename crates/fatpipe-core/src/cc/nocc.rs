@@ -109,7 +109,8 @@ mod tests {
         Nocc::new(NoccConfig { cwnd_segments: None })
     }
 
-    /// The core's steps through a fast recovery and a timeout, as `tcp/sender.rs` takes them.
+    /// The core's steps through a fast recovery and a timeout, as the RFC stack
+    /// (`tcp/stack/rfc/`) takes them.
     fn recovery_and_timeout(n: &mut Nocc, s: &mut CcState) -> (u32, u32, u32) {
         let ssthresh = n.ssthresh(s);
         s.ssthresh = ssthresh;

@@ -11,7 +11,7 @@ use super::FlowSpec;
 use crate::cc::CcSpec;
 use crate::packet::IPV4_UDP_HEADER_BYTES;
 use crate::source::SourceSpec;
-use crate::tcp::config::{RtoEstimator, Stack};
+use crate::tcp::config::{RtoEstimator, StackKind};
 
 /// The largest UDP payload one IPv4 datagram carries: 65,535 bytes (the IPv4 total length's
 /// 16 bits, RFC 791) less 20 of IP header and 8 of UDP header (RFC 768).
@@ -103,7 +103,7 @@ impl FlowSpec {
             return Err(".tcp.min_rto_ps: larger than max_rto_ps".into());
         }
         let bsd = t.rto_estimator == RtoEstimator::Bsd;
-        if bsd && (t.stack != Stack::Rfc || t.slow_timer_ps.is_none_or(|p| p == 0)) {
+        if bsd && (t.stack != StackKind::Rfc || t.slow_timer_ps.is_none_or(|p| p == 0)) {
             return Err(".tcp.rto_estimator: bsd needs the RFC stack and a positive slow_timer_ps".into());
         }
         if t.slow_timer_ps.is_some() && !bsd || t.fast_timer_ps == Some(0) {

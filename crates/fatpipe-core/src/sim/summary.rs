@@ -283,7 +283,8 @@ impl Simulation {
     }
 
     fn tcp_summary(&self, f: &Flow, group: Option<String>) -> TcpFlowSummary {
-        let s = &f.sender;
+        let sender = &f.sender;
+        let s = &sender.tcb;
         let r = &f.receiver;
         let ssthresh = s.cc_state.ssthresh;
         let (syn_retransmits, synack_retransmits) = f.handshake_retransmits();
@@ -291,12 +292,12 @@ impl Simulation {
         TcpFlowSummary {
             name: f.name.clone(),
             group,
-            algorithm: s.algorithm().to_string(),
-            mss_bytes: s.mss(),
-            header_bytes: s.header_bytes(),
+            algorithm: sender.algorithm().to_string(),
+            mss_bytes: sender.mss(),
+            header_bytes: sender.header_bytes(),
             start_ps: f.source.start_ps(),
             end_ps: r.stats.last_delivery_ps,
-            completed: http.map_or(s.is_finished(), |h| h.is_done()),
+            completed: http.map_or(sender.is_finished(), |h| h.is_done()),
             bytes_delivered: f.delivered_bytes(),
             bytes_sent: s.stats.bytes_sent,
             segments_sent: s.stats.segments_sent,
@@ -319,8 +320,8 @@ impl Simulation {
             loss_probes: s.stats.loss_probes,
             loss_probe_recoveries: s.stats.loss_probe_recoveries,
             reordering_events: s.stats.reordering_events,
-            reordering_segments: s.reordering_segments(),
-            bytes_written: f.closed.written_bytes + s.bytes_written(),
+            reordering_segments: sender.reordering_segments(),
+            bytes_written: f.closed.written_bytes + sender.bytes_written(),
             bursts: f.bursts.bursts,
             failed_burst_cycles: f.bursts.failed_cycles,
             cwnd_segments: s.cc_state.cwnd,
@@ -373,15 +374,15 @@ impl Simulation {
                 }
                 None => {
                     c.delivered_bytes.push(flow.delivered_bytes());
-                    c.sent_bytes.push(s.stats.bytes_sent);
-                    c.segments_sent.push(s.stats.segments_sent);
-                    c.segments_retransmitted.push(s.stats.segments_retransmitted);
+                    c.sent_bytes.push(s.tcb.stats.bytes_sent);
+                    c.segments_sent.push(s.tcb.stats.segments_sent);
+                    c.segments_retransmitted.push(s.tcb.stats.segments_retransmitted);
                     c.outstanding_bytes.push(s.outstanding_bytes());
                     c.datagrams_lost.push(0);
-                    c.cwnd_segments.push(i64::from(s.cc_state.cwnd));
-                    c.srtt_ps.push(s.rtt.srtt.map_or(-1, |v| v as i64));
-                    c.rto_ps.push(s.rtt.rto() as i64);
-                    c.timeouts.push(s.stats.timeouts);
+                    c.cwnd_segments.push(i64::from(s.tcb.cc_state.cwnd));
+                    c.srtt_ps.push(s.tcb.rtt.srtt.map_or(-1, |v| v as i64));
+                    c.rto_ps.push(s.tcb.rtt.rto() as i64);
+                    c.timeouts.push(s.tcb.stats.timeouts);
                 }
             }
         }

@@ -267,7 +267,7 @@ impl Simulation {
         }
         flow.conn = flow.conn.wrapping_add(1);
         let (mut sender, mut receiver) = endpoints(f, spec, flow.conn, self.scenario.seed);
-        sender.stats = std::mem::take(&mut flow.sender.stats);
+        sender.tcb.stats = std::mem::take(&mut flow.sender.tcb.stats);
         receiver.stats = std::mem::take(&mut flow.receiver.stats);
         flow.sender = sender;
         flow.receiver = receiver;

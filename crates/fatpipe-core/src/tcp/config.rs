@@ -28,17 +28,19 @@ pub enum SackVariant {
     /// recomputed from the scoreboard (SetPipe).
     #[default]
     Rfc6675,
-    /// ns-2's Agent/TCP/Sack1 (Fall and Floyd 1996, `tcp/recovery/sack1.rs`): every hole
+    /// ns-2's Agent/TCP/Sack1 (Fall and Floyd 1996, `tcp/stack/rfc/sack1.rs`): every hole
     /// below the highest SACKed segment is retransmitted, holes first, and pipe is a counter
     /// (outstanding minus the duplicate ACKs at entry, one less per ACK, one more per send).
     Sack1,
 }
 
 /// Which loss detection and recovery runs: the RFC reference stack, or Linux's
-/// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/recovery/linux.rs`).
+/// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/stack/linux/`).
+// The sender's stack itself is `tcp::stack::Stack`, a value built from this choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Stack {
+#[schemars(rename = "Stack")]
+pub enum StackKind {
     /// RFC 5681, 6582, 6675 and 6298 as written (and ns-2 in spirit), with the `recovery`
     /// variant chosen per flow.
     #[default]
@@ -47,6 +49,17 @@ pub enum Stack {
     /// scoreboard, per-ACK RTT samples, limited transmit by construction, and the members
     /// below (RACK-TLP, PRR or rate halving, undo, F-RTO, adaptive reordering).
     Linux,
+}
+
+/// How the Linux stack brings the window down during recovery and CWR (`tcp/stack/linux/prr.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowReduction {
+    /// RFC 6937, Linux 3.2 and later.
+    #[default]
+    Prr,
+    /// Linux 2.4/2.6 `tcp_cwnd_down`.
+    RateHalving,
 }
 
 /// The RTO estimator.
@@ -146,7 +159,7 @@ pub struct TcpConfig {
     pub random_send_delay_ps: Time,
     /// The loss detection and recovery stack (the profile's main choice); default: RFC.
     #[serde(default)]
-    pub stack: Stack,
+    pub stack: StackKind,
     /// RFC 3042 limited transmit in the RFC stack: the first two duplicate ACKs each send a
     /// new segment. (The Linux stack does it by counting SACKed segments out of the flight.)
     #[serde(default)]
@@ -188,7 +201,7 @@ pub struct TcpConfig {
     pub undo: bool,
     /// Linux stack: how cwnd comes down in recovery and CWR.
     #[serde(default)]
-    pub window_reduction: crate::tcp::recovery::prr::WindowReduction,
+    pub window_reduction: WindowReduction,
     /// Linux stack: the reordering degree adapts to what SACKs and DSACKs show
     /// (`tp->reordering`, from `dupack_threshold` up to `max_reordering_segments`).
     #[serde(default)]
@@ -215,6 +228,20 @@ fn yes() -> bool {
 }
 
 impl TcpConfig {
+    /// The settings as a sender runs them: counts of at least one, and an optional divisor
+    /// or rate of zero as off (the scenario's checks refuse such values; a sender built
+    /// from a hand-made config must still never divide by zero).
+    pub fn for_sender(&self) -> TcpConfig {
+        TcpConfig {
+            initial_window_segments: self.initial_window_segments.max(1),
+            dupack_threshold: self.dupack_threshold.max(1),
+            dcr_div: self.dcr_div.filter(|&d| d > 0),
+            max_send_rate_bps: self.max_send_rate_bps.filter(|&r| r > 0),
+            max_reordering_segments: self.max_reordering_segments.max(1),
+            ..self.clone()
+        }
+    }
+
     /// IP + TCP header bytes of every segment.
     pub fn header_bytes(&self) -> u32 {
         crate::packet::IPV4_TCP_HEADER_BYTES

@@ -11,12 +11,12 @@ pub mod ranges;
 pub mod rate;
 pub mod reader;
 pub mod receiver;
-pub mod recovery;
 pub mod rtt;
-pub mod scoreboard;
 pub mod send_delay;
 pub mod sender;
+pub mod stack;
 pub mod stats;
+pub mod tcb;
 
 pub use config::TcpConfig;
 pub use handshake::Handshake;

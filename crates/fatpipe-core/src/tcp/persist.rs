@@ -1,12 +1,12 @@
 //! The persist timer (RFC 9293 3.8.6.1, Linux `tcp_probe_timer`): with the receiver's window
 //! zero and nothing in flight, the retransmission timer sends a zero-length probe every RTO,
-//! doubling up to max_rto, so a lost window update cannot stall the flow (see `sender.rs`).
+//! doubling up to max_rto, so a lost window update cannot stall the flow (see `sender.rs`); the TCB holds its state.
 
-use super::TcpSender;
+use super::tcb::Tcb;
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::Time;
 
-impl TcpSender {
+impl Tcb {
     /// The persist interval: the RTO (at least min_rto), doubled per unanswered probe, at most
     /// max_rto (Linux `tcp_probe0_when`).
     pub(crate) fn persist_interval(&self) -> Time {
@@ -24,7 +24,7 @@ impl TcpSender {
             kind: PacketKind::Data,
             seq: self.snd_una,
             payload_bytes: 0,
-            ip_bytes: self.header_bytes,
+            ip_bytes: self.cfg.header_bytes(),
             ack: 0,
             window_bytes: 0,
             sack: Default::default(),

@@ -11,19 +11,7 @@
 //!   limit), and never above in_flight + 1; leaving the reduction sets cwnd to
 //!   min(cwnd, ssthresh) (`tcp_complete_cwr`).
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-
-/// The window reduction in force during recovery and CWR.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum WindowReduction {
-    /// RFC 6937, Linux 3.2 and later.
-    #[default]
-    Prr,
-    /// Linux 2.4/2.6 `tcp_cwnd_down`.
-    RateHalving,
-}
+use crate::tcp::config::WindowReduction;
 
 /// PRR's counters (Linux `prr_delivered`, `prr_out`), reset when a reduction starts.
 #[derive(Clone, Copy, Debug, Default)]

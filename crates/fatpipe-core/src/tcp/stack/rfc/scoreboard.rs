@@ -16,7 +16,7 @@
 //!
 //! Then pipe = outstanding - SACKed - lost holes + retransmissions in flight (RFC 6675 SetPipe).
 
-use super::ranges::RangeSet;
+use crate::tcp::ranges::RangeSet;
 
 #[derive(Clone, Debug, Default)]
 pub struct Scoreboard {

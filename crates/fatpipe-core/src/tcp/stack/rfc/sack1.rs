@@ -13,24 +13,25 @@
 //! - recovery ends when the cumulative ACK reaches what was outstanding at its start, with
 //!   cwnd where the halving put it.
 //!
-//! Entering recovery, the duplicate-ACK guard and the timeout are the RFC stack's (`rfc.rs`),
+//! Entering recovery, the duplicate-ACK guard and the timeout are the RFC stack's (`mod.rs`),
 //! which with the ns2 profile follow ns-2 as well, with one departure: after a timeout ns-2
 //! clears Sack1's scoreboard and goes back to the first unacknowledged packet, resending
 //! SACKed ones too (`Sack1TcpAgent::timeout`); here the SACKed data stays delivered and only
 //! the holes are resent, as RFC 6675 and Linux do. (Not met in the runs compared with ns-2.35
 //! in docs/validation.md, which have no SACK timeout.)
 
+use super::scoreboard::LossBoundary;
+use super::RfcStack;
 use crate::cc::CaState;
 use crate::packet::Packet;
-use crate::tcp::scoreboard::LossBoundary;
-use crate::tcp::TcpSender;
+use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 
-impl TcpSender {
+impl RfcStack {
     /// `sack_action`: pipe_ = outstanding - numdupacks_ (the fast retransmit itself is sent
     /// with `output`, outside the counter).
-    pub(crate) fn sack1_enter_recovery(&mut self, dupthresh: u32) {
-        self.sack1_pipe = self.segments(self.snd_max - self.snd_una) as i64 - i64::from(dupthresh);
+    pub(crate) fn sack1_enter_recovery(&mut self, tcb: &mut Tcb, dupthresh: u32) {
+        self.sack1_pipe = tcb.segments(tcb.snd_max - tcb.snd_una) as i64 - i64::from(dupthresh);
     }
 
     /// An ACK in recovery: one segment left the network; a partial ACK means its
@@ -41,13 +42,13 @@ impl TcpSender {
 
     /// `send_much` in fast recovery: while pipe < cwnd, the next hole below the highest
     /// SACKed segment, else new data.
-    pub(crate) fn send_sack1_recovery(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let below = self.scoreboard.highest_sacked().unwrap_or(self.snd_una);
+    pub(crate) fn send_sack1_recovery(&mut self, tcb: &mut Tcb, now: Time, out: &mut Vec<Packet>) {
+        let below = self.scoreboard.highest_sacked().unwrap_or(tcb.snd_una);
         let lost = LossBoundary { below, sacked_above: 0 };
-        let cwnd = i64::from(self.cc_state.cwnd);
-        while self.sack1_pipe < cwnd && self.send_next_segment(now, lost, out).is_some() {
+        let cwnd = i64::from(tcb.cc_state.cwnd);
+        while self.sack1_pipe < cwnd && self.send_next_segment(tcb, now, lost, out).is_some() {
             self.sack1_pipe += 1;
         }
-        self.cc_state.cwnd_limited = self.sack1_pipe >= cwnd && self.ca_state == CaState::Recovery;
+        tcb.cc_state.cwnd_limited = self.sack1_pipe >= cwnd && tcb.ca_state == CaState::Recovery;
     }
 }

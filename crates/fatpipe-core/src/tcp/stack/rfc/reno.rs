@@ -2,38 +2,37 @@
 //! inflate the window by the segments that have left the network, and leave recovery on the
 //! first ACK of new data, so several losses in one window usually end in a timeout. NewReno
 //! (`newreno.rs`) enters and inflates the same way. The RFC stack's shared ACK path is in
-//! `rfc.rs`.
+//! `mod.rs`.
 
-use crate::cc::CaState;
+use super::RfcStack;
 use crate::packet::Packet;
-use crate::tcp::TcpSender;
+use crate::tcp::tcb::Tcb;
 use crate::time::Time;
 
-impl TcpSender {
+impl RfcStack {
     /// Steps 2-3: ssthresh is set (by the caller); retransmit and set cwnd = ssthresh +
-    /// the duplicate-ACK threshold.
-    pub(crate) fn reno_enter_recovery(&mut self, now: Time, dupthresh: u32, out: &mut Vec<Packet>) {
-        self.retransmit_first_unacked(now, out);
-        if !self.controls {
-            self.cc_state.cwnd = self.cc_state.ssthresh.saturating_add(dupthresh);
+    /// the duplicate-ACK threshold. The caller enters Recovery.
+    pub(crate) fn reno_enter_recovery(&mut self, tcb: &mut Tcb, now: Time, dupthresh: u32, out: &mut Vec<Packet>) {
+        self.retransmit_first_unacked(tcb, now, out);
+        if !tcb.controls {
+            tcb.cc_state.cwnd = tcb.cc_state.ssthresh.saturating_add(dupthresh);
         }
         self.first_partial_ack = true;
-        self.set_ca_state(now, CaState::Recovery);
     }
 
     /// Step 4: each further duplicate ACK means another segment left the network: inflate by
     /// one.
-    pub(crate) fn reno_inflate(&mut self) {
-        if !self.controls {
-            self.cc_state.cwnd = self.cc_state.cwnd.saturating_add(1);
+    pub(crate) fn reno_inflate(&mut self, tcb: &mut Tcb) {
+        if !tcb.controls {
+            tcb.cc_state.cwnd = tcb.cc_state.cwnd.saturating_add(1);
         }
     }
 
     /// Step 6: the first new ACK ends recovery; deflate to ssthresh.
-    pub(crate) fn reno_on_new_ack(&mut self, now: Time) {
-        if !self.controls {
-            self.cc_state.cwnd = self.cc_state.ssthresh;
+    pub(crate) fn reno_on_new_ack(&mut self, tcb: &mut Tcb, now: Time) {
+        if !tcb.controls {
+            tcb.cc_state.cwnd = tcb.cc_state.ssthresh;
         }
-        self.exit_recovery(now);
+        self.exit_recovery(tcb, now);
     }
 }
