@@ -131,6 +131,10 @@ def _build_parser() -> argparse.ArgumentParser:
                    "sleep to it); tighter release timing for more CPU")
     p.add_argument("--no-realtime-priority", action="store_true",
                    help="leave the relay and the applications at normal priority instead of SCHED_FIFO")
+    p.add_argument("--bpf", choices=("auto", "always", "never"), default="auto",
+                   help="run algorithms as fatpipe's BPF congestion controls (bpf/, compiled with clang): "
+                   "auto (default) where the kernel's own module does not run the flow's algorithm as asked; "
+                   "always (the kernel's reno and cubic too); never")
     p.set_defaults(func=_cmd_emulate)
 
     from .probe.command import add_probe_command

@@ -10,6 +10,7 @@
 
 use fatpipe_core::probe::Column as CoreColumn;
 use fatpipe_core::{Scenario, Simulation as CoreSimulation};
+use fatpipe_emu::bpf_cc::BpfPolicy;
 use fatpipe_emu::{Emulation as CoreEmulation, Error as EmuError, Options as EmuOptions};
 use pyo3::exceptions::{PyOSError, PyPermissionError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -159,16 +160,27 @@ impl Emulation {
 impl Emulation {
     /// `spin_margin_ps`: the relay wakes this early and spins to each event (None: the
     /// default, 0);
-    /// `realtime_priority`: run the relay under SCHED_FIFO (default True).
+    /// `realtime_priority`: run the relay under SCHED_FIFO (default True);
+    /// `bpf`: when an algorithm runs as fatpipe's BPF program: "auto" (default: where the
+    /// kernel's module does not run it as asked), "always", "never".
     #[new]
-    #[pyo3(signature = (scenario_json, spin_margin_ps=None, realtime_priority=None))]
+    #[pyo3(signature = (scenario_json, spin_margin_ps=None, realtime_priority=None, bpf=None))]
     fn new(
         py: Python<'_>,
         scenario_json: &str,
         spin_margin_ps: Option<u64>,
         realtime_priority: Option<bool>,
+        bpf: Option<&str>,
     ) -> PyResult<Self> {
-        let mut options = EmuOptions::default();
+        let bpf = match bpf.unwrap_or("auto") {
+            "auto" => BpfPolicy::Auto,
+            "always" => BpfPolicy::Always,
+            "never" => BpfPolicy::Never,
+            other => {
+                return Err(PyValueError::new_err(format!("bpf: {other:?} is not allowed: one of auto, always, never")))
+            }
+        };
+        let mut options = EmuOptions { bpf, ..EmuOptions::default() };
         if let Some(m) = spin_margin_ps {
             options.spin_margin_ps = m;
         }

@@ -41,6 +41,7 @@ def emulate_command(args: argparse.Namespace) -> int:
             spin_margin_us=args.spin_margin,
             realtime_priority=not args.no_realtime_priority,
             capture_dir=scratch,
+            bpf=args.bpf,
         )
         wall_s = time.perf_counter() - wall_start
         try:
