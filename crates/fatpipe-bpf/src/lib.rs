@@ -13,7 +13,9 @@ pub mod elf;
 pub mod ext;
 pub mod insn;
 pub mod object;
+pub mod params;
 pub mod read;
+pub mod vm;
 
 pub use object::Object;
 pub use read::Error;

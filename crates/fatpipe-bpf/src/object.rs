@@ -40,6 +40,8 @@ pub struct DataSection {
     pub bytes: Vec<u8>,
     pub read_only: bool,
     pub vars: Vec<Var>,
+    /// Where the section's bytes lie in the file (None for .bss, which has none).
+    pub file_offset: Option<u64>,
 }
 
 /// A 64-bit immediate load of an address inside a data section.
@@ -155,7 +157,14 @@ impl Object {
                 }
             }
             data_index.insert(i, data.len());
-            data.push(DataSection { name: s.name.clone(), bytes, read_only: s.flags & elf::SHF_WRITE == 0, vars });
+            let file_offset = (s.kind != elf::SHT_NOBITS).then_some(s.offset);
+            data.push(DataSection {
+                name: s.name.clone(),
+                bytes,
+                read_only: s.flags & elf::SHF_WRITE == 0,
+                vars,
+                file_offset,
+            });
         }
         // Code sections.
         let mut code: HashMap<usize, CodeSection> = HashMap::new();
@@ -220,6 +229,25 @@ impl Object {
             }
         }
         Ok(missing)
+    }
+
+    /// The object file `elf` (the one this was parsed from) with the data sections' current
+    /// bytes, parameters included: an object that carries its parameters.
+    pub fn with_data(&self, elf: &[u8]) -> Result<Vec<u8>, Error> {
+        let mut out = elf.to_vec();
+        for d in &self.data {
+            let Some(at) = d.file_offset else {
+                if d.bytes.iter().any(|&b| b != 0) {
+                    return Err(Error::new(format!("{} has no bytes in the file to carry its values", d.name)));
+                }
+                continue;
+            };
+            let range = at as usize..at as usize + d.bytes.len();
+            out.get_mut(range)
+                .ok_or_else(|| Error::new(format!("{} lies outside the file", d.name)))?
+                .copy_from_slice(&d.bytes);
+        }
+        Ok(out)
     }
 
     /// Writes `value` (little-endian, at most the variable's size) into variable `var`.

@@ -328,6 +328,7 @@ impl Scenario {
                 CcSpec::Scalable(c) => c.validate(),
                 CcSpec::Htcp(c) => c.validate(),
                 CcSpec::Bic(c) => c.validate(),
+                CcSpec::Bpf(c) => c.validate(),
                 CcSpec::Cubic(c) => c.validate(),
             };
             cc_params.map_err(|e| format!("flows[{i}].cc.{e}"))?;

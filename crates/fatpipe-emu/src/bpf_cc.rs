@@ -10,6 +10,7 @@
 //! name. A key with no variable is an error naming it: nothing the scenario asks is dropped.
 
 use crate::struct_ops::{self, RegisterError, Registration};
+use fatpipe_bpf::params::{self, write_int};
 use fatpipe_bpf::Object;
 use fatpipe_core::cc::CcSpec;
 use serde_json::Value;
@@ -182,53 +183,6 @@ pub struct Prepared {
     pub notes: Vec<String>,
 }
 
-fn write_int(object: &mut Object, var: &str, value: u64) -> Result<(), String> {
-    let size = object.var(var).map(|(_, v)| v.size).ok_or_else(|| format!("the program has no variable {var}"))?;
-    let bytes = value.to_le_bytes();
-    match size {
-        4 if value <= u32::MAX as u64 => object.set_var(var, &bytes[..4]),
-        8 => object.set_var(var, &bytes),
-        _ => return Err(format!("{value} does not fit {var} ({size} bytes)")),
-    }
-    .map_err(|e| e.to_string())
-}
-
-/// Fills the program's parameters from `cc` by the naming convention; `skip` are keys
-/// handled elsewhere.
-fn fill_by_name(object: &mut Object, cc: &Value, file: &str, skip: &[&str]) -> Result<(), String> {
-    let Some(map) = cc.as_object() else { return Err("cc is not a table".into()) };
-    for (key, value) in map {
-        if ["algorithm", "variant"].contains(&key.as_str()) || skip.contains(&key.as_str()) {
-            continue;
-        }
-        let has = |v: &str| object.var(v).is_some();
-        let stem = key.strip_suffix("_ps");
-        let result = match value {
-            Value::Bool(b) if has(key) => write_int(object, key, u64::from(*b)),
-            // null: "none", 0 in the program (e.g. NOCC's cwnd_segments).
-            Value::Null if has(key) => write_int(object, key, 0),
-            Value::Number(n) => {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                if let Some(stem) = stem.filter(|s| has(&format!("{s}_us"))) {
-                    write_int(object, &format!("{stem}_us"), (f / 1e6).round() as u64)
-                } else if has(&format!("{key}_q20")) {
-                    if !(f >= 0.0 && f < (1u64 << 43) as f64) {
-                        return Err(format!("{key} = {f}: out of the program's range (0 to 2^43)"));
-                    }
-                    write_int(object, &format!("{key}_q20"), (f * (1u64 << 20) as f64).round() as u64)
-                } else if has(key) && n.as_u64().is_some() {
-                    write_int(object, key, n.as_u64().expect("checked"))
-                } else {
-                    Err(format!("{file} has no parameter for it"))
-                }
-            }
-            _ => Err(format!("{file} has no parameter for it")),
-        };
-        result.map_err(|e| format!("{key} = {value}: {e}"))?;
-    }
-    Ok(())
-}
-
 /// Compiles the program for `cc` and writes its parameters. `hz` is the kernel's jiffies
 /// rate, for programs that count jiffies.
 pub fn prepare(program: &'static Program, cc: &Value, hz: Option<u32>) -> Result<Prepared, RegisterError> {
@@ -266,7 +220,9 @@ pub fn fill(program: &'static Program, mut object: Object, cc: &Value, hz: Optio
             fill_cubic(&mut object, cc)?;
         }
     }
-    fill_by_name(&mut object, cc, program.file, &skip)?;
+    skip.extend(["algorithm", "variant"]);
+    let values = cc.as_object().ok_or("cc is not a table")?;
+    params::fill(&mut object, values, &skip, program.file)?;
     Ok(Prepared { program, object, notes })
 }
 
@@ -317,6 +273,18 @@ fn fill_cubic(object: &mut Object, cc: &Value) -> Result<(), String> {
         _ => 3,
     };
     write_int(object, "hystart_detect", detect)
+}
+
+/// The object of fatpipe's program for a normalized `cc` table (for instance
+/// `{"algorithm": "vegas", "variant": "linux", ...}`) with the flow's parameters written into
+/// it, and the program's file name: what `fatpipe emulate` would register, as a file the
+/// simulator can run (`cc = { bpf = ... }`). `hz` is written into a `kernel_hz` variable.
+pub fn object_with_parameters(cc: &Value, hz: u32) -> Result<(&'static str, Vec<u8>), String> {
+    let program = program_for(cc).ok_or_else(|| format!("fatpipe has no BPF program for {cc}"))?;
+    let bytes = compile(program.file, program.source).map_err(|e| e.to_string())?;
+    let object = Object::parse(&bytes).map_err(|e| e.to_string())?;
+    let prepared = fill(program, object, cc, Some(hz))?;
+    Ok((program.file, prepared.object.with_data(&bytes).map_err(|e| e.to_string())?))
 }
 
 /// A name for the kernel, unique to this process and registration: "fp", the algorithm's

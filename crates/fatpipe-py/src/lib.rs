@@ -251,6 +251,16 @@ fn available_congestion_control() -> Vec<String> {
     fatpipe_emu::emulation::available_algorithms()
 }
 
+/// fatpipe's BPF program (bpf/) for a normalized `cc` table with its parameters written in:
+/// (program file name, object bytes), to run in the simulator as `cc = { bpf = ... }` beside
+/// the built-in algorithm it implements. Needs clang.
+#[pyfunction]
+#[pyo3(signature = (cc_json, kernel_hz=250))]
+fn bpf_program_object(cc_json: &str, kernel_hz: u32) -> PyResult<(&'static str, Vec<u8>)> {
+    let cc: serde_json::Value = serde_json::from_str(cc_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    fatpipe_emu::bpf_cc::object_with_parameters(&cc, kernel_hz).map_err(PyValueError::new_err)
+}
+
 /// Version of the Rust core.
 #[pyfunction]
 fn version() -> &'static str {
@@ -265,6 +275,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Emulation>()?;
     m.add_function(wrap_pyfunction!(available_congestion_control, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_program_object, m)?)?;
     probe::register(m)?;
     Ok(())
 }
