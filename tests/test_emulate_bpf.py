@@ -137,3 +137,28 @@ def test_without_clang_one_line_says_what_to_install(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.count("\n") == 1 and "is not installed" in proc.stderr and "apt-get install clang" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_users_own_program_runs_in_the_simulator_and_the_kernel_and_compares(tmp_path, monkeypatch):
+    """Acceptance 4: examples/bpf/adaptive_reno.bpf.c, one source, in `fatpipe run` and
+    `fatpipe emulate`; `fatpipe compare` sets them side by side."""
+    require_bpf()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    repo = Path(__file__).resolve().parent.parent
+    toml = tmp_path / "adaptive.toml"
+    text = (repo / "examples" / "bpf-adaptive-reno.toml").read_text()
+    toml.write_text(text.replace('duration = "30s"', 'duration = "3s"'))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    sim = cli("run", toml, "-o", tmp_path / "sim", "--quiet", "--no-plots", cwd=repo, env=env)
+    assert sim.returncode == 0, sim.stderr
+    emu = cli("emulate", toml, "-o", tmp_path / "emu", "--quiet", "--no-plots", cwd=repo, env=env)
+    assert emu.returncode == 0, emu.stderr
+    import json
+
+    flow = json.loads((tmp_path / "emu" / "summary.json").read_text())["flows"][0]
+    assert flow["emulation"]["bpf_program"] == "examples/bpf/adaptive_reno.bpf.c"
+    assert flow["emulation"]["congestion_control"].startswith("fpada")
+    assert flow["bytes_delivered"] > 0
+    cmp = cli("compare", tmp_path / "sim", tmp_path / "emu", "-o", tmp_path / "cmp", "--labels", "simulated,emulated")
+    assert cmp.returncode == 0, cmp.stderr
+    assert "adaptive" in (tmp_path / "cmp" / "compare.html").read_text()

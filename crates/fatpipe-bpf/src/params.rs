@@ -41,8 +41,10 @@ pub fn fill(object: &mut Object, values: &Map<String, Value>, skip: &[&str], pro
 
 fn fill_one(object: &mut Object, key: &str, value: &Value, program: &str) -> Result<(), String> {
     let has = |v: &str| object.var(v).is_some();
-    let none =
-        || format!("{program} has no parameter for it (no variable {key}, {key}_q20 or, for a duration _ps, _us)");
+    let none = || {
+        let stem = key.strip_suffix("_ps").map_or(String::new(), |s| format!(" or {s}_us"));
+        format!("{program} has no parameter for it (no const volatile global {key}, {key}_q20{stem})")
+    };
     match value {
         Value::Bool(b) if has(key) => write_int(object, key, u64::from(*b)),
         Value::Null if has(key) => write_int(object, key, 0),

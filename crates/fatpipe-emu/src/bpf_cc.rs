@@ -367,6 +367,37 @@ mod tests {
     }
 }
 
+/// A user's own object (`cc = { bpf = ... }`, normalized to `object`, `parameters`,
+/// `kernel_hz`): its parameters written by name, `kernel_hz` the kernel's, registered.
+/// Returns the registration, its name, the object's path and notes.
+fn register_user_object(cc: &Value) -> Result<(Registration, String, String, Vec<String>), RegisterError> {
+    let object_path =
+        cc.get("object").and_then(Value::as_str).ok_or_else(|| RegisterError::Object("object: missing".into()))?;
+    let bytes = std::fs::read(object_path).map_err(|e| RegisterError::Object(format!("object: {object_path}: {e}")))?;
+    // Messages name the file the scenario wrote (a .c compiled into `object`).
+    let path = cc.get("source").and_then(Value::as_str).unwrap_or(object_path);
+    let mut object = Object::parse(&bytes).map_err(|e| RegisterError::Object(format!("object: {path}: {e}")))?;
+    let mut notes = Vec::new();
+    if object.var("kernel_hz").is_some() {
+        let hz = kernel_hz()
+            .ok_or_else(|| RegisterError::System("the kernel's HZ could not be measured (/proc/timer_list)".into()))?;
+        write_int(&mut object, "kernel_hz", hz as u64).map_err(RegisterError::Object)?;
+        if let Some(asked) = cc.get("kernel_hz").and_then(Value::as_u64).filter(|&a| a != hz as u64) {
+            notes.push(format!(
+                "kernel_hz {asked}: this kernel's jiffies tick {hz} times a second, and the BPF program counts them"
+            ));
+        }
+    }
+    let empty = serde_json::Map::new();
+    let values = cc.get("parameters").and_then(Value::as_object).unwrap_or(&empty);
+    params::fill(&mut object, values, &["kernel_hz"], "the program")
+        .map_err(|e| RegisterError::Object(format!("parameters.{e}")))?;
+    let stem = std::path::Path::new(path).file_stem().and_then(|s| s.to_str()).unwrap_or("bpf");
+    let name = unique_name(stem);
+    let registration = struct_ops::register(object, &name)?;
+    Ok((registration, name, path.to_string(), notes))
+}
+
 /// When the emulator runs a flow's algorithm through fatpipe's BPF program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BpfPolicy {
@@ -393,6 +424,13 @@ pub fn flow_knobs(
     policy: BpfPolicy,
     registrations: &mut Vec<Registration>,
 ) -> Result<crate::kernel::FlowKnobs, RegisterError> {
+    if cc.get("algorithm").and_then(Value::as_str) == Some("bpf") {
+        let (registration, name, program, notes) = register_user_object(cc)?;
+        let knobs = crate::kernel::flow_knobs_registered(spec, &name, &program, notes, sysctl_value)
+            .map_err(RegisterError::Object)?;
+        registrations.push(registration);
+        return Ok(knobs);
+    }
     let program = program_for(cc).filter(|_| match policy {
         BpfPolicy::Never => false,
         BpfPolicy::Always => true,

@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from .kinds import Duration, Integer
 from .schema import Field, Kind, ScenarioError, Table, _fail, _join
@@ -57,22 +57,22 @@ def compile_source(source: Path, path: str) -> Path:
 
 
 class ObjectPath(Kind):
-    """A BPF object (``.o``) or its C source (``.c``, compiled on the fly), as an absolute
-    path to the object."""
+    """A BPF object (``.o``) or its C source (``.c``, compiled on the fly): (the absolute path
+    of the object, the path as the scenario wrote it)."""
 
     type_doc = "path of a .o or .c file"
 
-    def parse(self, value: Any, path: str) -> str:
+    def parse(self, value: Any, path: str) -> Tuple[str, str]:
         if not isinstance(value, str) or not value:
             raise _fail(path, value, 'expected the path of a BPF object or its C source, such as "algo.bpf.o"')
         p = Path(value).expanduser()
         if not p.is_file():
             raise ScenarioError(f"{path}: {value!r}: no such file", path)
         if p.suffix == ".c":
-            return str(compile_source(p.resolve(), path))
+            return str(compile_source(p.resolve(), path)), value
         if p.suffix != ".o":
             raise _fail(path, value, "expected a .o (compiled with clang -O2 -g -target bpf) or a .c file")
-        return str(p.resolve())
+        return str(p.resolve()), value
 
 
 class Parameters(Kind):
@@ -117,9 +117,11 @@ BPF_TABLE = Table(
 
 
 def normalize_bpf(values: Dict[str, Any], path: str) -> Dict[str, Any]:
+    obj, source = values["bpf"]
     return {
         "algorithm": "bpf",
-        "object": values["bpf"],
+        "object": obj,
+        "source": source,
         "parameters": dict(values["parameters"] or {}),
         "kernel_hz": int(values["kernel_hz"]),
     }

@@ -66,6 +66,9 @@ pub struct BpfConfig {
     /// program's `kernel_hz` variable, if it has one, is set to it.
     #[serde(default = "default_kernel_hz")]
     pub kernel_hz: u32,
+    /// The file the scenario named, when `object` was compiled from it (for messages).
+    #[serde(default)]
+    pub source: Option<String>,
     /// The loaded program, shared by every flow that runs it (filled by `validate`).
     #[serde(skip)]
     #[schemars(skip)]
@@ -96,14 +99,15 @@ impl BpfConfig {
 }
 
 fn load(cfg: &BpfConfig) -> Result<Prototype, String> {
-    let path = &cfg.object;
-    let bytes = std::fs::read(path).map_err(|e| format!("object: {path}: {e}"))?;
+    let bytes = std::fs::read(&cfg.object).map_err(|e| format!("object: {}: {e}", cfg.object))?;
+    // Messages name the file the user wrote (a .c compiled into `object`).
+    let path = cfg.source.as_ref().unwrap_or(&cfg.object);
     let mut object = Object::parse(&bytes).map_err(|e| format!("object: {path}: {e}"))?;
     if object.var("kernel_hz").is_some() {
         fatpipe_bpf::params::write_int(&mut object, "kernel_hz", cfg.kernel_hz as u64)
             .map_err(|e| format!("object: {path}: {e}"))?;
     }
-    fatpipe_bpf::params::fill(&mut object, &cfg.parameters, &["kernel_hz"], path)
+    fatpipe_bpf::params::fill(&mut object, &cfg.parameters, &["kernel_hz"], "the program")
         .map_err(|e| format!("parameters.{e}"))?;
     let missing = object.relocate(&view::btf()).map_err(|e| format!("object: {path}: {e}"))?;
     if let Some((program, field)) = missing.first() {
