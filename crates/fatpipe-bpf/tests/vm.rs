@@ -35,6 +35,10 @@ fn alu32_imm(op: u8, dst: u8, imm: i32) -> Insn {
 fn mov64_reg(dst: u8, src: u8) -> Insn {
     Insn::new(insn::ALU64 | 0xb0 | insn::SRC_X, dst, src, 0, 0)
 }
+/// BPF_ADD is operation 0: the class and source bits alone.
+fn add64_reg(dst: u8, src: u8) -> Insn {
+    Insn::new(insn::ALU64 | insn::SRC_X, dst, src, 0, 0)
+}
 fn exit() -> Insn {
     Insn::new(insn::JMP | insn::EXIT, 0, 0, 0, 0)
 }
@@ -86,9 +90,9 @@ fn calls_keep_the_callers_registers_and_frame() {
         alu64_imm(0xb0, R6, 40),
         Insn::new(insn::ST | insn::MODE_MEM | insn::SIZE_DW, R10, 0, -8, 2),
         Insn::new(insn::JMP | insn::CALL, 0, insn::PSEUDO_CALL, 0, 4),
-        Insn::new(insn::ALU64 | 0x00 | insn::SRC_X, R0, R6, 0, 0),
+        add64_reg(R0, R6),
         Insn::new(insn::LDX | insn::MODE_MEM | insn::SIZE_DW, R2, R10, -8, 0),
-        Insn::new(insn::ALU64 | 0x00 | insn::SRC_X, R0, R2, 0, 0),
+        add64_reg(R0, R2),
         exit(),
         // f:
         alu64_imm(0xb0, R6, 7),
