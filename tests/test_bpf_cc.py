@@ -126,3 +126,45 @@ def test_a_parameter_the_program_lacks_and_a_source_that_does_not_compile_are_on
     with pytest.raises(ScenarioError, match="could not compile") as err:
         load({**BASE, "flows": [{"name": "f", "cc": {"bpf": str(broken)}}]})
     assert "\n" not in str(err.value)
+
+
+def test_a_program_that_faults_while_running_ends_the_run_in_one_line(tmp_path):
+    # Reads 4 KiB past the socket: the kernel's verifier refuses this; the interpreter stops
+    # it at the first loss, when ssthresh runs.
+    src = program(tmp_path, """
+FP_OP(__u32, mine_ssthresh, struct sock *, sk) { return *(volatile __u32 *)((char *)sk + 4096); }
+""" + RENO_OPS)
+    with pytest.raises(ScenarioError) as err:
+        fatpipe.run({**BASE, "flows": [{"name": "f", "cc": {"bpf": str(src)}}]})
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("BPF congestion control mine: mine_ssthresh: a read of 4 bytes"), message
+
+
+def test_bpf_trace_printk_lines_go_to_stderr_with_the_simulated_time(tmp_path):
+    # The same program traced in both: in the kernel its lines go to trace_pipe, in the
+    # simulator to stderr when FATPIPE_BPF_TRACE is set (cc/bpf.rs), never otherwise.
+    src = program(tmp_path, """
+FP_OP(__u32, mine_ssthresh, struct sock *, sk) {
+    __u32 w = tcp_sk(sk)->snd_cwnd;
+    FP_TRACE("ssthresh from cwnd %u, signed %d, hex %x\\n", w, -(int)w, w);
+    return w / 2 > 2 ? w / 2 : 2;
+}
+""" + RENO_OPS)
+    toml = tmp_path / "s.toml"
+    toml.write_text(
+        'name = "x"\nduration = "3s"\n[topology]\nshape = "dumbbell"\nbottleneck_rate = "10Mbps"\nrtt = "20ms"\n'
+        f'[topology.queue]\nlimit_packets = 20\n[[flows]]\nname = "f"\ncc = {{ bpf = "{src}" }}\n'
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    quiet = cli("run", toml, "-o", tmp_path / "quiet", "--quiet", "--no-plots", env=env)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "ssthresh from" not in quiet.stderr
+    traced = cli("run", toml, "-o", tmp_path / "traced", "--quiet", "--no-plots", env={**env, "FATPIPE_BPF_TRACE": "1"})
+    assert traced.returncode == 0, traced.stderr
+    lines = [line.split(" ", 1) for line in traced.stderr.splitlines() if "ssthresh from" in line]
+    assert lines, traced.stderr
+    for at, text in lines:
+        assert 0 < float(at) < 3
+        cwnd = int(text.split()[3].rstrip(","))
+        assert text == f"ssthresh from cwnd {cwnd}, signed {-cwnd}, hex {cwnd:x}"

@@ -157,7 +157,10 @@ def _advance(
             if on_interval is not None:  # stop at every interval boundary too
                 next_chunk = min(next_chunk, (target_ps // interval_ps + 1) * interval_ps)
             target_ps = min(next_chunk, duration_ps)
-            sim.run_until(target_ps)
+            try:
+                sim.run_until(target_ps)
+            except ValueError as err:  # a BPF congestion control's fault (cc/bpf.rs): one line
+                raise ScenarioError(str(err)) from None
             if on_interval is not None and (target_ps % interval_ps == 0 or target_ps == duration_ps):
                 on_interval(target_ps, sim.flow_counters())
             if bar is not None:

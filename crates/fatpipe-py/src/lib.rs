@@ -91,10 +91,18 @@ impl Simulation {
     }
 
     /// Advances to `t_ps` (at most the duration) with the GIL released, so other Python
-    /// threads run meanwhile.
-    fn run_until(&mut self, py: Python<'_>, t_ps: u64) {
+    /// threads run meanwhile. A BPF congestion control's fault ends the run with a
+    /// ValueError (one line); the simulation is unusable after it.
+    fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<()> {
         let inner = &mut self.inner;
-        py.detach(|| inner.run_until(t_ps));
+        let run = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_until(t_ps))));
+        match run {
+            Ok(()) => Ok(()),
+            Err(payload) => match payload.downcast::<fatpipe_core::cc::bpf::BpfFault>() {
+                Ok(fault) => Err(PyValueError::new_err(fault.0)),
+                Err(other) => std::panic::resume_unwind(other),
+            },
+        }
     }
 
     /// Turns the engine's hops without events off or on (`Simulation::set_event_shortcuts`

@@ -144,6 +144,13 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 /* Helpers (uapi/linux/bpf.h numbers). */
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
+/* A line of trace: in the kernel to tracing/trace_pipe, in the simulator to stderr when
+ * FATPIPE_BPF_TRACE is set (%d, %u, %x and their l and ll forms; at most three values). */
+static long (*bpf_trace_printk)(const char *fmt, __u32 fmt_size, ...) = (void *)6;
+#define FP_TRACE(fmt, ...) ({                                                                \
+	static const char ____fmt[] = fmt;                                                   \
+	bpf_trace_printk(____fmt, sizeof(____fmt), ##__VA_ARGS__);                           \
+})
 /* The kernel's jiffies (tcp_jiffies32 is their low 32 bits): HZ per second. */
 static __u64 (*bpf_jiffies64)(void) = (void *)118;
 

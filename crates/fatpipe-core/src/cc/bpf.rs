@@ -208,6 +208,7 @@ pub fn build(cfg: &BpfConfig) -> Box<dyn CongestionControl> {
         machine.add(name, insns.clone()).expect("checked when loaded");
     }
     Box::new(BpfCc {
+        name: proto.name.clone(),
         machine,
         ops: proto.ops,
         ca_state: CaState::Open,
@@ -217,7 +218,13 @@ pub fn build(cfg: &BpfConfig) -> Box<dyn CongestionControl> {
     })
 }
 
+/// A program's fault while the simulation runs: what `BpfCc` unwinds with.
+#[derive(Debug)]
+pub struct BpfFault(pub String);
+
 pub struct BpfCc {
+    /// The struct_ops name the object gives itself, for messages.
+    name: String,
     machine: Machine,
     ops: [Option<usize>; OPS.len()],
     /// The loss-recovery state as the program last heard of it (icsk_ca_state).
@@ -250,10 +257,15 @@ impl Kernel<'_> {
 }
 
 impl Host for Kernel<'_> {
-    fn helper(&mut self, id: i32, _args: [u64; 5], _mem: &mut Memory) -> Result<u64, Error> {
+    fn helper(&mut self, id: i32, args: [u64; 5], mem: &mut Memory) -> Result<u64, Error> {
         Ok(match id {
             HELPER_KTIME_GET_NS => self.s.now / 1000,
             HELPER_JIFFIES64 => view::jiffies(self.s.now, self.hz),
+            HELPER_TRACE_PRINTK if trace_enabled() => {
+                let line = trace_line(mem, args)?;
+                eprintln!("{:.6} {line}", self.s.now as f64 / 1e12);
+                0
+            }
             _ => 0,
         })
     }
@@ -286,6 +298,58 @@ impl Host for Kernel<'_> {
     }
 }
 
+/// bpf_trace_printk's lines go to stderr, with the simulated time, when FATPIPE_BPF_TRACE
+/// is set (in the kernel they go to /sys/kernel/tracing/trace_pipe): the same program traced
+/// in both.
+fn trace_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("FATPIPE_BPF_TRACE").is_some())
+}
+
+/// bpf_trace_printk(fmt, fmt_size, a, b, c): the format with %d, %u, %x (and their l, ll
+/// forms) filled in from the three arguments.
+fn trace_line(mem: &Memory, args: [u64; 5]) -> Result<String, Error> {
+    let len = (args[1] as usize).min(256);
+    let mut fmt = Vec::with_capacity(len);
+    for i in 0..len as u64 {
+        let c = mem.load(args[0] + i, 1)? as u8;
+        if c == 0 {
+            break;
+        }
+        fmt.push(c);
+    }
+    let fmt = String::from_utf8_lossy(&fmt);
+    let mut out = String::new();
+    let mut values = args[2..5].iter();
+    let mut chars = fmt.trim_end_matches('\n').chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut long = 0;
+        while chars.peek() == Some(&'l') {
+            chars.next();
+            long += 1;
+        }
+        let v = values.next().copied().unwrap_or(0);
+        match chars.next() {
+            Some('d') | Some('i') => {
+                out.push_str(&if long > 0 { (v as i64).to_string() } else { (v as i32).to_string() })
+            }
+            Some('u') => out.push_str(&if long > 0 { v.to_string() } else { (v as u32).to_string() }),
+            Some('x') => out.push_str(&format!("{v:x}")),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    Ok(out)
+}
+
 impl BpfCc {
     /// Runs operation `op` (an index of OPS) with the socket and `args`; returns r0.
     fn call(&mut self, op: usize, s: &mut CcState, args: &[u64]) -> Option<u64> {
@@ -297,8 +361,13 @@ impl BpfCc {
         let r0 = match self.machine.run(p, &all[..1 + args.len()], &mut host) {
             Ok(r0) => r0,
             // The program broke a rule the kernel's verifier enforces: nothing sensible can
-            // follow, and going on would give results no kernel could.
-            Err(e) => panic!("BPF congestion control: {e}"),
+            // follow, and going on would give results no kernel could. The run ends with
+            // the fault (`BpfFault`: unwound without a panic message; the binding catches
+            // it and says it in one line).
+            Err(e) => std::panic::resume_unwind(Box::new(BpfFault(format!(
+                "BPF congestion control {}: {e} (the kernel's verifier refuses such a program)",
+                self.name
+            )))),
         };
         view::read_back(self.machine.memory.region(VIEW), s);
         Some(r0)
