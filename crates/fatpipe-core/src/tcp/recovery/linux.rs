@@ -172,6 +172,11 @@ impl TcpSender {
             self.lx_clean_rtx_queue(now, ack, prior_fack, &mut f, &mut t);
         }
         let rtt = self.lx_update_rtt(now, pkt, &f, &t);
+        // Linux calls pkts_acked at the end of tcp_clean_rtx_queue, before the state machine
+        // (tcp_fastretrans_alert): the ACK that ends a recovery still finds the algorithm in
+        // Recovery (H-TCP then leaves it out of its throughput, as tcp_htcp.c does).
+        let mut sample =
+            self.lx_pkts_acked(now, &t, rtt, (self.lx.delivered - prior_delivered) as u32, prior_in_flight);
         self.lx.rack.update_reo_wnd(now, self.rtt.srtt);
         if self.lx.tlp_high_seq.is_some() {
             self.lx_process_tlp_ack(now, ack, &f);
@@ -190,9 +195,11 @@ impl TcpSender {
         if f.set_xmit_timer {
             self.lx_set_xmit_timer(now);
         }
-        let delivered = (self.lx.delivered - prior_delivered) as u32;
+        // What the ACK delivered as tcp_cong_control counts it (tcp_newly_delivered, after
+        // the state machine: without SACK, duplicate ACKs count as deliveries there).
+        sample.delivered_segments = (self.lx.delivered - prior_delivered) as u32;
         let newly_lost = (self.lx.lost - prior_lost) as u32;
-        self.lx_cong_control(now, &f, &t, rtt, delivered, newly_lost, prior_in_flight, out);
+        self.lx_cong_control(now, &f, &mut sample, newly_lost, out);
         self.note_milestones(now);
         if self.snd_una == self.snd_max {
             self.rto_deadline = None;
@@ -571,21 +578,19 @@ impl TcpSender {
         true
     }
 
-    /// The window after an ACK (Linux `tcp_cong_control`).
-    #[allow(clippy::too_many_arguments)]
-    fn lx_cong_control(
+    /// What the ACK told the algorithm, given to its `pkts_acked` (Linux
+    /// `tcp_clean_rtx_queue`'s end) when it acknowledged or delivered anything; `lx_cong_control`
+    /// uses the same sample.
+    fn lx_pkts_acked(
         &mut self,
         now: Time,
-        f: &AckFlags,
         t: &Tally,
         rtt: Option<Time>,
         delivered: u32,
-        newly_lost: u32,
         prior_in_flight: u32,
-        _out: &mut Vec<Packet>,
-    ) {
+    ) -> AckSample {
         let mss = self.mss as u64;
-        let mut sample = AckSample {
+        let sample = AckSample {
             acked_segments: (t.acked_bytes.div_ceil(mss)) as u32,
             delivered_segments: delivered,
             acked_bytes: t.acked_bytes,
@@ -596,17 +601,33 @@ impl TcpSender {
             ..Default::default()
         };
         self.cc_state.delivered_bytes += t.delivered_bytes;
+        if t.acked_bytes > 0 || t.delivered_bytes > 0 {
+            self.sync_cc_view(now);
+            self.cc_state.in_flight_segments = self.lx.q.in_flight();
+            self.cc.pkts_acked(&mut self.cc_state, &sample);
+        }
+        sample
+    }
+
+    /// The window after an ACK (Linux `tcp_cong_control`).
+    fn lx_cong_control(
+        &mut self,
+        now: Time,
+        f: &AckFlags,
+        sample: &mut AckSample,
+        newly_lost: u32,
+        _out: &mut Vec<Packet>,
+    ) {
+        let mss = self.mss as u64;
+        let delivered = sample.delivered_segments;
         if self.controls {
-            self.fill_rate_sample(now, &mut sample);
+            self.fill_rate_sample(now, sample);
             sample.newly_lost_bytes = newly_lost as u64 * mss;
         }
         self.sync_cc_view(now);
         self.cc_state.in_flight_segments = self.lx.q.in_flight();
-        if t.acked_bytes > 0 || t.delivered_bytes > 0 {
-            self.cc.pkts_acked(&mut self.cc_state, &sample);
-        }
         if self.controls {
-            self.cong_control(&sample);
+            self.cong_control(sample);
             return;
         }
         if self.lx_in_reduction() {
@@ -625,7 +646,7 @@ impl TcpSender {
             }
         } else if self.lx_may_raise_cwnd(f) {
             self.cc_state.cwnd_limited = self.lx_is_cwnd_limited();
-            self.cc.cong_avoid(&mut self.cc_state, &sample);
+            self.cc.cong_avoid(&mut self.cc_state, sample);
         }
     }
 
