@@ -145,18 +145,21 @@ def test_a_users_own_program_runs_in_the_simulator_and_the_kernel_and_compares(t
     require_bpf()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     repo = Path(__file__).resolve().parent.parent
+    # The example and its program, as a user would copy them: the program beside the file.
+    (tmp_path / "bpf").mkdir()
+    shutil.copy(repo / "examples" / "bpf" / "adaptive_reno.bpf.c", tmp_path / "bpf")
     toml = tmp_path / "adaptive.toml"
     text = (repo / "examples" / "bpf-adaptive-reno.toml").read_text()
     toml.write_text(text.replace('duration = "30s"', 'duration = "3s"'))
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    sim = cli("run", toml, "-o", tmp_path / "sim", "--quiet", "--no-plots", cwd=repo, env=env)
+    sim = cli("run", toml, "-o", tmp_path / "sim", "--quiet", "--no-plots", env=env)
     assert sim.returncode == 0, sim.stderr
-    emu = cli("emulate", toml, "-o", tmp_path / "emu", "--quiet", "--no-plots", cwd=repo, env=env)
+    emu = cli("emulate", toml, "-o", tmp_path / "emu", "--quiet", "--no-plots", env=env)
     assert emu.returncode == 0, emu.stderr
     import json
 
     flow = json.loads((tmp_path / "emu" / "summary.json").read_text())["flows"][0]
-    assert flow["emulation"]["bpf_program"] == "examples/bpf/adaptive_reno.bpf.c"
+    assert flow["emulation"]["bpf_program"] == "bpf/adaptive_reno.bpf.c"
     assert flow["emulation"]["congestion_control"].startswith("fpada")
     assert flow["bytes_delivered"] > 0
     cmp = cli("compare", tmp_path / "sim", tmp_path / "emu", "-o", tmp_path / "cmp", "--labels", "simulated,emulated")

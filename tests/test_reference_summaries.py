@@ -19,11 +19,17 @@ link of the same rate, goes straight onto the wire; before, its arrival was proc
 before the departure event at that instant, so it counted as one packet queued for zero
 time. Only the maximum-queue statistics of those links move (1 packet -> 0); every
 delivery, drop, rate, series and capture is the same.
+
+Examples added after the speed work have their summary from the build that added them:
+`bpf-adaptive-reno.toml` (issue 27, a user's own BPF congestion control, compiled with clang;
+skipped where clang is missing) from branch bpf after the Linux stack's hook order was fixed.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Dict, Tuple
@@ -67,6 +73,10 @@ MEASURES_ADDED_SINCE = ("regain_time_s", "cwnd_ceiling_segments", "first_climb_c
 SUMMARY_KEYS_ADDED_SINCE = ("sample_interval_s",)
 
 
+#: Examples whose congestion control is a BPF program's C source: they need clang.
+NEED_CLANG = ("bpf-adaptive-reno.toml",)
+
+
 def summary_of(path: Path) -> Dict[str, Any]:
     import fatpipe
     from fatpipe.scenario import load
@@ -104,6 +114,8 @@ def test_every_example_has_a_reference(reference: Dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.toml")))
 def test_summary_is_byte_identical_to_before_the_speed_work(name: str, reference: Dict[str, Any]) -> None:
+    if name in NEED_CLANG and shutil.which(os.environ.get("CLANG", "clang")) is None:
+        pytest.skip("clang is not installed (the example's BPF program is compiled with it)")
     expected = json.loads(json.dumps(reference[name]))
     actual = summary_of(EXAMPLES / name)
     for (example, path), (before, after) in {**TIE_ORDER_CHANGES, **FIX_CHANGES}.items():

@@ -16,7 +16,9 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from .kinds import Duration, Integer
 from .schema import Field, Kind, ScenarioError, Table, _fail, _join
@@ -24,6 +26,19 @@ from ..units import UnitError
 
 #: fatpipe's BPF headers and programs (the repository's bpf/ links here).
 BPF_DIR = Path(__file__).resolve().parent.parent / "bpf"
+
+#: The directory relative paths start from: the scenario file's while one is loaded
+#: (document.load), else the working directory.
+_BASE: ContextVar[Optional[Path]] = ContextVar("bpf_base", default=None)
+
+
+@contextmanager
+def paths_relative_to(base: Optional[Path]) -> Iterator[None]:
+    token = _BASE.set(base)
+    try:
+        yield
+    finally:
+        _BASE.reset(token)
 
 
 def _cache_dir() -> Path:
@@ -66,6 +81,9 @@ class ObjectPath(Kind):
         if not isinstance(value, str) or not value:
             raise _fail(path, value, 'expected the path of a BPF object or its C source, such as "algo.bpf.o"')
         p = Path(value).expanduser()
+        base = _BASE.get()
+        if not p.is_absolute() and base is not None:
+            p = base / p
         if not p.is_file():
             raise ScenarioError(f"{path}: {value!r}: no such file", path)
         if p.suffix == ".c":
@@ -102,7 +120,8 @@ class Parameters(Kind):
 BPF_TABLE = Table(
     fields=(
         Field("bpf", ObjectPath(), "the program: a BPF object (clang -O2 -g -target bpf) or its C source, "
-              "compiled on the fly; relative paths from the working directory", source="issue 27"),
+              "compiled on the fly; a relative path starts from the scenario file's directory (from the "
+              "working directory for a scenario given as a dict)"),
         Field("parameters", Parameters(), "values of the program's const volatile globals, by name "
               "(x fills x, a fraction x fills x_q20 in units of 2^-20, a duration x fills x_us)", {},
               "none: the program's own defaults"),
@@ -111,8 +130,9 @@ BPF_TABLE = Table(
               "simulator; the kernel's own in fatpipe emulate", 250,
               "Linux CONFIG_HZ: kernel/Kconfig.hz defaults to HZ_250"),
     ),
-    doc="A congestion control written as a BPF struct_ops program (struct tcp_congestion_ops): run by "
-    "the core's eBPF interpreter in fatpipe run and registered with the kernel by fatpipe emulate.",
+    doc="A congestion control written as a BPF struct_ops program (struct tcp_congestion_ops), "
+    'cc = { bpf = "algo.bpf.c" } (algorithm = "bpf" may be left out): run by the core\'s eBPF interpreter '
+    "in fatpipe run and registered with the kernel by fatpipe emulate (docs/emulation.md).",
 )
 
 

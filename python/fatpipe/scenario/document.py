@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Union
 
 from ..units import U64_MAX, format_duration
+from .bpf import paths_relative_to
 from .budget import check_budget
 from .flows import _FLOW, _check_unique_names, _expand_streams, _normalize_flow
 from .impairments import attach_impairments
@@ -122,12 +123,16 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
     if isinstance(source, Mapping):
         doc: Mapping[str, Any] = source
         default_name = "scenario"
+        base = None
     elif not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"a scenario is a file path or a dict, not {type(source).__name__}")
     else:
         doc = read_scenario_file(source)
         default_name = Path(source).stem or "scenario"
-    top = SCENARIO.parse(doc, "")
+        base = Path(source).resolve().parent
+    # A BPF congestion control's file is found beside the scenario file (scenario/bpf.py).
+    with paths_relative_to(base):
+        top = SCENARIO.parse(doc, "")
     duration_ps = top["duration"]
     output = top["output"]
     if output["sample_interval"] is None:
