@@ -6,8 +6,9 @@ data packets per wall-second, start-up time, peak memory and memory per segment 
 then the goal's figures against their targets. ``--quick`` shortens every case for CI: its
 figures are printed, never judged (speed is not a test).
 
-``--sweep`` (``bench_sweep.py``) measures runs per minute of a sweep instead, and
-``--many-flows`` (``bench_many.py``) wall time and memory with 10,000 and 100,000 flows.
+``--sweep`` (``bench_sweep.py``) measures runs per minute of a sweep instead,
+``--many-flows`` (``bench_many.py``) wall time and memory with 10,000 and 100,000 flows, and
+``--bpf`` (``bench_bpf.py``) the per-ACK cost of BPF congestion controls.
 """
 
 from __future__ import annotations
@@ -131,6 +132,10 @@ def main(args: Optional[argparse.Namespace] = None) -> int:
         from .bench_many import main as many_flows_main
 
         return many_flows_main()
+    if getattr(args, "bpf", False):
+        from .bench_bpf import main as bpf_main
+
+        return bpf_main(quick=getattr(args, "quick", False))
     from .bench_cases import cases, run_case
 
     quick = getattr(args, "quick", False)
@@ -181,6 +186,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--many-flows",
         action="store_true",
         help="instead: wall time and peak memory of fatpipe run with 10,000 and 100,000 flows",
+    )
+    parser.add_argument(
+        "--bpf",
+        action="store_true",
+        help="instead: the per-ACK cost of BPF congestion controls (interpreted) against the built-in ones",
     )
 
 
