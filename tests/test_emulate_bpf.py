@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from emulate_helpers import cli, namespaces_alive, require_root
+from emulate_helpers import cli, namespaces_alive, namespaces_held_by, own_namespace, require_root
 from fatpipe.emulate import emulate
 
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -97,6 +97,7 @@ def test_the_kernel_runs_its_own_module_when_it_runs_the_flow_as_asked():
 def test_an_interrupted_run_leaves_nothing_registered(tmp_path, sig, status):
     require_bpf()
     before = AVAILABLE.read_text()
+    named_before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     toml = tmp_path / "long.toml"
     toml.write_text(
         'name = "bpf"\nduration = "60s"\n[topology]\nshape = "dumbbell"\nbottleneck_rate = "20Mbps"\n'
@@ -112,6 +113,9 @@ def test_an_interrupted_run_leaves_nothing_registered(tmp_path, sig, status):
         registered = set(AVAILABLE.read_text().split()) - set(before.split())
         assert len(registered) == 1 and next(iter(registered)).startswith("fpveg"), registered
         time.sleep(1.5)  # into the run
+        # The hosts' namespaces, held by the emulator's threads while it runs.
+        held = namespaces_held_by(proc.pid) - {own_namespace()}
+        assert held, "the emulation holds no namespace of its own"
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=30)
     finally:
@@ -124,6 +128,8 @@ def test_an_interrupted_run_leaves_nothing_registered(tmp_path, sig, status):
     while AVAILABLE.read_text() != before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert AVAILABLE.read_text() == before
+    assert held.isdisjoint(namespaces_alive()), "a namespace of the run outlived it"
+    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout == named_before
 
 
 def test_without_clang_one_line_says_what_to_install(tmp_path):
