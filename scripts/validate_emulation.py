@@ -155,11 +155,17 @@ def main() -> int:
         *[f"![{p}-{preset}](validation/{p}-{preset}-cwnd.png)" for p in PATHS for preset, _ in ALGORITHMS],
         END,
     ])
+    write_generated(block, BEGIN, END, runs)
+    return 0
+
+
+def write_generated(block: str, begin: str, end: str, runs: Path) -> None:
+    """Puts `block` (markers included) in place of docs/validation.md's part between the
+    markers `begin` and `end`."""
     text = DOC.read_text(encoding="utf-8")
-    start, stop = text.index(BEGIN), text.index(END) + len(END)
+    start, stop = text.index(begin), text.index(end) + len(end)
     DOC.write_text(text[:start] + block + text[stop:], encoding="utf-8")
     print(f"{DOC}: updated; runs in {runs}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

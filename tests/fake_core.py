@@ -31,6 +31,12 @@ class Simulation:
     def flow_counters(self):
         return fake_counters(self.doc, self.now_ps)
 
+    def flow_routes(self):
+        # Every flow over every link each way: the fake has no routing (buffer warnings
+        # then see the slowest link and every delay).
+        every = list(range(len(self.doc["links"])))
+        return [(every, every) for _ in self.doc["flows"]]
+
     def finish(self):
         self.run_until(self.duration_ps)
         return fake_output(self.doc)
@@ -66,7 +72,8 @@ def fake_output(doc):
         times.append(duration)
     fs = {k: [] for k in ("time_ps", "flow", "cwnd_segments", "ssthresh_segments", "outstanding_bytes",
                           "srtt_ps", "delivered_bytes", "sent_bytes")}
-    qs = {k: [] for k in ("time_ps", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes")}
+    qs = {k: [] for k in ("time_ps", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes",
+                          "red_avg_packets")}
     for t in times:
         for i in range(len(doc["flows"])):
             delivered = delivery_rate_bytes_per_s(i) * t // PS_PER_S
@@ -86,6 +93,7 @@ def fake_output(doc):
             qs["queue_bytes"].append(1500 * j)
             qs["drops_packets"].append(t // interval)
             qs["departed_bytes"].append(link["rate_bps"] // 16 * t // PS_PER_S)
+            qs["red_avg_packets"].append(0.5 * j if link["queue"]["discipline"] == "red" else -1.0)
     flows = []
     for i, flow in enumerate(doc["flows"]):
         delivered = delivery_rate_bytes_per_s(i) * duration // PS_PER_S

@@ -24,6 +24,10 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> dict:
     )
     assert done.returncode == 0, done.stderr
     assert "data pkts/s" in done.stdout and "goal" in done.stdout
+    # Every goal the quick run prints says whether this run met it.
+    goals = [line for line in done.stdout.splitlines() if "(goal: " in line]
+    assert len(goals) == 4 and all(line.endswith((": met", ": missed")) for line in goals), done.stdout
+    assert any(line.startswith("goals: ") and " of 4 met" in line for line in done.stdout.splitlines())
     return {r["case"]: r for r in json.loads(Path(out).read_text(encoding="utf-8"))}
 
 
@@ -55,6 +59,34 @@ def test_data_packets_are_segments_not_acks(quick: dict) -> None:
     # count must be the data segments sent then, not data plus ACKs (which would be 1.5x).
     for rate in ("100Mbps", "1Gbps"):
         assert quick[f"dumbbell {rate}"]["data_packets"] == pytest.approx(300_000, rel=0.01)
+
+
+def test_every_goal_says_whether_it_was_met_and_the_missed_ones_are_named() -> None:
+    from fatpipe.bench import GOAL_BYTES_PER_PACKET, GOAL_RED_PACKETS_PER_S, goal_lines
+    from fatpipe.bench_cases import CaseResult
+
+    def case(name: str, packets_per_s: float, **kw) -> CaseResult:
+        return CaseResult(case=name, what="", data_packets=int(packets_per_s), events=1, wall_s=1.0,
+                          startup_s=None, peak_rss_bytes=None, **kw)
+
+    # The rates within 1.5x, memory per segment above its goal, RED below its goal, the
+    # minute and the 0.1 s scenario inside theirs (walls of 1 s: the minute met, the 0.1 s
+    # scenario missed).
+    results = [case("dumbbell 100Mbps", 6e6), case("dumbbell 1Gbps", 5e6),
+               case("dumbbell 10Gbps", 4.5e6, bytes_per_packet_in_flight=GOAL_BYTES_PER_PACKET + 30),
+               case("RED, 100 flows", GOAL_RED_PACKETS_PER_S / 2), case("minute 10Gbps", 1.0),
+               case("0.1 s scenario", 1.0)]
+    lines = goal_lines(results, quick=False)
+    verdict = {line.split(":")[0]: line.rsplit(": ", 1)[1] for line in lines if "(goal: " in line}
+    assert verdict == {"dumbbell data packets/s": "met", "memory per segment in flight at 10 Gb/s": "missed",
+                       "100 flows with RED": "missed", "a minute of 10 Gb/s x 100 ms": "met",
+                       "0.1 s scenario, whole process": "missed"}, lines
+    assert "goals: 2 of 5 met; missed: memory per segment, 100 flows with RED, 0.1 s scenario" in lines
+    # Rates 2x apart miss the spread goal.
+    spread = goal_lines([case("dumbbell 100Mbps", 8e6), case("dumbbell 10Gbps", 4e6)], quick=True)
+    assert spread[0].endswith("(goal: within 1.5x across the rates): missed"), spread
+    assert "goals: 0 of 1 met; missed: dumbbell rates within 1.5x" in spread
+    assert any(line.startswith("--quick") for line in spread)
 
 
 def test_bench_bpf_quick_compares_each_program_with_its_builtin(tmp_path) -> None:

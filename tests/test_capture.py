@@ -119,7 +119,23 @@ def test_timestamps_are_simulated_time_and_headers_check(lossy_run):
     frames = read_tcp(out / "sender.pcap")
     times = [f[0] for f in frames]
     assert times == sorted(times)
-    assert times[0] == 0.0 and times[-1] < 8.0
+    # The flow starts established at 0: its synthetic handshake happened in the round trip
+    # before, so the captures' clock runs one whole second ahead (summary.json says so) and
+    # the data keep their simulated times, plus that second.
+    assert [c["clock_offset_ps"] for c in result.summary["captures"]] == [10**12] * 3
+    data = [f[0] for f in frames if f[3] > 0]
+    assert data[0] == 1.0 and data[-1] < 9.0
+    # The handshake's times: the SYN leaves one round trip before the start, the SYN-ACK
+    # arrives and the ACK leaves at the start. The round trip: 40 ms of propagation and each
+    # 60-byte packet's serialization (+ 38 bytes of framing) on 200 Mb/s access links and
+    # the 20 Mb/s bottleneck, both ways: 2 x (2 x 98 x 8 / 200e6 + 98 x 8 / 20e6) = 94.08 us.
+    syn, synack, ack = frames[:3]
+    assert syn[4] == dpkt.tcp.TH_SYN and synack[4] == dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK and ack[4] == dpkt.tcp.TH_ACK
+    assert synack[0] == ack[0] == 1.0
+    assert ack[0] - syn[0] == pytest.approx(0.040 + 94.08e-6, abs=1e-9)
+    from fatpipe.pcap import read_capture
+
+    assert read_capture(result, "sender")["time_s"].iloc[0] == pytest.approx(-(0.040 + 94.08e-6), abs=1e-9)
     # Real IP header checksums: the one's-complement sum over a valid header, checksum
     # included, is 0xffff, so the checksum of it is 0 (RFC 1071).
     with open(out / "receiver.pcap", "rb") as fh:
@@ -177,6 +193,19 @@ def test_tshark_flags_retransmissions_where_fatpipe_retransmitted(lossy_run):
     # segments fatpipe retransmitted are.
     assert flagged == ours
     assert len(ours) == result.summary["flows"][0]["segments_retransmitted"]
+
+
+def test_tshark_reads_the_paths_rtt_from_the_handshake(lossy_run):
+    # Issue 22: the synthetic handshake was stamped all at 0, and tshark read an initial RTT
+    # of zero on a 40 ms path. Now at the sender and the receiver it reads the round trip.
+    tshark = _tool("tshark")
+    _, out = lossy_run
+    # At the sender SYN to ACK (the SYN and SYN-ACK each serialized as 98 bytes: 94.08 us);
+    # at the receiver SYN-ACK to ACK (the ACK is 90 bytes: 47.04 + 43.2 us).
+    for point, rtt in (("sender", 0.040 + 94.08e-6), ("receiver", 0.040 + 90.24e-6)):
+        rows = _tshark_fields(tshark, out / f"{point}.pcap", ["tcp.analysis.initial_rtt"],
+                              ["-Y", "tcp.analysis.initial_rtt"])
+        assert rows and float(rows[0][0]) == pytest.approx(rtt, abs=1e-8), (point, rows[:2])
 
 
 def test_tcpdump_reads_captures(lossy_run):
@@ -289,13 +318,14 @@ def test_timestamps_run_both_ways(lossy_run):
     # RFC 7323 on a 1 ms clock: each end stamps its own time and echoes the other's latest.
     import struct
 
-    _, out = lossy_run
+    result, out = lossy_run
+    offset_s = result.summary["captures"][0]["clock_offset_ps"] / 1e12  # the file's clock is ahead
     stamps = []
     with open(out / "sender.pcap", "rb") as fh:
         for ts, buf in dpkt.pcap.Reader(fh):
             tcp = dpkt.ethernet.Ethernet(buf).data.data
             val, ecr = struct.unpack("!II", dict(dpkt.tcp.parse_opts(tcp.opts))[dpkt.tcp.TCP_OPT_TIMESTAMP])
-            stamps.append((float(ts), tcp.sport == SENDER_PORT, val, ecr))
+            stamps.append((float(ts) - offset_s, tcp.sport == SENDER_PORT, val, ecr))
     late = [s for s in stamps if s[0] > 0.5]
     assert late
     for t, from_sender, val, ecr in late:
@@ -308,14 +338,15 @@ def test_timestamps_run_both_ways(lossy_run):
 def test_a_flow_without_a_handshake_shows_a_synthetic_one_so_tools_know_the_window_scale(tmp_path):
     # With handshake = false (the default) the capture had no SYN: tshark showed window
     # scale -1 and tcptrace a 64 KB window. The core now writes the SYN, SYN-ACK and ACK
-    # the connection would have exchanged, at the flow's start (docs/metrics.md: synthetic).
+    # the connection would have exchanged, ending at the flow's start (docs/metrics.md:
+    # synthetic), in the round trip before it.
     tshark = _tool("tshark")
     result = fatpipe.run(lossy_scenario(capture=["sender", "bottleneck"]), capture_dir=tmp_path)
     assert result.scenario["flows"][0]["tcp"]["handshake"] is False
     sender = read_tcp(tmp_path / "sender.pcap")
     syn, synack, ack = (f[4] for f in sender[:3])
     assert (syn, synack, ack) == (dpkt.tcp.TH_SYN, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK, dpkt.tcp.TH_ACK)
-    assert {f[0] for f in sender[:3]} == {0.0} and sender[3][3] > 0  # then the data
+    assert sender[0][0] < sender[1][0] == sender[2][0] == sender[3][0] == 1.0 and sender[3][3] > 0  # then the data
     # The bottleneck carries only what goes forward: the SYN and the ACK.
     forward = read_tcp(tmp_path / "bottleneck.pcap")
     assert [f[4] for f in forward[:2]] == [dpkt.tcp.TH_SYN, dpkt.tcp.TH_ACK] and forward[2][3] > 0

@@ -1,10 +1,13 @@
 """Issue 11, acceptance 1: the namespaces an emulation creates are gone after a run and
 after an interrupted run (Ctrl-C, SIGTERM, and even SIGKILL, since they are anonymous and
 die with the descriptors that hold them); and the errors a user meets without root or with
-an algorithm the kernel lacks are one clear line."""
+an algorithm the kernel lacks are one clear line. Nothing here depends on how punctually the
+run went: no result of these runs is judged by its timing, only that they ran and left
+nothing behind."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -111,9 +114,15 @@ def test_a_directory_holding_files_is_refused_unless_overwrite(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "--overwrite" in proc.stderr
     assert (out / "mine.txt").read_text() == "a user's file"
+    # --overwrite replaces only a directory fatpipe wrote (issue 23: it deleted anything).
     proc = cli("emulate", toml, "-o", out, "--quiet", "--overwrite")
+    assert proc.returncode == 2 and "overwriting replaces only a directory fatpipe wrote" in proc.stderr, proc.stderr
+    assert (out / "mine.txt").read_text() == "a user's file"
+    simulated = tmp_path / "simulated"
+    assert subprocess.run([sys.executable, "-m", "fatpipe", "run", str(toml), "-o", str(simulated), "--quiet"]).returncode == 0
+    proc = cli("emulate", toml, "-o", simulated, "--quiet", "--overwrite")
     assert proc.returncode == 0, proc.stderr
-    assert (out / "summary.json").exists() and not (out / "mine.txt").exists()
+    assert "emulation" in json.loads((simulated / "summary.json").read_text())["flows"][0]
 
 
 def test_without_root_one_line_says_how_to_run_it(tmp_path):

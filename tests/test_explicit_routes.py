@@ -26,7 +26,7 @@ def diamond(routes):
             ],
             "routes": routes,
         },
-        "flows": [{"name": "f", "src": "h1", "dst": "h2", "cc": "reno"}],
+        "flows": [{"name": "f", "src": "h1", "dst": "h2", "cc": "reno", "tcp": {"profile": "rfc"}}],
         "output": {"plots": False},
     }
 

@@ -88,9 +88,9 @@ def test_bsd_timeouts_come_on_slow_ticks_through_the_core():
     result = fatpipe.run(d)
     flow = result.summary["flows"][0]
     assert flow["timeouts"] >= 2
-    from fatpipe.pcap import read_pcap
+    from fatpipe.pcap import read_capture
 
-    packets = read_pcap(result.capture_files["sender"])
+    packets = read_capture(result, "sender")
     # A data segment the sender sends inside the outage (after the first RTT of it) is a
     # retransmission by the timer: a whole number of 500 ms ticks (pcap time in ns).
     sent_ns = (packets["time_s"] * 1e9).round().astype("int64")

@@ -51,7 +51,7 @@ def test_window_limited_goodput_and_utilization_match_window_over_rtt():
         {
             "duration": "20s",
             "topology": {"shape": "dumbbell", "bottleneck_rate": "100Mbps", "rtt": "70ms"},
-            "flows": [{"name": "w", "cc": "reno", "tcp": {"rcv_buffer": "65535B", "window_scaling": False, "delayed_ack": False}}],
+            "flows": [{"name": "w", "cc": "reno", "tcp": {"profile": "rfc", "rcv_buffer": "65535B", "window_scaling": False, "delayed_ack": False}}],
             "output": {"plots": False},
         }
     )
@@ -134,7 +134,7 @@ def test_recovery_time_after_an_outage_matches_the_cwnd_series():
                 "rtt": "40ms",
                 "impairments": [{"link": "bottleneck", "kind": "outage", "windows": [["5s", "5.2s"]]}],
             },
-            "flows": [{"name": "r", "cc": "reno", "tcp": {"initial_ssthresh": 150}}],
+            "flows": [{"name": "r", "cc": "reno", "tcp": {"profile": "rfc", "initial_ssthresh": 150}}],
             "output": {"plots": False, "sample_interval": "10ms"},
         }
     )

@@ -28,8 +28,9 @@ SCENARIO = {
 EXPECTED = {
     "cwnd": ("plots: congestion window", "time (s)", "cwnd (segments)"),
     "outstanding": ("plots: bytes outstanding", "time (s)", "outstanding (MB)"),
-    "throughput": ("plots: throughput (delivered, per 20 ms)", "time (s)", "throughput (Mb/s)"),
-    "throughput_stacked": ("plots: throughput, stacked", "time (s)", "throughput (Mb/s)"),
+    # The bin fits the run (issue 22): the 40 ms RTT rounded up to a whole number of 20 ms samples.
+    "throughput": ("plots: throughput (delivered, per 100 ms)", "time (s)", "throughput (Mb/s)"),
+    "throughput_stacked": ("plots: throughput, stacked (per 100 ms)", "time (s)", "throughput (Mb/s)"),
     "queue": ("plots: queue length", "time (s)", "queue (packets)"),
     "rtt": ("plots: smoothed RTT", "time (s)", "RTT (ms)"),
     "time_sequence": ("plots: time-sequence graph of a", "time (s)", "sequence number (MB from the first byte)"),
@@ -197,9 +198,10 @@ def test_sweep_report_renders_with_a_plot_per_measure(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = (out / "report.html").read_text()
     # Goodput of flow a, the bottleneck's utilization, total goodput: against the RTT (in s),
-    # one line per algorithm.
+    # one line per algorithm; axes and titles in words (issue 22), not raw column names.
     assert text.count("<img ") == 3
-    assert "flows.a.goodput_bps (Mb/s) against topology.rtt" in text and "4 runs: 4 ok" in text
+    assert 'alt="goodput of a against RTT"' in text and "4 runs: 4 ok" in text
+    assert 'alt="utilization of bottleneck against RTT"' in text
     dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
                           "--dump-dom", (out / "report.html").as_uri()], capture_output=True, text=True, timeout=180)
     assert 'data-images-loaded="3/3"' in dom.stdout
@@ -229,3 +231,127 @@ def test_plots_of_many_flows_draw_their_groups(tmp_path):
     total = result.flow_series.groupby("flow", observed=True)["throughput_bps"].sum()
     assert lines[0][2].sum() == pytest.approx(sum(total[f"x.{k}"] for k in range(1, 11)))
     assert PLOTS["cwnd"](result, tmp_path / "cwnd.png") == "plots: congestion window".replace("plots", result.scenario["name"])
+
+
+# ---- issue 22: plots a researcher can read -------------------------------------------------
+
+RED3 = {
+    "name": "red3",
+    "duration": "6s",
+    "topology": {"shape": "dumbbell", "bottleneck_rate": "200Mbps", "rtt": "40ms", "pairs": 3,
+                 "queue": {"discipline": "red", "limit_packets": 400}},
+    "flows": [{"name": n, "pair": i, "cc": cc} for i, (n, cc) in enumerate([("a", "cubic"), ("b", "reno"), ("c", "newreno")])],
+    "output": {"plots": False, "capture": ["sender0"]},
+}
+
+
+@pytest.fixture(scope="module")
+def red3_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("red3")
+    fatpipe.run(RED3, capture_dir=out).write(out, plots=False, overwrite=True)
+    return out
+
+
+def test_throughput_bins_fit_the_run_and_average_what_was_delivered(red3_dir, tmp_path):
+    from fatpipe.plots import _binned, default_bin_s
+
+    result = Result.read(red3_dir)
+    # 10 ms samples, 6 s, the longest min RTT 40 ms: 6 s / 200 bins = 30 ms < 40 ms, so the
+    # bin is the next 1-2-5 step above the RTT, 50 ms, five samples.
+    assert default_bin_s(result) == pytest.approx(0.05)
+    # Each bin's rate is the bytes delivered within it: the mean of the per-sample rates.
+    a = result.flow_series[result.flow_series["flow"] == "a"]
+    starts, mbps = _binned(a["time_s"].to_numpy(), a["delivered_bytes"].to_numpy(), 0.05, 6.0)
+    per_sample = a["throughput_bps"].to_numpy()[1:] / 1e6  # rate over each 10 ms ending at a sample
+    assert len(starts) == 120 and mbps == pytest.approx(per_sample.reshape(-1, 5).mean(axis=1))
+    # What was delivered in a bin is never above the bottleneck's payload rate by more than
+    # the refills of holes; over the run the bins add up to the flow's delivered bytes.
+    assert mbps.sum() * 0.05 / 8 * 1e6 == pytest.approx(a["delivered_bytes"].iloc[-1], rel=1e-9)
+    svg = tmp_path / "t.svg"
+    PLOTS["throughput"](result, svg, bin_s=0.5)
+    texts = svg_texts(svg)
+    assert "red3: throughput (delivered, per 500 ms)" in texts and "bottleneck rate (200 Mb/s)" in texts
+
+
+def test_cli_plot_bin_and_what_it_cannot_draw(red3_dir, tmp_path):
+    # Before, the first flow without a capture stopped `fatpipe plot` with exit 2 and nothing
+    # more was drawn. Now it draws what it can, names each skip on stderr, and exits 1.
+    proc = cli("plot", red3_dir, "--what", "time_sequence,queue,throughput_stacked", "--bin", "200ms", "-o", tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.split() == [str(tmp_path / n) for n in ("time_sequence_a.png", "queue.png", "throughput_stacked.png")]
+    assert proc.stderr.splitlines() == [
+        f"fatpipe: skipped time_sequence_{f}.png: needs a packet capture at the sender host 'sender{i}': add "
+        f'output.capture = ["sender{i}"] to the scenario' for i, f in ((1, "b"), (2, "c"))]
+    nothing = cli("plot", red3_dir, "--what", "time_sequence", "--flow", "c", "-o", tmp_path)
+    assert nothing.returncode == 2 and nothing.stderr.startswith("fatpipe: error: nothing drawn: time_sequence")
+    fine = cli("plot", red3_dir, "--what", "throughput", "--bin", "5ms", "-o", tmp_path)
+    assert fine.returncode == 2 and "--bin: 5 ms is not allowed: at least the run's sample interval (10 ms)" in fine.stderr
+
+
+def test_queue_plot_gives_the_bottleneck_its_own_scale_with_reds_thresholds_and_average(tmp_path):
+    # The ansnet example: a 66-packet RED queue, and the sender's 1,000-packet interface
+    # queue that once held about a hundred. Before, both shared one axis up to 1,000.
+    from fatpipe.plots import plot_queue
+
+    out = tmp_path / "ansnet"
+    example = Path(__file__).resolve().parents[1] / "examples" / "ansnet-ds3-red.toml"
+    fatpipe.run(example).write(out, plots=False)
+    result = Result.read(out)
+    svg = tmp_path / "q.svg"
+    plot_queue(result, svg)
+    texts = svg_texts(svg)
+    assert {"bottleneck", "the other queues that held packets", "RED average (packets)", "RED min_th (33 packets)",
+            "RED max_th (66 packets)", "bottleneck limit (66 packets)"} <= texts, texts
+    # The core samples RED's average: it stays below the hard limit and follows the queue.
+    q = result.queue_series[result.queue_series["link"] == "bottleneck"]
+    assert q["red_avg_packets"].notna().all() and 0 < q["red_avg_packets"].max() < 66
+    assert abs(q["red_avg_packets"].mean() - q["queue_packets"].mean()) < 0.3 * q["queue_packets"].mean()
+
+
+def test_report_names_the_version_and_gives_utilization_in_percent(red3_dir):
+    from fatpipe.report import write_report
+
+    text = write_report(red3_dir).read_text()
+    rows = re.findall(r"<tr><td>([abc])</td><td>([^<]*)</td>", text)
+    assert rows == [("a", "cubic"), ("b", "reno"), ("c", "newreno")], rows
+    bottleneck = re.search(r"<tr><td>bottleneck</td><td>[^<]*</td><td>[^<]*</td><td>([^<]*)</td>", text).group(1)
+    assert re.fullmatch(r"\d+\.\d%", bottleneck), bottleneck
+    assert f"{100 * Result.read(red3_dir).links.set_index('name').utilization['bottleneck']:.1f}%" == bottleneck
+    # A caption says how to read a figure; it never repeats the title drawn in it.
+    for alt, caption in re.findall(r'<img src="[^"]*" alt="([^"]*)"><figcaption>([^<]*)</figcaption>', text):
+        assert caption != alt and caption
+
+
+def test_equal_series_show_and_the_legend_lists_only_what_is_drawn(tmp_path):
+    table = pd.DataFrame({"x": [1, 2, 1, 2, 1, 2], "y": [5.0, 6.0, 5.0, 6.0, float("nan"), float("nan")],
+                          "cc": ["reno", "reno", "sack", "sack", "tahoe", "tahoe"]})
+    svg = tmp_path / "s.svg"
+    plot_sweep(table, svg, x="x", y="y", by="cc")
+    texts = svg_texts(svg)
+    assert "cc = reno" in texts and "cc = sack (same as reno)" in texts
+    assert not [t for t in texts if "tahoe" in t]
+
+
+def test_long_titles_wrap_instead_of_being_cut(tmp_path):
+    from fatpipe.plots import TITLE_CHARS
+
+    long = "The long-RTT flow's share against the bottleneck's rate, DropTail and RED (document Figures 21 and 22)"
+    assert len(long) > TITLE_CHARS
+    svg = tmp_path / "w.svg"
+    plot_sweep(pd.DataFrame({"x": [1, 2], "y": [1.0, 2.0]}), svg, x="x", y="y", title=long)
+    texts = svg_texts(svg)
+    lines = [t for t in texts if t and t in long]
+    assert len(lines) == 2 and all(len(t) <= TITLE_CHARS for t in lines), texts
+
+
+def test_compare_bins_and_clips_throughput_and_draws_the_bottleneck(red3_dir, tmp_path):
+    from fatpipe.compare import compare
+    from fatpipe.compare import _overlay_throughput
+
+    result = Result.read(red3_dir)
+    svg = tmp_path / "c.svg"
+    _overlay_throughput([result, result], ["sim", "again"], svg, ["a", "b"], 0.1)
+    texts = svg_texts(svg)
+    assert {"throughput (per 100 ms): sim vs again", "bottleneck rate (200 Mb/s)", "a", "b"} <= texts, texts
+    with pytest.raises(PlotUnavailable, match="--bin: 1 ms is not allowed"):
+        compare([result, result], ["sim", "again"], tmp_path / "out", bin_s=0.001)

@@ -14,11 +14,58 @@ def flow(**flow):
     return load_scenario(dict(BASE, flows=[flow]))["flows"][0]
 
 
-@pytest.mark.parametrize("name, recovery", [("tahoe", "tahoe"), ("reno", "reno"), ("newreno", "newreno"), ("sack", "sack")])
-def test_reno_family_presets_pick_their_recovery(name, recovery):
-    f = flow(cc=name)
-    assert f["tcp"]["recovery"] == recovery
-    assert f["cc"]["algorithm"] == PRESETS[name].algorithm
+RFC_FAMILY = ("rfc", "bsd-4.4", "ns2")
+
+
+@pytest.mark.parametrize("profile", RFC_FAMILY)
+@pytest.mark.parametrize("name", ["tahoe", "reno", "newreno", "sack"])
+def test_reno_versions_name_their_recovery_on_the_rfc_stack(name, profile):
+    # Document 003's TCP versions (ns-2's Agent/TCP, TCP/Reno, TCP/Newreno, TCP/Sack1): on
+    # every RFC-stack profile the name says the recovery, and the stack is the profile's.
+    f = flow(cc=name, tcp={"profile": profile})
+    assert (f["tcp"]["stack"], f["tcp"]["recovery"], f["cc"]["algorithm"]) == ("rfc", name, "reno")
+
+
+@pytest.mark.parametrize("profile", [None, "linux", "linux-2.4"])
+def test_reno_on_linux_is_the_kernels_reno(profile):
+    # Issue 22: a Linux user writing reno means Linux's reno (tcp_reno_cong_avoid with the
+    # Linux stack's SACK recovery). Before, with no profile the flow moved to the RFC stack
+    # with classic Reno recovery, and with profile = "linux" it was refused.
+    tcp = {"profile": profile} if profile else {}
+    for cc in ("reno", "sack", {"algorithm": "reno", "b": 0.3}):
+        f = flow(cc=cc, tcp=tcp)
+        assert (f["tcp"]["stack"], f["tcp"]["recovery"], f["cc"]["algorithm"]) == ("linux", "sack", "reno"), cc
+    # newreno is Reno without SACK, on the Linux stack too.
+    assert flow(cc="newreno", tcp=tcp)["tcp"][("recovery")] == "newreno"
+
+
+def test_no_name_moves_a_flow_to_another_stack():
+    # Tahoe and classic Reno recovery live on the RFC stack only: asked for on Linux (the
+    # default profile included) they are refused, saying what to write; never moved.
+    message = error(cc="tahoe")
+    assert message == ('flows[0].cc: "tahoe" is not allowed with profile = "linux" (the default): Tahoe recovery '
+                       'runs on the RFC stack: set [flows.tcp] profile = "rfc" (or "bsd-4.4", "ns2"); on Linux '
+                       'write "reno" (with SACK) or "newreno" (without SACK)'), message
+    for recovery, what in (("reno", "classic Reno"), ("tahoe", "Tahoe")):
+        message = error(tcp={"profile": "linux-2.4", "recovery": recovery})
+        assert message.startswith(
+            f'flows[0].tcp.recovery: "{recovery}" is not allowed with profile = "linux-2.4": {what} recovery runs '
+            'on the RFC stack: set profile = "rfc"'), message
+    # With the profile named, classic Reno is asked for by name.
+    f = flow(cc="sack", tcp={"profile": "rfc", "recovery": "reno"})
+    assert (f["tcp"]["stack"], f["tcp"]["recovery"]) == ("rfc", "reno")
+
+
+def test_a_reno_table_on_the_rfc_stack_must_name_its_recovery():
+    # A table names the algorithm only; on the RFC stack four Reno recoveries exist, so which
+    # one is asked (before, NewReno was taken silently).
+    message = error(cc={"algorithm": "reno", "b": 0.3}, tcp={"profile": "ns2"})
+    assert message.startswith('flows[0].tcp.recovery: missing; required with [flows.cc] algorithm = "reno" and '
+                              'profile = "ns2"'), message
+    f = flow(cc={"algorithm": "reno", "b": 0.3}, tcp={"profile": "rfc", "recovery": "newreno"})
+    assert (f["tcp"]["recovery"], f["cc"]["b"]) == ("newreno", 0.3)
+    # Another algorithm's table recovers with SACK there, as its name does.
+    assert flow(cc={"algorithm": "cubic"}, tcp={"profile": "rfc"})["tcp"]["recovery"] == "sack"
 
 
 def test_defaults_follow_the_profile_and_tcp_recovery_overrides_the_preset():
@@ -26,10 +73,12 @@ def test_defaults_follow_the_profile_and_tcp_recovery_overrides_the_preset():
     assert (flow()["cc"]["algorithm"], flow()["tcp"]["recovery"]) == ("cubic", "sack")
     assert flow(tcp={"profile": "rfc"})["tcp"]["recovery"] == "newreno"
     assert flow(cc="sack", tcp={"recovery": "newreno"})["tcp"]["recovery"] == "newreno"
-    # A table names an algorithm: on Linux reno recovers with SACK (the kernel's reno); on
-    # the RFC stack it takes the default preset's recovery, NewReno.
-    assert flow(cc={"algorithm": "reno", "b": 0.3})["tcp"]["recovery"] == "sack"
-    assert flow(cc={"algorithm": "reno", "b": 0.3}, tcp={"profile": "rfc"})["tcp"]["recovery"] == "newreno"
+
+
+def error(**f):
+    with pytest.raises(ScenarioError) as err:
+        flow(**f)
+    return str(err.value)
 
 
 def test_unknown_preset_names_the_choices():
@@ -70,6 +119,8 @@ def test_every_preset_runs_end_to_end():
 
     for name, preset in PRESETS.items():
         flow = {"cc": name}
+        if preset.linux_recovery is None:  # Tahoe: the RFC stack only
+            flow["tcp"] = {"profile": "rfc"}
         if preset.algorithm == "nocc":
             # Only the receive window limits NOCC: document 000 set it to the BDP (25 KB here);
             # the default 8 MiB would overload the path, as NOCC is meant to show.

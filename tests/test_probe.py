@@ -9,6 +9,10 @@ serve` daemon on this host. Each real-time run lasts 1 s.
 - cubic, reno and bbr chosen per socket and read back with getsockopt;
 - an algorithm the host lacks, or an HTTP workload: one line, nothing written;
 - `fatpipe report` renders a probe run as it renders a simulated one.
+
+Real time without an emulator: no run says whether it kept up. What timing decides is held
+to the room realtime_tolerances.py gives a loaded machine (a burst source's missed periods,
+and the goodput of what it wrote); the rest are counts and schedules.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import fatpipe
 from fatpipe.plots import PLOTS
 from fatpipe.result import Result
 from probe_helpers import daemon, run_cli
-from realtime_tolerances import MISSED_PERIOD_FRACTION
+from realtime_tolerances import MISSED_PERIOD_FRACTION, carried_bounds
 
 #: linux/in.h (Python's socket module lacks it).
 IP_MTU = 14
@@ -102,10 +106,12 @@ def test_burst_mode_offered_load_and_failed_cycles(lo_daemon, tmp_path):
     sim = fatpipe.run(below).summary["flows"][0]
     assert flow["bursts"] == sim["bursts"] == 101, "bursts at 0, 10 ms, ..., 1 s, as the simulation schedules them"
     assert flow["offered_load_bps"] == 51.2e6
-    # A real application on a shared machine may miss a period now and then.
+    # A real application on a shared machine may miss a period now and then; the flow carries
+    # what was written.
     assert flow["failed_burst_cycles"] <= MISSED_PERIOD_FRACTION * flow["bursts"]
     assert flow["bytes_written"] >= (101 - flow["failed_burst_cycles"]) * 64_000
-    assert flow["goodput_bps"] == pytest.approx(51.2e6, rel=0.05)
+    low, high = carried_bounds(51.2e6, flow["bursts"], flow["failed_burst_cycles"])
+    assert low <= flow["goodput_bps"] <= high, flow["goodput_bps"] / 1e6
     # The daemon's application reads at 8 Mb/s from a 64 KiB buffer: the sender's buffer
     # fills and a cycle succeeds only by writing its whole burst.
     slow = toml(tmp_path / "slow.toml", '[[flows]]\nname = "paced"\ncc = "cubic"\nburst_size = "64KB"\nburst_period = "10ms"\n'

@@ -5,6 +5,11 @@ end limited by tbf to 50 Mbit/s (tests/probe_helpers.py makes and always removes
 tbf counts a packet's length on the device: its IP bytes plus the 14-byte Ethernet header,
 so a TCP flow with timestamps (1448-byte payload, 52 header bytes) delivers at most
 50 Mb/s x 1448 / 1514 = 47.82 Mb/s of payload.
+
+Real time without an emulator: no run says whether it kept up. The kernel moves these
+flows (a starved application still has megabytes queued in its socket), so their rates hold
+on a loaded machine; a burst source's missed periods and what its goodput may then be are
+realtime_tolerances.py's.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import pytest
 import fatpipe
 from fatpipe.result import Result
 from probe_helpers import NS_ADDRESSES, VethPair, daemon, run_cli
-from realtime_tolerances import MISSED_PERIOD_FRACTION
+from realtime_tolerances import MISSED_PERIOD_FRACTION, carried_bounds
 
 RATE_BPS = 50e6
 ETHERNET_HEADER = 14
@@ -94,7 +99,8 @@ def test_burst_mode_offered_load_and_failed_cycles(veth, tmp_path):
     assert flow["bursts"] == fatpipe.run(below).summary["flows"][0]["bursts"] == 201
     # A cycle fails when its writer thread wakes after the next period has begun.
     assert flow["failed_burst_cycles"] <= MISSED_PERIOD_FRACTION * flow["bursts"], flow["failed_burst_cycles"]
-    assert flow["goodput_bps"] == pytest.approx(20e6, rel=0.05)
+    low, high = carried_bounds(20e6, flow["bursts"], flow["failed_burst_cycles"])
+    assert low <= flow["goodput_bps"] <= high, flow["goodput_bps"] / 1e6
     # 125 KB every 10 ms (100 Mb/s) into 50 Mbit/s through a 64 KiB send buffer: a cycle
     # succeeds only by writing its whole burst, which at most half of them can.
     above = scenario(tmp_path / "above.toml", '[[flows]]\nname = "paced"\ncc = "reno"\nburst_size = "125KB"\n'

@@ -140,7 +140,7 @@ def test_sixty_cells_of_two_kilobytes_hold_twenty_4148_byte_packets():
             "bottleneck_rate": "44.736Mbps", "rtt": "68ms", "mtu": 4352,  # DS3; FDDI MTU
             "queue": {"cell_size": 2048, "limit_cells": 60},
         },
-        "flows": [{"name": "ansnet", "cc": "reno", "tcp": {"mss": 4096, "rcv_buffer": "512KB"}}],
+        "flows": [{"name": "ansnet", "cc": "reno", "tcp": {"profile": "rfc", "mss": 4096, "rcv_buffer": "512KB"}}],
         "output": {"sample_interval": "10ms", "plots": False},
     }
     r = fatpipe.run(doc)

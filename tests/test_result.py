@@ -90,9 +90,11 @@ def test_queue_series(result):
     qs = result.queue_series
     assert list(qs.columns) == [
         "time_s", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes", "utilization",
-        "queue_delay_s",
+        "queue_delay_s", "red_avg_packets",
     ]
     bottleneck = qs[qs["link"] == "bottleneck"]
+    # Drop-tail links have no RED average (the core's -1).
+    assert qs["red_avg_packets"].isna().all()
     # 100 Mb/s: each queued byte waits 80 ns.
     assert bottleneck["queue_delay_s"].tolist() == pytest.approx((bottleneck["queue_bytes"] * 8e-8).tolist())
     assert bottleneck["utilization"].iloc[0] == 0

@@ -2,6 +2,8 @@
 resuming, recording failures; the same rows locally, on threads and on Dask."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -526,3 +528,54 @@ def test_threads_processes_and_dask_give_identical_rows(tmp_path):
     # The CSV twin holds the same rows.
     csv = pd.read_csv(tmp_path / "dask" / "summary.csv")
     assert list(csv["run_id"]) == list(frames["dask"]["run_id"])
+
+
+# ---- issue 22: what a sweep says before it runs -------------------------------------------
+
+
+def test_invalid_points_are_counted_on_stderr_with_the_first_error(tmp_path, capfd):
+    # The README's sweep once had two of four points invalid, and fatpipe.sweep said nothing:
+    # the errors sat in df.error. Now one line on stderr says how many and the first error.
+    df = fatpipe.sweep(str(REPO / "examples" / "reno-100M-40ms.toml"),
+                       grid={"duration": ["200ms"], "flows[0].cc": ["tahoe", "reno", "cubic"]},
+                       outdir=tmp_path / "s", jobs=1, executor="threads")
+    assert sorted(df["status"]) == ["invalid", "ok", "ok"]
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if "invalid" in line]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("fatpipe: sweep reno-100M-40ms: 1 of 3 points are invalid and will not run"), lines
+    assert 'the first (duration="200ms", flows[0].cc="tahoe", replication 0): flows[0].cc: "tahoe" is not allowed' in lines[0]
+
+
+def test_the_cli_sweep_counts_invalid_points_on_stderr(tmp_path):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f'base = {str(REPO / "examples" / "reno-100M-40ms.toml")!r}\n'
+                     '[grid]\nduration = ["200ms"]\n"flows[0].cc" = ["tahoe", "reno"]\n')
+    done = cli("sweep", str(sweep), "-o", str(tmp_path / "out"), "--jobs", "1", "--quiet")
+    assert done.returncode == 1, done.stderr
+    assert "1 of 2 points are invalid and will not run (failures.json lists them); the first" in done.stderr
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_sweep_script_without_a_main_guard_is_told_and_still_runs(tmp_path, guarded):
+    # Processes re-import the main script (forkserver, spawn): a sweep at its top level ran
+    # again in every worker, which died, and the sweep ended with "worker processes kept
+    # dying" on every point. Now it runs on threads and one line says why; under the
+    # guard it runs on processes, and says nothing.
+    call = (f"fatpipe.sweep({str(REPO / 'examples' / 'reno-100M-40ms.toml')!r}, grid={{'duration': ['200ms', '300ms']}},"
+            f" outdir={str(tmp_path / 'sweep')!r}, jobs=2)")
+    body = f"df = {call}\nprint(sorted(df['status']))\n"
+    if guarded:
+        body = "if __name__ == '__main__':\n" + "".join("    " + line + "\n" for line in body.splitlines())
+    script = tmp_path / "my_sweep.py"
+    script.write_text("import fatpipe\n" + body)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['ok', 'ok']", (done.stdout, done.stderr)
+    notes = [line for line in done.stderr.splitlines() if line.startswith("fatpipe:")]
+    if guarded:
+        assert notes == [], done.stderr
+    else:
+        assert notes == [f"fatpipe: sweep reno-100M-40ms: running on threads, not processes: {script}, line 2, runs the "
+                         'sweep outside `if __name__ == "__main__":`, and every worker process re-runs the script\'s '
+                         "top level; put the sweep under that guard to use processes"], done.stderr

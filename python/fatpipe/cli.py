@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 from typing import Any, List, NoReturn, Optional, Sequence
 
-from .scenario import Loaded, ScenarioError, format_reference, load, read_scenario_bytes, update_reference
+from .scenario import Loaded, ScenarioError, format_reference, load, read_capped, read_scenario_bytes, update_reference
 from .cli_tables import summary_table, text_table
-from .units import U64_MAX, format_duration
+from .units import U64_MAX, format_duration, whole_number
 
 __all__ = ["main"]
 
@@ -62,7 +62,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _seed(text: str) -> int:
     try:
-        value = int(text, 10)
+        value = whole_number(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not allowed: expected a whole number >= 0"
@@ -76,7 +76,7 @@ def _seed(text: str) -> int:
 
 def _jobs(text: str) -> int:
     try:
-        value = int(text, 10)
+        value = whole_number(text)
     except ValueError:
         value = 0
     if value < 1:
@@ -152,6 +152,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", metavar="RUN", nargs="+", help="run directories, the first is the reference")
     p.add_argument("-o", "--output", metavar="OUTDIR", help="output directory (default: runs/compare)")
     p.add_argument("--labels", type=_label_list, metavar="A,B,...", help="names of the runs in tables and legends (default: directory names)")
+    p.add_argument("--bin", type=_interval, metavar="DURATION",
+                   help="the throughput plot's bin, such as 100ms (default: the widest the runs' own plots use)")
     p.set_defaults(func=_cmd_compare)
 
     p = commands.add_parser(
@@ -255,6 +257,8 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("outdir", metavar="OUTDIR", help="run directory")
     p.add_argument("-o", "--output", metavar="FILE.html", help="where to write (default OUTDIR/report.html)")
+    p.add_argument("--bin", type=_interval, metavar="DURATION",
+                   help="the throughput plots' bin, such as 100ms (default: fits the run, as fatpipe plot)")
     p.set_defaults(func=_cmd_report)
 
     p = commands.add_parser(
@@ -262,7 +266,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help="draw chosen plots of a run",
         description="Draw plots of a run directory into it (or --output DIR): "
         + ", ".join(_plot_names())
-        + ". time_sequence needs a packet capture at the flow's sender (output.capture).",
+        + ". time_sequence needs a packet capture at the flow's sender (output.capture). Draws every "
+        "plot it can; one that it cannot (such as a flow without a capture) is named on stderr. Exit "
+        "status 0 when all were drawn, 1 when some were skipped, 2 when none could be.",
     )
     p.add_argument("outdir", metavar="OUTDIR", help="run directory")
     p.add_argument("--what", type=_plot_list, default=["cwnd", "throughput"], metavar="NAMES",
@@ -271,6 +277,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flow", metavar="NAME", help="time_sequence: the flow (default: every flow)")
     p.add_argument("--start", type=_seconds, metavar="SECONDS", help="time_sequence: zoom from this time")
     p.add_argument("--stop", type=_seconds, metavar="SECONDS", help="time_sequence: zoom to this time")
+    p.add_argument("--bin", type=_interval, metavar="DURATION",
+                   help="throughput plots: the bin, such as 100ms (default: fits the run: at least the largest "
+                   "RTT, at most 200 bins, a whole number of sample intervals)")
     p.add_argument("-o", "--output", metavar="DIR", help="directory for the images (default OUTDIR)")
     p.set_defaults(func=_cmd_plot)
 
@@ -346,9 +355,16 @@ def _plot_list(text: str) -> List[str]:
     return names
 
 
+def _ascii_float(text: str) -> float:
+    """float() of ASCII text only (float() also reads fullwidth digits)."""
+    if not text.isascii():
+        raise ValueError(text)
+    return float(text)
+
+
 def _microseconds(text: str) -> float:
     try:
-        value = float(text)
+        value = _ascii_float(text)
     except ValueError:
         value = -1.0
     if not 0 <= value <= 10_000:
@@ -365,7 +381,7 @@ def _label_list(text: str) -> List[str]:
 
 def _seconds(text: str) -> float:
     try:
-        value = float(text)
+        value = _ascii_float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not allowed: expected seconds, such as 1.5") from None
     if not value >= 0:
@@ -381,7 +397,9 @@ def _load(path: str) -> Loaded:
     that names the file."""
     try:
         if path == "-":
-            return load(read_scenario_bytes(sys.stdin.buffer.read()))
+            if sys.stdin is None:
+                raise CliError("-: standard input is closed; give a scenario file, or pipe one in")
+            return load(read_scenario_bytes(read_capped(sys.stdin.buffer)))
         return load(path)
     except ScenarioError as err:
         raise CliError(f"{path}: {err}") from None
@@ -397,14 +415,16 @@ def _staging(outdir: Path, overwrite: bool) -> Path:
     """The staging directory a run is written into, beside OUTDIR, after checking OUTDIR
     (empty, or ``overwrite``). Everything, captures included, goes there and is renamed
     into place at the end (outdir.publish): an interrupted run leaves OUTDIR as it was."""
-    from .outdir import check_target, staging_dir
+    from .outdir import OutputBusyError, check_target, staging_dir
 
     try:
         check_target(outdir, overwrite)
-    except FileExistsError as err:
+    except (FileExistsError, ValueError) as err:  # OutputExistsError; ., .., too long, not UTF-8
         raise CliError(f"output directory {err}") from None
     try:
-        return staging_dir(outdir)
+        return staging_dir(outdir, overwrite)
+    except OutputBusyError as err:
+        raise CliError(f"output directory {err}") from None
     except PermissionError as err:
         raise CliError(f"output directory {outdir}: not writable: {err.strerror or err}") from None
     except OSError as err:
@@ -429,6 +449,12 @@ def _prepare_outdir(outdir: Path) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     loaded = _load(args.scenario)
+    if args.interval is not None and loaded.memory_budget is not None:
+        from .scenario.budget import check_interval_budget
+
+        why = check_interval_budget(loaded.core, args.interval, loaded.memory_budget)
+        if why is not None:
+            raise CliError(f"--interval: {why}")
     label = "<stdin>" if args.scenario == "-" else args.scenario
     # Imported only to run: validation needs neither pandas nor the compiled core. The core
     # is imported before the output directory is made, so a missing build leaves nothing.
@@ -445,7 +471,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         wall_start = time.perf_counter()
         try:
             result = run(loaded, seed=args.seed, progress=progress, capture_dir=staging,
-                         on_interval=report.sample if report else None, interval_ps=args.interval)
+                         on_interval=report.sample if report else None, interval_ps=args.interval,
+                         on_warning=lambda message: print(f"fatpipe: warning: {message}", file=sys.stderr))
         except ScenarioError as err:
             raise CliError(f"{label}: {err}") from None
         wall_s = time.perf_counter() - wall_start
@@ -486,6 +513,7 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .compare import CompareError, compare
+    from .plots import PlotUnavailable
 
     if len(args.runs) < 2:
         raise CliError("compare: give at least two run directories")
@@ -496,8 +524,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     _prepare_outdir(outdir)
     labels = args.labels or _run_labels(args.runs)
     try:
-        comparison = compare(runs, labels, outdir)
-    except CompareError as err:
+        comparison = compare(runs, labels, outdir, bin_s=None if args.bin is None else args.bin / 1e12)
+    except (CompareError, PlotUnavailable) as err:
         raise CliError(str(err)) from None
     except OSError as err:
         raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
@@ -562,12 +590,15 @@ def _read_run(outdir: str) -> Any:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from .plots import PlotUnavailable
     from .report import is_sweep_dir, write_report
 
     if not is_sweep_dir(args.outdir):
         _read_run(args.outdir)  # one clear line if it is not a run directory
     try:
-        path = write_report(args.outdir, args.output)
+        path = write_report(args.outdir, args.output, bin_s=None if args.bin is None else args.bin / 1e12)
+    except PlotUnavailable as err:
+        raise CliError(str(err)) from None
     except OSError as err:
         raise CliError(f"{args.output or args.outdir}: cannot write the report: {err.strerror or err}") from None
     print(f"report: {path}")
@@ -575,31 +606,43 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from .plots import PLOTS, PlotUnavailable
+    from .plots import PLOTS, THROUGHPUT_PLOTS, PlotUnavailable, check_bin
 
     result = _read_run(args.outdir)
     target = Path(args.output) if args.output else Path(args.outdir)
-    _prepare_outdir(target)
     flows = [f["name"] for f in result.scenario["flows"]]
     if args.flow is not None and args.flow not in flows:
         raise CliError(f"--flow: {args.flow!r} is not allowed: flows of this run: {', '.join(flows)}")
-    written = []
-    for name in args.what:
+    bin_s = None if args.bin is None else args.bin / 1e12
+    if bin_s is not None:
         try:
-            if name == "time_sequence":
-                for flow in [args.flow] if args.flow else flows:
-                    path = target / f"time_sequence_{flow}.{args.format}"
-                    PLOTS[name](result, path, flow=flow, start_s=args.start, stop_s=args.stop)
-                    written.append(path)
-            else:
-                path = target / f"{name}.{args.format}"
-                PLOTS[name](result, path)
-                written.append(path)
+            check_bin(result, bin_s)
         except PlotUnavailable as err:
             raise CliError(str(err)) from None
+    _prepare_outdir(target)
+    # Draw everything that can be drawn; say what could not, one line each (exit 1), and
+    # fail (exit 2) only when nothing could be (docs: README, `fatpipe plot --help`).
+    written, skipped = [], []
+    for name in args.what:
+        jobs = ([(f"time_sequence_{flow}", {"flow": flow, "start_s": args.start, "stop_s": args.stop})
+                 for flow in ([args.flow] if args.flow else flows)] if name == "time_sequence"
+                else [(name, {"bin_s": bin_s} if name in THROUGHPUT_PLOTS else {})])
+        for stem, options in jobs:
+            path = target / f"{stem}.{args.format}"
+            try:
+                PLOTS[name](result, path, **options)
+            except PlotUnavailable as err:
+                why = str(err)
+                skipped.append(f"{path.name}: {why[len(name) + 2:] if why.startswith(name + ': ') else why}")
+                continue
+            written.append(path)
     for path in written:
         print(path)
-    return EXIT_OK
+    if not written:
+        raise CliError(f"nothing drawn: {skipped[0]}" + (f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""))
+    for why in skipped:
+        print(f"fatpipe: skipped {why}", file=sys.stderr)
+    return EXIT_FAILURE if skipped else EXIT_OK
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -733,13 +776,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the exit status."""
     global _finished
     _finished = None
+    if sys.stderr is None:  # closed: errors cannot be shown, and must not crash printing them
+        sys.stderr = open(os.devnull, "w")
+    if sys.stdout is None:
+        _error("standard output is closed: fatpipe prints there; redirect it (> FILE, > /dev/null) instead")
+        return EXIT_USAGE
+    sys.stdout = _GuardedStdout(sys.stdout)
+    try:
+        return _main(argv)
+    except _StdoutError as err:
+        # `fatpipe reference > /dev/full`: where the user sent the output cannot take it.
+        _drop_stdout()
+        _error(f"cannot write to standard output: {err.strerror or err}")
+        return EXIT_USAGE
+    finally:
+        if isinstance(sys.stdout, _GuardedStdout):
+            sys.stdout = sys.stdout.stream
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
+    global _finished
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help and --version (0), usage errors (2)
+        sys.stdout.flush()
         return exit_.code if isinstance(exit_.code, int) else EXIT_OK
+    if getattr(args, "output", None) == "":  # never taken for "the default" silently
+        _error("-o/--output: '' is not allowed: give a name (or leave -o out for the default)")
+        return EXIT_USAGE
     try:
         status = int(args.func(args))
+        sys.stdout.flush()  # a full device or a closed pipe fails here, not at exit
         _finished = args.command
         return status
     except CliError as err:
@@ -753,16 +821,59 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # in the command line, but not a bug to show a traceback for either.
         _error(str(err))
         return EXIT_FAILURE
-    except KeyboardInterrupt:
-        _error("interrupted")
+    except KeyboardInterrupt as err:
+        _error(str(err) or "interrupted")  # a sweep says what it kept
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `fatpipe validate --json x.toml | head`: the reader left; not an error.
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+        _drop_stdout()
         return EXIT_OK
+    except RecursionError:
+        _error("the input is nested too deeply to follow")
+        return EXIT_USAGE
+
+
+class _StdoutError(OSError):
+    """Writing to standard output failed (a full device, an I/O error)."""
+
+
+class _GuardedStdout:
+    """Standard output whose write errors are told apart from any other OSError, so that
+    `fatpipe ... > /dev/full` gets one line instead of a traceback (a closed pipe stays a
+    BrokenPipeError: the reader left, which is not an error)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _StdoutError(err.errno, err.strerror) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _StdoutError(err.errno, err.strerror) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _drop_stdout() -> None:
+    """Sends what is left of standard output nowhere: its file descriptor now points to
+    /dev/null, so the interpreter's last flush at exit succeeds too."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def entry() -> NoReturn:
@@ -778,7 +889,7 @@ def entry() -> NoReturn:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except BrokenPipeError:  # the reader left (`fatpipe run ... | head`): not an error
+        except OSError:  # flushed in main() already; a reader that left is not an error
             pass
         os._exit(status)
     sys.exit(status)

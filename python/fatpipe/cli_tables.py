@@ -8,6 +8,11 @@ from typing import Any, List, Optional, Sequence
 from .units import PS_PER_S, format_duration, format_rate
 
 
+def percent(fraction: float) -> str:
+    """A utilization (or any fraction) as the terminal and the report show it: "66.6%"."""
+    return f"{100 * fraction:.1f}%"
+
+
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
     """Plain-text columns: the first left-aligned, the rest right-aligned."""
     cells = [list(map(str, headers))] + [[str(c) for c in row] for row in rows]
@@ -98,7 +103,7 @@ def link_table(links: Sequence[dict], scenario: Optional[dict]) -> List[str]:
         headers += [DROP_CAUSES[0][1]] + [label for _, label in causes]
     rows = []
     for link in links:
-        row = [link["name"], format_rate(link["rate_bps"]), f"{100 * link['utilization']:.1f}%"]
+        row = [link["name"], format_rate(link["rate_bps"]), percent(link["utilization"])]
         if causes:
             row += [link["total_drops_packets"], link["drops_packets"]] + [link[key] for key, _ in causes]
         else:

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .plots import _figure, _save
+from .plots import (
+    _binned, _bin_text, _clip_spikes, _draw_bottleneck_rate, _figure, _legend_outside, _save_panels, check_bin, default_bin_s,
+)
 from .report import _CHECK_SCRIPT, _STYLE, _fmt, _table
 from .result import Result
 
@@ -94,10 +96,13 @@ class Comparison:
                 "files": [p.name for p in self.files]}
 
 
-def compare(results: Sequence[Result], labels: Sequence[str], outdir: PathLike) -> Comparison:
+def compare(results: Sequence[Result], labels: Sequence[str], outdir: PathLike,
+            bin_s: Optional[float] = None) -> Comparison:
     """Compares ``results`` (the first is the reference), names them ``labels``, and writes
     compare.json, compare_cwnd.png, compare_throughput.png, compare_queue.png and
-    compare.html into ``outdir``."""
+    compare.html into ``outdir``. ``bin_s``: the throughput plot's bin (default: the widest
+    of the runs' own, :func:`fatpipe.plots.default_bin_s`), at least every run's sample
+    interval (else :class:`fatpipe.plots.PlotUnavailable`)."""
     if len(results) < 2 or len(labels) != len(results):
         raise CompareError("compare: give at least two runs, and one label per run")
     out = Path(outdir)
@@ -120,9 +125,13 @@ def compare(results: Sequence[Result], labels: Sequence[str], outdir: PathLike) 
             "max_queue_packets": [None if e is None else e.get("max_queue_packets") for e in entries],
         })
     comparison = Comparison(list(labels), [_kind(r) for r in results], flow_rows, link_rows)
+    if bin_s is None:
+        bin_s = max(default_bin_s(r) for r in results)
+    for r in results:
+        check_bin(r, bin_s)
     comparison.files += [
         _overlay(results, labels, out / "compare_cwnd.png", flows, "cwnd_segments", 1.0, "cwnd (segments)", "congestion window"),
-        _overlay(results, labels, out / "compare_throughput.png", flows, "throughput_bps", 1e6, "throughput (Mb/s)", "throughput"),
+        _overlay_throughput(results, labels, out / "compare_throughput.png", flows, bin_s),
         _overlay_queues(results, labels, out / "compare_queue.png"),
     ]
     (out / "compare.json").write_text(json.dumps(comparison.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
@@ -162,13 +171,37 @@ def _overlay(results: Sequence[Result], labels: Sequence[str], path: Path, flows
     return _panels(results, labels, path, what, ylabel, shown, lambda r, flow: _rows(r.flow_series, "flow", flow, column, scale))
 
 
+def _overlay_throughput(results: Sequence[Result], labels: Sequence[str], path: Path, flows: List[str],
+                        bin_s: float) -> Path:
+    """Goodput per bin of every flow (one panel per flow), each bin over its span, clipped as
+    the run plots are, with the reference run's bottleneck rate."""
+    def binned(r: Result, flow: str) -> Optional[Tuple[Any, Any]]:
+        rows = r.flow_series[r.flow_series["flow"] == flow]
+        if not len(rows):
+            return None
+        return _binned(rows["time_s"].to_numpy(), rows["delivered_bytes"].to_numpy(), bin_s,
+                       r.scenario["duration_ps"] / 1e12)
+
+    def decorate(ax: Any, values: List[Any]) -> None:
+        bottleneck = _draw_bottleneck_rate(ax, results[0])
+        import numpy as np
+
+        drawn = np.concatenate(values) if values else np.zeros(0)
+        _clip_spikes(ax, drawn, max(bottleneck or 0.0, float(np.quantile(drawn, 0.99)) if len(drawn) else 0.0))
+
+    return _panels(results, labels, path, f"throughput (per {_bin_text(bin_s)})", "throughput (Mb/s)",
+                   flows[:MAX_PANELS], binned, steps=True, decorate=decorate)
+
+
 def _overlay_queues(results: Sequence[Result], labels: Sequence[str], path: Path) -> Path:
-    """Queue length: one panel per link whose queue held packets in any run (the bottleneck
+    """Queue length: one panel per link where more than one packet waited in any run (the bottleneck
     first)."""
     busy: List[str] = []
     for r in results:
         for link in r.summary["links"]:
-            if link.get("max_queue_packets", 0) > 0 and link["name"] not in busy:
+            # More than one packet waited (one behind the packet being sent is every fast
+            # interface's normal state), as the run's queue plot.
+            if (link.get("max_queue_packets", 0) > 1 or link["name"] == "bottleneck") and link["name"] not in busy:
                 busy.append(link["name"])
     busy.sort(key=lambda n: n != "bottleneck")
     shown = busy[:MAX_PANELS] or [results[0].summary["links"][0]["name"]]
@@ -184,28 +217,37 @@ def _rows(series: Any, key: str, name: str, column: str, scale: float) -> Option
 
 
 def _panels(results: Sequence[Result], labels: Sequence[str], path: Path, what: str, ylabel: str,
-            names: List[str], xy: Callable[[Result, str], Optional[Tuple[Any, Any]]]) -> Path:
-    """One panel per name, one line per run, on one time axis."""
+            names: List[str], xy: Callable[[Result, str], Optional[Tuple[Any, Any]]], steps: bool = False,
+            decorate: Optional[Callable[[Any, List[Any]], None]] = None) -> Path:
+    """One panel per name, one line per run, on one time axis (``steps``: each value held
+    over its span); ``decorate(ax, values)`` adds to a panel after its lines."""
     fig = _figure()
     fig.set_size_inches(9.0, 2.2 + 2.0 * len(names))
     axes = list(fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0])
     end = max(r.scenario["duration_ps"] for r in results) / 1e12
     for ax, name in zip(axes, names):
-        for r, label in zip(results, labels):
+        values = []
+        for i, (r, label) in enumerate(zip(results, labels)):
             line = xy(r, name)
             if line is not None:
                 kind = _kind(r)
                 # "emulated 2" needs no "(emulated)"; "run-a" does.
                 named = label.split()[0] == kind.split()[0]
-                ax.plot(*line, label=label if named else f"{label} ({kind})", linewidth=1.0)
+                # Earlier runs wider and lighter: runs that agree still show every line.
+                ax.plot(*line, label=label if named else f"{label} ({kind})", alpha=0.85,
+                        linewidth=1.0 + 2.0 * (len(results) - 1 - i) / max(1, len(results) - 1),
+                        drawstyle="steps-post" if steps else "default")
+                values.append(line[1])
         ax.set_xlim(0, end)
-        ax.set_ylim(bottom=0)
+        if decorate is not None:
+            decorate(ax, values)
+        else:
+            ax.set_ylim(bottom=0)
         ax.set_ylabel(ylabel)
         ax.set_title(name, fontsize="medium")
         ax.grid(True, alpha=0.3)
-    axes[0].legend(loc="best", fontsize="small")
-    fig.suptitle(f"{what}: {' vs '.join(labels)}")
-    _save(fig, axes[-1], path, axes[-1].get_title(), "time (s)", ylabel, legend=False)
+    _legend_outside(axes[0])
+    _save_panels(fig, axes, path, f"{what}: {' vs '.join(labels)}")
     return path
 
 

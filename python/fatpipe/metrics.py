@@ -75,6 +75,21 @@ def utilization_estimate(rates_bps: Sequence[float], link_rate_bps: float) -> fl
     return len(x) * min(x) / link_rate_bps
 
 
+def interval_rates(times_s: Any, delivered_bytes: Any, every_s: float) -> List[float]:
+    """Payload delivered in each whole interval of ``every_s`` from the run's start, in bits
+    per second (iperf -i), from a flow's cumulative ``delivered_bytes`` sampled at ``times_s``
+    (linearly interpolated between samples)."""
+    times = np.asarray(times_s, dtype=np.float64)
+    delivered = np.asarray(delivered_bytes, dtype=np.float64)
+    rates: List[float] = []
+    k = 0
+    while len(times) and (k + 1) * every_s <= times[-1] + 1e-9:
+        start, end = np.interp([k * every_s, (k + 1) * every_s], times, delivered)
+        rates.append(float(end - start) * 8 / every_s)
+        k += 1
+    return rates
+
+
 def _seconds(ps: Optional[int]) -> float:
     return math.nan if ps is None else ps / PS_PER_S
 

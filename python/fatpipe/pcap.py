@@ -37,10 +37,13 @@ def flow_port(flow_index: int) -> int:
     return 32768 + flow_index % 28232
 
 
-def read_pcap(path: Union[str, "os.PathLike[str]"]) -> pd.DataFrame:
+def read_pcap(path: Union[str, "os.PathLike[str]"], clock_offset_s: float = 0.0) -> pd.DataFrame:
     """One row per TCP packet: time_s, addresses, ports, 32-bit seq and ack, TCP flags,
     the raw window field, payload and IP bytes (from the IP header, so right even when the
-    capture kept headers only), and the SACK blocks as a tuple of (left, right) pairs."""
+    capture kept headers only), and the SACK blocks as a tuple of (left, right) pairs.
+    ``clock_offset_s``: the capture's clock offset (summary.json ``captures[].clock_offset_ps``),
+    taken off so that time_s is simulated time (a synthetic handshake then has negative
+    times: it happened before the run's time 0)."""
     with open(path, "rb") as fh:
         data = fh.read()
     if len(data) < 24:
@@ -67,7 +70,7 @@ def read_pcap(path: Union[str, "os.PathLike[str]"]) -> pd.DataFrame:
         header = (off >> 4) * 4
         sack = _sack_blocks(frame[t + 20 : t + header])
         rows.append(
-            (sec + frac * scale, src, dst, sport, dport, seq, ack, flags, window,
+            (sec + frac * scale - clock_offset_s, src, dst, sport, dport, seq, ack, flags, window,
              ip_bytes - ihl - header, ip_bytes, sack)
         )
     df = pd.DataFrame(rows, columns=COLUMNS)
@@ -121,6 +124,13 @@ def retransmitted(rel_seq: np.ndarray, payload_bytes: np.ndarray) -> np.ndarray:
     end = rel_seq + payload_bytes
     high = np.maximum.accumulate(np.concatenate([[0], end[:-1]]))
     return rel_seq < high
+
+
+def read_capture(result: Any, name: str) -> pd.DataFrame:
+    """:func:`read_pcap` of a run's capture ``name`` (a host or link), in simulated time: the
+    capture's clock offset (summary.json) taken off."""
+    entry = next((c for c in result.summary.get("captures", []) if c["name"] == name), {})
+    return read_pcap(result.capture_files[name], clock_offset_s=entry.get("clock_offset_ps", 0) / 1e12)
 
 
 def connections(path: Union[str, "os.PathLike[str]"]) -> pd.DataFrame:

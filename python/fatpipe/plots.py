@@ -13,6 +13,7 @@ Sweep plot: :func:`plot_sweep`, a metric against a parameter, one line per varia
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -60,20 +61,75 @@ def _figure() -> Figure:
     return fig
 
 
+#: Legend labels longer than this go below the axes instead of beside them (beside, they
+#: would squeeze the axes to a sliver).
+LEGEND_BESIDE_CHARS = 40
+
+
+def _legend_outside(ax) -> None:
+    """The legend off the data: beside the axes, or below them when its labels are long
+    (constrained layout makes room either way)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if max(len(label) for label in labels) <= LEGEND_BESIDE_CHARS:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
+    else:
+        # The figure's, "outside" (matplotlib 3.7): constrained layout keeps the axis labels clear.
+        ax.figure.legend(handles, labels, loc="outside lower center", fontsize="small", ncol=2 if len(labels) > 4 else 1)
+
+
+#: A title longer than this many characters is wrapped (a figure is 9 inches wide).
+TITLE_CHARS = 90
+
+
+def _wrapped(title: str) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(title, TITLE_CHARS)) if len(title) > TITLE_CHARS else title
+
+
+_MARKERS = "osD^vP*Xh<>"
+
+
+def series_style(i: int, n: int) -> Dict:
+    """Line i of n: its own marker, and the earlier series drawn larger and wider, so that
+    series with equal values still show one behind the other."""
+    step = i / max(1, n - 1)
+    return {"marker": _MARKERS[i % len(_MARKERS)], "markersize": 8.0 - 4.5 * step, "linewidth": 2.6 - 1.8 * step}
+
+
+def same_as_notes(labels: Sequence[str], values: Sequence[np.ndarray], names: Optional[Sequence[str]] = None) -> List[str]:
+    """Each label, with " (same as X)" when an earlier series X (its ``names`` entry, or its
+    label) has exactly its values, so a reader knows why only one of them shows."""
+    names = labels if names is None else names
+    out = []
+    for j, (label, v) in enumerate(zip(labels, values)):
+        twin = next((names[i] for i in range(j) if len(values[i]) == len(v) and len(v)
+                     and np.array_equal(np.asarray(values[i], float), np.asarray(v, float), equal_nan=True)), None)
+        out.append(f"{label} (same as {twin})" if twin is not None else label)
+    return out
+
+
 def _save(fig: Figure, ax, path: PathLike, title: str, xlabel: str, ylabel: str, legend: bool = True) -> str:
-    ax.set_title(title)
+    # Over the whole figure, not the axes: a legend beside the axes must not push it off.
+    fig.suptitle(_wrapped(title))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
-    if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="best", fontsize="small")
+    if legend:
+        _legend_outside(ax)
+    _write(fig, path)
+    return title
+
+
+def _write(fig: Figure, path: PathLike) -> None:
     suffix = Path(path).suffix.lower()
     if suffix not in _METADATA:
         raise ValueError(f"{os.fspath(path)}: plots are written as .png or .svg")
     # SVG text as <text>, not paths: searchable, and smaller.
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "fatpipe"}):
         fig.savefig(os.fspath(path), metadata=_METADATA[suffix])
-    return title
 
 
 #: At most this many lines per plot: beyond it a figure is unreadable and matplotlib slow.
@@ -151,11 +207,87 @@ def plot_outstanding(result: "Result", path: PathLike) -> str:
     return _save(fig, ax, path, f"{result.scenario['name']}: bytes outstanding{note}", "time (s)", "outstanding (MB)")
 
 
+def bottleneck_link(result: "Result") -> Optional[Dict]:
+    """The link the flows share: the one named "bottleneck" (every named shape but the
+    parking lot has one), else the busiest (the summary's fairness link); None for a run
+    without links (a probe's)."""
+    links = {link["name"]: link for link in result.scenario["links"]}
+    if "bottleneck" in links:
+        return links["bottleneck"]
+    name = (result.summary.get("fairness") or {}).get("link")
+    return links.get(name)
+
+
 def _bottleneck_mbps(result: "Result") -> Optional[float]:
-    for link in result.scenario["links"]:
-        if link["name"] == "bottleneck":
-            return link["rate_bps"] / 1e6
-    return None
+    link = bottleneck_link(result)
+    return None if link is None else link["rate_bps"] / 1e6
+
+
+def _draw_bottleneck_rate(ax, result: "Result") -> Optional[float]:
+    """The bottleneck's line rate, dotted, for scale; returns it in Mb/s."""
+    link = bottleneck_link(result)
+    if link is None:
+        return None
+    mbps = link["rate_bps"] / 1e6
+    ax.axhline(mbps, color="black", linestyle=":", linewidth=0.9, label=f"{link['name']} rate ({mbps:g} Mb/s)")
+    return mbps
+
+
+#: Throughput bins: at most this many across a run (fewer, wider bins for longer runs: a
+#: 10 ms bin over a minute is 6,000 points per flow, a solid block of colour).
+MAX_THROUGHPUT_BINS = 200
+
+
+def _nice_at_least(value: float) -> float:
+    """The smallest 1, 2 or 5 x 10^k not below ``value``."""
+    exponent = math.floor(math.log10(value))
+    for step in (1, 2, 5, 10):
+        nice = step * 10.0**exponent
+        if nice >= value * (1 - 1e-9):
+            return nice
+    return 10.0 ** (exponent + 1)  # pragma: no cover
+
+
+def default_bin_s(result: "Result") -> float:
+    """The throughput bin that fits the run: at least the largest flow's round trip
+    (delivered throughput over less than an RTT shows the window's bursts and hole refills,
+    not a rate) and wide enough that the run has at most :data:`MAX_THROUGHPUT_BINS`; the
+    first 1, 2 or 5 x 10^k seconds above that which is a whole number of sample intervals."""
+    interval_s = result.scenario["sample_interval_ps"] / 1e12
+    rtts = [f.get("min_rtt_ps") or 0 for f in result.summary["flows"]]
+    bin_s = _nice_at_least(max(interval_s, _duration_s(result) / MAX_THROUGHPUT_BINS, max(rtts, default=0) / 1e12))
+    for _ in range(12):  # the next nice value that is a whole number of sample intervals
+        if abs(bin_s / interval_s - round(bin_s / interval_s)) < 1e-6:
+            return bin_s
+        bin_s = _nice_at_least(bin_s * 1.0001)
+    return math.ceil(bin_s / interval_s) * interval_s
+
+
+def check_bin(result: "Result", bin_s: float) -> None:
+    """Raises PlotUnavailable unless ``bin_s`` is at least the run's sample interval."""
+    interval_s = result.scenario["sample_interval_ps"] / 1e12
+    if not bin_s >= interval_s * (1 - 1e-9):
+        raise PlotUnavailable(
+            f"--bin: {bin_s * 1e3:g} ms is not allowed: at least the run's sample interval ({interval_s * 1e3:g} ms)")
+
+
+def _binned(times: np.ndarray, cumulative: np.ndarray, bin_s: float, end_s: float) -> Tuple[np.ndarray, np.ndarray]:
+    """(bin starts, Mb/s in each bin) from a cumulative byte count sampled at ``times``."""
+    edges = np.arange(0.0, end_s + bin_s * 1e-6, bin_s)
+    if len(edges) < 2 or not len(times):
+        return np.zeros(0), np.zeros(0)
+    at = np.interp(edges, np.concatenate(([0.0], times)), np.concatenate(([0.0], cumulative)))
+    return edges[:-1], np.diff(at) * 8 / bin_s / 1e6
+
+
+def _binned_lines(result: "Result", bin_s: float) -> Tuple[List[Tuple[str, np.ndarray, np.ndarray]], str]:
+    lines, note = _per_flow(result, "delivered_bytes", tcp_only=False)
+    end = _duration_s(result)
+    return [(name, *_binned(t, v, bin_s, end)) for name, t, v in lines], note
+
+
+def _bin_text(bin_s: float) -> str:
+    return f"{bin_s * 1e3:g} ms" if bin_s < 1 else f"{bin_s:g} s"
 
 
 def _clip_spikes(ax, values: np.ndarray, scale: float) -> None:
@@ -172,78 +304,121 @@ def _clip_spikes(ax, values: np.ndarray, scale: float) -> None:
         ax.set_ylim(bottom=0)
 
 
-def plot_throughput(result: "Result", path: PathLike) -> str:
-    """Goodput (Mb/s) of every flow per sample interval against time (document 000 eq.
-    4.1); the bottleneck's rate dotted, for scale."""
+def plot_throughput(result: "Result", path: PathLike, bin_s: Optional[float] = None) -> str:
+    """Goodput (Mb/s) of every flow per bin of ``bin_s`` seconds against time (document 000
+    eq. 4.1; default :func:`default_bin_s`), each bin drawn over its span; the bottleneck's
+    rate dotted, for scale."""
+    bin_s = default_bin_s(result) if bin_s is None else bin_s
+    check_bin(result, bin_s)
     fig = _figure()
     ax = fig.add_subplot()
-    lines, note = _per_flow(result, "throughput_bps", tcp_only=False)
-    for name, times, values in lines:
-        ax.plot(times, values / 1e6, label=name, linewidth=1.0)
-    mbps = np.concatenate([v for _, _, v in lines]) / 1e6 if lines else np.zeros(0)
-    bottleneck = _bottleneck_mbps(result)
-    if bottleneck is not None:
-        ax.axhline(bottleneck, color="black", linestyle=":", linewidth=0.8,
-                   label=f"bottleneck rate ({bottleneck:g} Mb/s)")
-    scale = max(bottleneck or 0.0, float(np.quantile(mbps, 0.99)) if len(mbps) else 0.0)
-    _clip_spikes(ax, mbps, scale)
+    lines, note = _binned_lines(result, bin_s)
+    for name, starts, mbps in lines:
+        ax.step(starts, mbps, where="post", label=name, linewidth=1.1)
+    values = np.concatenate([v for _, _, v in lines]) if lines else np.zeros(0)
+    bottleneck = _draw_bottleneck_rate(ax, result)
+    scale = max(bottleneck or 0.0, float(np.quantile(values, 0.99)) if len(values) else 0.0)
+    _clip_spikes(ax, values, scale)
     ax.set_xlim(0, _duration_s(result))
-    interval_ms = result.scenario["sample_interval_ps"] / 1e9
-    return _save(fig, ax, path, f"{result.scenario['name']}: throughput (delivered, per {interval_ms:g} ms){note}",
+    return _save(fig, ax, path, f"{result.scenario['name']}: throughput (delivered, per {_bin_text(bin_s)}){note}",
                  "time (s)", "throughput (Mb/s)")
 
 
-def plot_throughput_stacked(result: "Result", path: PathLike) -> str:
-    """Every flow's goodput per interval stacked: the total the flows get and each one's
-    share of it, against the bottleneck's rate."""
+def plot_throughput_stacked(result: "Result", path: PathLike, bin_s: Optional[float] = None) -> str:
+    """Every flow's goodput per bin stacked: the total the flows get and each one's share of
+    it, against the bottleneck's rate."""
+    bin_s = default_bin_s(result) if bin_s is None else bin_s
+    check_bin(result, bin_s)
     fig = _figure()
     ax = fig.add_subplot()
-    lines, note = _per_flow(result, "throughput_bps", tcp_only=False)
+    lines, note = _binned_lines(result, bin_s)
+    series = result.table("flow_series")
     n = len(result.scenario["flows"])
-    series = result.flow_series
-    times = series["time_s"].to_numpy()[::n] if n else np.zeros(0)
-    total = series["throughput_bps"].to_numpy().reshape(-1, n).sum(axis=1) / 1e6 if n else np.zeros(0)
-    areas = [v / 1e6 for _, _, v in lines]
+    total_bytes = np.asarray(series["delivered_bytes"], dtype=np.float64).reshape(-1, n).sum(axis=1) if n else np.zeros(0)
+    starts, total = _binned(np.asarray(series["time_s"])[::n] if n else np.zeros(0), total_bytes, bin_s,
+                            _duration_s(result))
+    areas = [v for _, _, v in lines]
     labels = [name for name, _, _ in lines]
     if note:  # the flows not drawn one by one, so that the stack still reaches the total
         areas.append(total - np.sum(areas, axis=0))
         labels.append("the others")
-    ax.stackplot(times, *areas, labels=labels, alpha=0.85)
-    bottleneck = _bottleneck_mbps(result)
-    if bottleneck is not None:
-        ax.axhline(bottleneck, color="black", linestyle=":", linewidth=0.8,
-                   label=f"bottleneck rate ({bottleneck:g} Mb/s)")
+    if len(starts):
+        # Steps: each bin's stack held over its span (the last bin's edge closes it).
+        edges = np.append(starts, starts[-1] + bin_s)
+        ax.stackplot(edges, *[np.append(a, a[-1]) for a in areas], labels=labels, alpha=0.85, step="post")
+    bottleneck = _draw_bottleneck_rate(ax, result)
     scale = max(bottleneck or 0.0, float(np.quantile(total, 0.99)) if len(total) else 0.0)
     _clip_spikes(ax, total, scale)
     ax.set_xlim(0, _duration_s(result))
-    return _save(fig, ax, path, f"{result.scenario['name']}: throughput, stacked{note}", "time (s)",
-                 "throughput (Mb/s)")
+    return _save(fig, ax, path, f"{result.scenario['name']}: throughput, stacked (per {_bin_text(bin_s)}){note}",
+                 "time (s)", "throughput (Mb/s)")
+
+
+def _queue_panel(ax, result: "Result", name: str, rows, link: Dict, summary: Dict, main: bool) -> None:
+    """One link's queue (packets); its limit where counted in packets (on another link's
+    panel only if the queue reached half of it: a 1,000-packet interface queue that held a
+    hundred would flatten the rest); for RED its thresholds and average (in RED's unit,
+    cells where it counts cells)."""
+    (line,) = ax.step(rows["time_s"], rows["queue_packets"], where="post", label=f"{name} queue", linewidth=1.0,
+                      color="tab:blue" if main else None)
+    limit = link["queue"].get("limit_packets")
+    if limit and (main or rows["queue_packets"].max() >= 0.5 * limit):
+        ax.axhline(limit, color=line.get_color(), linestyle=":", linewidth=0.9, label=f"{name} limit ({limit} packets)")
+    if link["queue"].get("discipline") == "red":
+        unit = "cells" if link["queue"].get("cell_bytes") else "packets"
+        avg = rows["red_avg_packets"] if "red_avg_packets" in rows else None
+        if avg is not None and avg.notna().any():
+            ax.plot(rows["time_s"], avg, color="black", linewidth=1.0, label=f"RED average ({unit})")
+        for key, text, style in (("red_min_th_packets", "min_th", "--"), ("red_max_th_packets", "max_th", "-.")):
+            value = summary.get(key)
+            if value is not None:
+                ax.axhline(value, color="dimgray", linestyle=style, linewidth=0.9, label=f"RED {text} ({value:g} {unit})")
 
 
 def plot_queue(result: "Result", path: PathLike) -> str:
-    """Queue length (packets) against time of every link whose queue ever held a packet
-    (the bottleneck at least), with its capacity dotted where it is counted in packets and
-    the queue came within a tenth of it."""
-    fig = _figure()
-    ax = fig.add_subplot()
+    """Queue length (packets) against time. The bottleneck (:func:`bottleneck_link`) on a
+    panel and a scale of its own, with its limit, and for RED its min_th, max_th and average
+    queue; below it, every other link whose queue ever held a packet (host interface queues,
+    other hops), with their limits where the queue reached half of them. Legends beside the
+    panels, off the data."""
     series = result.queue_series
-    limits = {}
-    for link in result.scenario["links"]:
-        q = link["queue"]
-        limits[link["name"]] = q.get("limit_packets")
-    busy = [name for name, rows in series.groupby("link", sort=False) if rows["queue_packets"].max() > 0]
-    names = busy or [n for n in limits if n == "bottleneck"]
-    for name in names:
-        rows = series[series["link"] == name]
-        (line,) = ax.plot(rows["time_s"], rows["queue_packets"], label=name, linewidth=1.0)
-        # The limit only where the queue came near it: a 1000-packet interface queue that
-        # never held ten would flatten the bottleneck's curve.
-        if limits.get(name) and rows["queue_packets"].max() >= 0.1 * limits[name]:
-            ax.axhline(limits[name], color=line.get_color(), linestyle=":", linewidth=0.8,
-                       label=f"{name} limit ({limits[name]} packets)")
-    ax.set_xlim(0, _duration_s(result))
-    ax.set_ylim(bottom=0)
-    return _save(fig, ax, path, f"{result.scenario['name']}: queue length", "time (s)", "queue (packets)")
+    links = {link["name"]: link for link in result.scenario["links"]}
+    summaries = {link["name"]: link for link in result.summary["links"]}
+    main = bottleneck_link(result)
+    # Other links count when more than one packet waited (a packet behind the one being sent
+    # is every fast interface's normal state).
+    busy = [name for name, rows in series.groupby("link", sort=False, observed=True) if rows["queue_packets"].max() > 1]
+    others = [n for n in busy if main is None or n != main["name"]][:MAX_LINES]
+    panels = ([main["name"]] if main is not None else []) + ([others] if others else [])
+    fig = _figure()
+    if len(panels) > 1:
+        fig.set_size_inches(_FIGSIZE_IN[0], _FIGSIZE_IN[1] * 1.6)
+    axes = list(fig.subplots(max(1, len(panels)), 1, sharex=True, squeeze=False)[:, 0])
+    for ax, panel in zip(axes, panels):
+        names = [panel] if isinstance(panel, str) else panel
+        for name in names:
+            rows = series[series["link"] == name]
+            _queue_panel(ax, result, name, rows, links[name], summaries.get(name, {}), isinstance(panel, str))
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("queue (packets)")
+        ax.grid(True, alpha=0.3)
+        _legend_outside(ax)
+        if len(panels) > 1:
+            ax.set_title(panel if isinstance(panel, str) else "the other queues that held packets", fontsize="medium")
+    axes[0].set_xlim(0, _duration_s(result))
+    if len(panels) > 1:
+        return _save_panels(fig, axes, path, f"{result.scenario['name']}: queue length")
+    where = f" at {main['name']}" if main is not None else ""
+    return _save(fig, axes[0], path, f"{result.scenario['name']}: queue length{where}", "time (s)", "queue (packets)",
+                 legend=False)
+
+
+def _save_panels(fig: Figure, axes, path: PathLike, title: str) -> str:
+    """A figure of several panels: its title above them, the time axis on the last."""
+    fig.suptitle(_wrapped(title))
+    axes[-1].set_xlabel("time (s)")
+    _write(fig, path)
+    return title
 
 
 def plot_rtt(result: "Result", path: PathLike) -> str:
@@ -299,7 +474,9 @@ def plot_time_sequence(
     sender_node = spec["src"]
     if capture is None:
         capture = _sender_capture(result, sender_node)
-    df = read_pcap(capture)
+    # In simulated time: the capture's clock may run ahead (a synthetic handshake before 0).
+    offsets = {c["path"]: c.get("clock_offset_ps", 0) for c in result.summary.get("captures", [])}
+    df = read_pcap(capture, clock_offset_s=offsets.get(Path(capture).name, 0) / 1e12)
     data, acks = flow_packets(df, node_ip(sender_node), flow_port(index))
     if data.empty:
         raise PlotUnavailable(f"time_sequence: the capture {os.fspath(capture)} holds no data segment of flow {flow!r}")
@@ -376,15 +553,38 @@ def plot_sweep(
     fig = _figure()
     ax = fig.add_subplot()
     groups: Sequence[Tuple[object, "pd.DataFrame"]] = list(table.groupby(by, sort=True)) if by else [(None, table)]
-    for key, rows in groups:
-        stats = rows.groupby(x, sort=True)[y].agg(["mean", "min", "max"])
+    stats_of = [(key, rows.groupby(x, sort=True)[y].agg(["mean", "min", "max"])) for key, rows in groups]
+    stats_of = [(key, st) for key, st in stats_of if st["mean"].notna().any()]  # only what is drawn
+    labels = same_as_notes([f"{by} = {key}" if by else y for key, _ in stats_of],
+                           [st["mean"].to_numpy() for _, st in stats_of], [str(key) for key, _ in stats_of])
+    for i, ((key, stats), label) in enumerate(zip(stats_of, labels)):
         xs = stats.index.to_numpy()
-        (line,) = ax.plot(xs, stats["mean"].to_numpy(), marker="o", markersize=3, linewidth=1.0,
-                          label=f"{by} = {key}" if by else y)
+        (line,) = ax.plot(xs, stats["mean"].to_numpy(), label=label, alpha=0.9, **series_style(i, len(stats_of)))
         if (stats["max"] > stats["min"]).any():
             ax.fill_between(xs, stats["min"].to_numpy(), stats["max"].to_numpy(), color=line.get_color(), alpha=0.15)
     return _save(fig, ax, path, title or f"{y} against {x}", xlabel or x, ylabel or y)
 
+
+#: How to read each run plot, in a sentence (the report's captions: the title is in the image).
+PLOT_NOTES: Dict[str, str] = {
+    "cwnd": "Solid: each flow's congestion window in segments; dashed, in the same colour: its slow-start "
+            "threshold, where the window falls back to after a loss.",
+    "outstanding": "Data sent and not yet acknowledged; dotted: each flow's receive buffer, the most its window "
+                   "allows.",
+    "throughput": "Data delivered in order to each receiving application per bin, each bin drawn over its span; "
+                  "dotted: the bottleneck's line rate (a flow gets at most its payload share, MSS / wire bytes).",
+    "throughput_stacked": "The flows' goodput stacked per bin: the top of the stack is what the flows got together, "
+                          "against the bottleneck's rate (dotted).",
+    "queue": "Packets waiting at the bottleneck on a scale of its own (for RED: its thresholds and the average it "
+             "drops by); below, any other queue that held packets.",
+    "rtt": "Each sender's smoothed round-trip time: the path's propagation delay plus the queueing its packets met.",
+    "time_sequence": "Each data segment a vertical bar at its send time (retransmissions red), the cumulative ACK "
+                     "(green), the receive window's edge (yellow) and SACK blocks (purple), from the sender's "
+                     "capture.",
+}
+
+#: The run plots that draw throughput in bins (their ``bin_s``: ``fatpipe plot --bin``).
+THROUGHPUT_PLOTS = ("throughput", "throughput_stacked")
 
 #: The run plots by name: (function, file stem). ``fatpipe plot --what`` and the report use
 #: these names.

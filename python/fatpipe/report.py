@@ -17,8 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from .plots import PLOTS, PlotUnavailable
+from .cli_tables import percent
+from .plots import PLOT_NOTES, PLOTS, THROUGHPUT_PLOTS, PlotUnavailable
 from .result import DROP_CAUSES, Result
+from .scenario.congestion import cc_name
 from .units import format_rate
 
 __all__ = ["write_report"]
@@ -85,14 +87,16 @@ def _flows_table(result: Result, limit: Optional[int] = None) -> str:
         ("failed burst cycles", "failed_burst_cycles", 1.0),
     ]
     flows = result.summary["flows"]
+    # The name a scenario writes ("newreno"), not the core's algorithm alone ("reno").
+    names = {spec["name"]: cc_name(spec) for spec in result.scenario["flows"]}
     rows = []
     for f in flows[:limit]:
-        row = [html.escape(f["name"]), html.escape(str(f.get("algorithm", "")))]
+        row = [html.escape(f["name"]), html.escape(names.get(f["name"], str(f.get("algorithm", ""))))]
         for _, key, scale in columns:
             v = f.get(key)
             row.append(_fmt(float(v) if isinstance(v, int) and scale != 1.0 else v, scale))
         rows.append(row)
-    return _table(["flow", "algorithm"] + [c[0] for c in columns], rows)
+    return _table(["flow", "congestion control"] + [c[0] for c in columns], rows)
 
 
 def _links_table(result: Result) -> str:
@@ -100,7 +104,7 @@ def _links_table(result: Result) -> str:
     for link in result.summary["links"]:
         rows.append(
             [html.escape(link["name"]), html.escape(format_rate(int(link["rate_bps"]))), _fmt(float(link["delay_ps"]), 1e9),
-             _fmt(link["utilization"])]
+             percent(link["utilization"])]
             + [_fmt(link.get(key, 0)) for key, _ in DROP_CAUSES]
             + [_fmt(link["max_queue_packets"])]
         )
@@ -120,7 +124,8 @@ def _fairness_table(result: Result) -> str:
         ("utilization estimate (flows x slowest)", "utilization_estimate"),
         ("measured utilization", "utilization"),
     ]
-    rows = [[html.escape(label), _fmt(f.get(key))] for label, key in labels]
+    rows = [[html.escape(label), percent(f[key]) if "utilization" in key and f.get(key) is not None else _fmt(f.get(key))]
+            for label, key in labels]
     link = f.get("link")
     note = f'<p class="note">Against link <code>{html.escape(str(link))}</code>; see docs/metrics.md.</p>' if link else ""
     return _table(["measure", "value"], rows) + note
@@ -233,25 +238,29 @@ def _png(draw: Callable[[Path], str]) -> Tuple[str, str]:
     return title, f"data:image/png;base64,{data}"
 
 
-def _figures(result: Result) -> Tuple[List[str], List[str]]:
+def _figures(result: Result, bin_s: Optional[float] = None) -> Tuple[List[str], List[str]]:
     figures, notes = [], []
     for name, fn in PLOTS.items():
         if name == "time_sequence":
             continue
-        title, uri = _png(lambda p, fn=fn: fn(result, p))
-        figures.append(_figure(title, uri))
+        options = {"bin_s": bin_s} if name in THROUGHPUT_PLOTS else {}
+        title, uri = _png(lambda p, fn=fn, options=options: fn(result, p, **options))
+        figures.append(_figure(title, uri, PLOT_NOTES.get(name)))
     for flow in [f["name"] for f in result.scenario["flows"] if f.get("tcp") is not None]:
         try:
             title, uri = _png(lambda p, flow=flow: PLOTS["time_sequence"](result, p, flow=flow))
         except PlotUnavailable as err:
             notes.append(html.escape(str(err)))
             continue
-        figures.append(_figure(title, uri))
+        figures.append(_figure(title, uri, PLOT_NOTES["time_sequence"]))
     return figures, notes
 
 
-def _figure(title: str, uri: str) -> str:
-    return f'<figure><img src="{uri}" alt="{html.escape(title)}"><figcaption>{html.escape(title)}</figcaption></figure>'
+def _figure(title: str, uri: str, caption: Optional[str] = None) -> str:
+    """An embedded image; its title is in the image, so the caption, if any, says how to read
+    it instead of repeating the title."""
+    note = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
+    return f'<figure><img src="{uri}" alt="{html.escape(title)}">{note}</figure>'
 
 
 def _numeric(values: List[Any]) -> Tuple[Optional[List[float]], str]:
@@ -267,6 +276,30 @@ def _numeric(values: List[Any]) -> Tuple[Optional[List[float]], str]:
         except (UnitError, TypeError, ValueError):
             continue
     return None, ""
+
+
+#: Words of sweep columns as a reader says them (the rest: underscores read as spaces).
+_WORDS = {"rtt": "RTT", "cc": "congestion control", "jain_index": "Jain's fairness index", "mtu": "MTU",
+          "discipline": "queue discipline", "txqueuelen": "txqueuelen", "mss": "MSS"}
+#: A metric's scale and unit by its key (the rest are plain numbers).
+_METRIC_UNITS = {"goodput_bps": (1e6, " (Mb/s)"), "total_goodput_bps": (1e6, " (Mb/s)"),
+                 "utilization": (0.01, " (%)")}
+
+
+def readable(column: str) -> str:
+    """A sweep column as an axis says it: "topology.rtt" -> "RTT", "flows.reno.goodput_bps"
+    -> "goodput of reno", "flows[0].cc" -> "congestion control of flows[0]"."""
+    def word(key: str) -> str:
+        key = key[: -len("_bps")] if key.endswith("_bps") else key
+        return _WORDS.get(key, key.replace("_", " "))
+
+    parts = column.split(".")
+    if parts[0] in ("flows", "links") and len(parts) >= 3:
+        return f"{word(parts[-1])} of {'.'.join(parts[1:-1])}"
+    if parts[0] == "fairness":
+        return word(parts[-1])
+    owner = parts[0] if parts[0].startswith("flows[") and len(parts) > 1 else None
+    return word(parts[-1]) + (f" of {owner}" if owner else "")
 
 
 def is_sweep_dir(path: PathLike) -> bool:
@@ -292,22 +325,25 @@ def _sweep_page(sweep_dir: Path) -> str:
         x = params[0]
         values, unit = _numeric(list(ok[x]))
         plot_table = ok.copy()
-        xlabel = f"{x} ({unit})" if unit else x
+        xlabel = f"{readable(x)} ({unit})" if unit else readable(x)
         if values is not None:
             plot_table[xlabel] = values
         else:
             plot_table[xlabel] = [str(v) for v in ok[x]]
         by = None
         if len(params) > 1:
-            by = " / ".join(params[1:])
+            by = ", ".join(readable(q) for q in params[1:])
             plot_table[by] = plot_table[params[1:]].astype(str).agg(", ".join, axis=1)
         for metric in metrics:
-            scale, ylabel = (1e6, f"{metric} (Mb/s)") if metric.endswith("_bps") else (1.0, metric)
+            scale, unit_text = _METRIC_UNITS.get(metric.rsplit(".", 1)[-1], (1.0, ""))
+            ylabel = f"{readable(metric)}{unit_text}"
             plot_table[ylabel] = plot_table[metric] / scale
-            title, uri = _png(lambda p, y=ylabel: plot_sweep(plot_table, p, x=xlabel, y=y, by=by, title=f"{y} against {x}"))
+            title, uri = _png(lambda p, y=ylabel, t=f"{readable(metric)} against {readable(x)}":
+                              plot_sweep(plot_table, p, x=xlabel, y=y, by=by, title=t))
             figures.append(_figure(title, uri))
     shown = ["run_id", "replication", "seed"] + params + ["status"] + metrics
-    rows = [[_fmt(v / 1e6 if isinstance(v, float) and c.endswith("_bps") else v) for c, v in zip(shown, r)]
+    rows = [[percent(v) if c.endswith(".utilization") and isinstance(v, float) and not math.isnan(v)
+             else _fmt(v / 1e6 if isinstance(v, float) and c.endswith("_bps") else v) for c, v in zip(shown, r)]
             for r in table[shown].itertuples(index=False)]
     headers = [c + (" (Mb/s)" if c.endswith("_bps") else "") for c in shown]
     failures = table[table["status"] != "ok"]
@@ -351,9 +387,10 @@ def notebook_html(result: Result) -> str:
 {figures}</div>"""
 
 
-def write_report(run_dir: PathLike, path: Optional[PathLike] = None) -> Path:
+def write_report(run_dir: PathLike, path: Optional[PathLike] = None, bin_s: Optional[float] = None) -> Path:
     """Writes the HTML report of the run (or sweep) in ``run_dir`` to ``path`` (default
-    ``run_dir/report.html``) and returns its path."""
+    ``run_dir/report.html``) and returns its path. ``bin_s``: the throughput plots' bin
+    (default: :func:`fatpipe.plots.default_bin_s`)."""
     if is_sweep_dir(run_dir):
         target = Path(path) if path is not None else Path(run_dir) / "report.html"
         target.write_text(_sweep_page(Path(run_dir)), encoding="utf-8")
@@ -362,7 +399,7 @@ def write_report(run_dir: PathLike, path: Optional[PathLike] = None) -> Path:
     target = Path(path) if path is not None else Path(run_dir) / "report.html"
     s = result.summary
     name = html.escape(str(s.get("name", "run")))
-    figures, notes = _figures(result)
+    figures, notes = _figures(result, bin_s)
     note_html = "".join(f'<p class="note">{n}</p>' for n in dict.fromkeys(notes))
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>fatpipe report: {name}</title>

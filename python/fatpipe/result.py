@@ -108,6 +108,7 @@ QUEUE_SERIES_COLUMNS = [
     "departed_bytes",
     "utilization",
     "queue_delay_s",
+    "red_avg_packets",
 ]
 
 
@@ -157,7 +158,9 @@ class Result:
             ending at the sample; 0 at the first).
         queue_series: per sample and link: time_s, link (name), queue_packets, queue_bytes,
             drops_packets (queue overflow only) and departed_bytes (cumulative, wire bytes),
-            utilization (of the interval ending at the sample; 0 at the first).
+            utilization (of the interval ending at the sample; 0 at the first),
+            queue_delay_s, red_avg_packets (RED's average queue in its thresholds' unit; NaN
+            for other disciplines).
     """
 
     def __init__(
@@ -167,6 +170,7 @@ class Result:
         plots: bool = True,
         capture_files: Optional[Mapping[str, str]] = None,
         copy_scenario: bool = True,
+        warnings: Optional[List[Dict[str, Any]]] = None,
     ) -> None:
         """``output`` is the dict ``finish()`` returned; ``scenario`` the normalized scenario;
         ``capture_files`` maps capture point names to the pcap files the core wrote.
@@ -175,13 +179,14 @@ class Result:
         of the core's columns is released as soon as it is no longer needed (a run's series
         can be most of the machine's memory). ``copy_scenario=False`` keeps ``scenario``
         itself instead of a private deep copy (the runner's, which made it for this result).
+        ``warnings``: the scenario's buffer warnings if already found (fatpipe.buffers).
         """
         self.scenario: Dict[str, Any] = json.loads(json.dumps(scenario)) if copy_scenario else dict(scenario)
         self.plots = plots
         self.capture_files: Dict[str, str] = dict(capture_files or {})
         self._flow_names: List[str] = [f["name"] for f in self.scenario["flows"]]
         self._link_names: List[str] = [link["name"] for link in self.scenario["links"]]
-        self.summary: Dict[str, Any] = self._build_summary(output["summary"])
+        self.summary: Dict[str, Any] = self._build_summary(output["summary"], warnings)
         self._frames: Dict[str, "pd.DataFrame"] = {}
         self._tables: Dict[str, Columns] = {
             "requests": self._build_requests(dict(output.get("requests") or {})),
@@ -221,6 +226,13 @@ class Result:
         return self._frames[name]
 
     @property
+    def warnings(self) -> List[Dict[str, Any]]:
+        """What fatpipe warned of before the run (``summary.json``'s ``warnings``): a flow's
+        send or receive buffer below its path's bandwidth-delay product, each ``{"flow",
+        "key", "bytes", "needed_bytes", "message"}`` (:mod:`fatpipe.buffers`)."""
+        return self.summary.get("warnings", [])
+
+    @property
     def flows(self) -> "pd.DataFrame":
         return self._frame("flows")
 
@@ -246,7 +258,7 @@ class Result:
 
     # ---- summary ----------------------------------------------------------------------
 
-    def _build_summary(self, core: Mapping[str, Any]) -> Dict[str, Any]:
+    def _build_summary(self, core: Mapping[str, Any], warnings: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
         duration_ps = int(core["duration_ps"])
         duration_s = duration_ps / PS_PER_S
         flows = []
@@ -289,6 +301,13 @@ class Result:
             total_goodput_bps=sum(8 * int(f["bytes_delivered"]) for f in flows) / duration_s,
             fatpipe_version=_version(),
         )
+        # Buffers below the path's bandwidth-delay product (fatpipe.buffers); a probe's path
+        # is real, not the scenario's topology.
+        if warnings is None:
+            from .buffers import buffer_warnings
+
+            warnings = [] if "probe" in core else buffer_warnings(self.scenario)
+        summary["warnings"] = list(warnings)
         return summary
 
     # ---- time series ------------------------------------------------------------------
@@ -391,6 +410,11 @@ class Result:
         columns["utilization"] = departed_bps / link_rate
         # Time a packet arriving at the sample would wait: the queued IP bytes at the rate.
         columns["queue_delay_s"] = columns["queue_bytes"] * 8 / link_rate
+        # RED's average (the unit of its thresholds); NaN for other disciplines (-1 from the
+        # core), and for runs whose core sampled none (an emulation's older output).
+        red_avg = cols.get("red_avg_packets")
+        columns["red_avg_packets"] = (_where_negative_nan(red_avg) if red_avg is not None
+                                      else np.full(len(time_ps), np.nan))
         return Columns({c: columns[c] for c in QUEUE_SERIES_COLUMNS}, {"link": names})
 
     @classmethod
@@ -405,17 +429,19 @@ class Result:
         if missing:
             raise FileNotFoundError(f"{out}: not a fatpipe run directory (missing {', '.join(missing)})")
         self = cls.__new__(cls)
-        self.scenario = json.loads((out / "scenario.json").read_text(encoding="utf-8"))
-        self.summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        self.scenario = _read_json(out / "scenario.json")
+        self.summary = _read_json(out / "summary.json")
+        _check_run(self.summary, self.scenario)
         self.plots = True
         self._flow_names = [f["name"] for f in self.scenario["flows"]]
         self._link_names = [link["name"] for link in self.scenario["links"]]
         self._frames = {}
         requests = out / "requests.parquet"
         self._tables = {
-            "requests": Columns.read_parquet(requests) if requests.is_file() else _no_requests(self._flow_names),
-            "flow_series": Columns.read_parquet(out / "flow_series.parquet"),
-            "queue_series": Columns.read_parquet(out / "queue_series.parquet"),
+            "requests": _read_table(requests, ("flow",), self._flow_names) if requests.is_file()
+            else _no_requests(self._flow_names),
+            "flow_series": _read_table(out / "flow_series.parquet", ("time_s", "flow"), self._flow_names),
+            "queue_series": _read_table(out / "queue_series.parquet", ("time_s", "link"), self._link_names),
         }
         self.capture_files = {
             c["name"]: str(out / c["path"]) for c in self.summary.get("captures", []) if (out / c["path"]).is_file()
@@ -469,14 +495,14 @@ class Result:
         (:class:`~fatpipe.outdir.OutputExistsError`) unless ``overwrite``, which replaces it
         whole. See :meth:`write_files` for the files.
         """
-        out = check_target(outdir, overwrite)
-        staging = staging_dir(out)
+        own = [Path(p) for p in self.capture_files.values()]  # captures written there already
+        out = check_target(outdir, overwrite, own)
+        staging = staging_dir(out, overwrite, own)
         try:
             self.write_files(staging, plots)
             return publish(staging, out)
-        except BaseException:
-            discard(staging)
-            raise
+        finally:
+            discard(staging)  # gone already once published; releases the lock
 
     def write_files(self, outdir: Union[str, "os.PathLike[str]"], plots: Optional[bool] = None) -> Path:
         """Writes the run's files into the directory ``outdir`` (created if needed), beside
@@ -509,6 +535,78 @@ class Result:
             plot_cwnd(self, out / "cwnd.png")
             plot_throughput(self, out / "throughput.png")
         return out
+
+
+def _read_json(path: Path) -> Any:
+    """A run's JSON file; ValueError naming the file if it is not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path.name}: not UTF-8 text (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path.name}: not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})") from None
+    except RecursionError:
+        raise ValueError(f"{path.name}: nested too deeply to be a run's file") from None
+
+
+def _read_table(path: Path, required: Sequence[str], names: Sequence[str]) -> Columns:
+    """A run's Parquet table, with the ``required`` columns, its name column (the second)
+    naming only ``names``; ValueError naming the file otherwise."""
+    try:
+        table = Columns.read_parquet(path)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(f"{path.name}: not a readable Parquet table ({' '.join(str(err).split())[:200]})") from None
+    missing = [c for c in required if c not in table]
+    if missing:
+        raise ValueError(f"{path.name}: no column {', '.join(missing)}: not this table (damaged, or another file?)")
+    key = required[-1]
+    if table.categories.get(key) is None and len(table):
+        raise ValueError(f"{path.name}: its {key} column holds no names")
+    unknown = [n for n in table.categories.get(key, []) if n not in names]
+    if unknown:
+        raise ValueError(f"{path.name}: {key} {unknown[0]!r} is not in scenario.json (its {key}s: {', '.join(names)})")
+    return table
+
+
+def _version_tuple(text: Any) -> Optional[tuple]:
+    parts = str(text).split(".")
+    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isascii() and p.isdigit() for p in parts) else None
+
+
+def _check_run(summary: Any, scenario: Any) -> None:
+    """A run's summary.json and scenario.json as fatpipe writes them, and of one run: a
+    damaged or mismatched directory is refused here in one line naming the file and field,
+    not in a KeyError deep inside a report or a plot (issue 23)."""
+    for name, doc, keys in (("summary.json", summary, ("name", "flows", "links", "fatpipe_version")),
+                            ("scenario.json", scenario, ("name", "flows", "links", "nodes", "duration_ps"))):
+        if not isinstance(doc, dict):
+            raise ValueError(f"{name}: not a JSON object (a run's {name} is one)")
+        absent = [k for k in keys if k not in doc]
+        if absent:
+            raise ValueError(f"{name}: no {', '.join(absent)}: not a fatpipe run's {name}")
+        for group in ("flows", "links"):
+            entries = doc[group]
+            if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str)
+                                                        for e in entries):
+                raise ValueError(f"{name}: {group} is not a list of named entries")
+    if not all(isinstance(f.get("source"), dict) for f in scenario["flows"]):
+        raise ValueError("scenario.json: a flow has no source table")
+    written, this = _version_tuple(summary["fatpipe_version"]), _version_tuple(_version())
+    if written is None or (this is not None and written > this):
+        raise ValueError(
+            f"summary.json: written by fatpipe {summary['fatpipe_version']}, which this fatpipe ({_version()}) does "
+            "not know; read it with that version"
+        )
+    for group in ("flows", "links"):
+        ours, theirs = [e["name"] for e in summary[group]], [e["name"] for e in scenario[group]]
+        if ours != theirs:
+            raise ValueError(
+                f"scenario.json does not match summary.json: its {group} are {', '.join(theirs) or 'none'}, the "
+                f"summary's {', '.join(ours) or 'none'} (files of two runs?)"
+            )
+    if summary["name"] != scenario["name"]:
+        raise ValueError(f"scenario.json does not match summary.json: the run is {summary['name']!r} in one and "
+                         f"{scenario['name']!r} in the other (files of two runs?)")
 
 
 def _flow_table(flows: List[Dict[str, Any]]) -> "pd.DataFrame":

@@ -13,9 +13,11 @@ import json
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
+from .buffers import BufferWarning, buffer_warnings, lines_to_say
 from .core import CoreUnavailableError, import_core
 from .result import Result
 from .scenario import Loaded, ScenarioError, load
@@ -67,6 +69,8 @@ def run(
     capture_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     on_interval: Optional[Callable[[int, Any], None]] = None,
     interval_ps: Optional[int] = None,
+    on_warning: Optional[Callable[[str], None]] = None,
+    cancel: Optional[Any] = None,
 ) -> Result:
     """Runs a scenario to its end and returns the :class:`~fatpipe.result.Result`.
 
@@ -81,6 +85,13 @@ def run(
         on_interval: called as ``on_interval(t_ps, counters)`` at 0 and every multiple of
             ``interval_ps`` up to the end (and at the end), with the core's
             ``flow_counters()`` (``fatpipe run --interval``, :mod:`fatpipe.interval_report`).
+        on_warning: called with each warning's line before the run starts (a flow's buffer
+            below its path's bandwidth-delay product: :mod:`fatpipe.buffers`; the first
+            five, then one line counting the rest); by default each is issued as a
+            :class:`~fatpipe.buffers.BufferWarning`. The result keeps them all either way
+            (``Result.warnings``, ``summary.json``'s ``warnings``).
+        cancel: a ``threading.Event``; once set, the run raises KeyboardInterrupt after the
+            chunk it is in (a sweep on threads stops its runs so).
 
     Raises:
         ScenarioError: the scenario is invalid (one line naming the field).
@@ -96,12 +107,19 @@ def run(
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.
         raise ScenarioError(f"the core rejected the normalized scenario: {err}") from None
-    _advance(sim, core_doc, progress, on_interval, interval_ps)
+    found = buffer_warnings(core_doc, routes=sim.flow_routes())
+    for line in lines_to_say(found):
+        if on_warning is not None:
+            on_warning(line)
+        else:
+            warnings.warn(line, BufferWarning, stacklevel=2)
+    _advance(sim, core_doc, progress, on_interval, interval_ps, cancel)
     output = sim.finish()
     for entry in output["summary"].get("captures", []):
         if entry.get("error"):
             raise OSError(entry["error"])
-    return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files, copy_scenario=False)
+    return Result(output, core_doc, plots=loaded.plots, capture_files=capture_files, copy_scenario=False,
+                  warnings=found)
 
 
 def with_capture_paths(
@@ -130,6 +148,7 @@ def _advance(
     progress: bool,
     on_interval: Optional[Callable[[int, Any], None]] = None,
     interval_ps: Optional[int] = None,
+    cancel: Optional[Any] = None,
 ) -> None:
     duration_ps = int(sim.duration_ps)
     chunk_ps = max(1, -(-duration_ps // PROGRESS_CHUNKS))  # ceiling division
@@ -157,6 +176,8 @@ def _advance(
             if on_interval is not None:  # stop at every interval boundary too
                 next_chunk = min(next_chunk, (target_ps // interval_ps + 1) * interval_ps)
             target_ps = min(next_chunk, duration_ps)
+            if cancel is not None and cancel.is_set():
+                raise KeyboardInterrupt
             try:
                 sim.run_until(target_ps)
             except ValueError as err:  # a BPF congestion control's fault (cc/bpf.rs): one line

@@ -9,8 +9,14 @@ Layout of the output directory::
 ``done.json`` is written last, atomically: a run is finished when its directory holds it and
 it records the SHA-256 of the normalized scenario the point now has (a changed sweep or base
 scenario runs the point again), the build of fatpipe that ran it (`build_fingerprint`: a
-rebuilt or upgraded simulator runs it again), and every file it lists still exists.
-Finished runs are read back, not run again; failed ones are retried.
+rebuilt or upgraded simulator runs it again), and every file it lists is still there with
+the size and SHA-256 recorded when the run finished, its results those of its summary.json
+(a truncated or edited file, or an edited done.json, runs the point again, and the sweep
+says so). Finished runs are read back, not run again; failed ones are retried.
+
+One sweep at a time writes a directory (a lock beside it, `outdir.lock_directory`). Worker
+processes end with the sweep, however it ends (`_worker_start`); Ctrl-C stops the runs at
+once and writes the summary of those that finished (the others are "interrupted").
 
 Runs go to a pool of worker processes (default) or threads on this machine, or to a Dask
 cluster; each worker runs :func:`run_task`, which never raises for a failing run: it
@@ -19,6 +25,7 @@ returns the error, so one bad run does not stop the others.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.util
@@ -27,7 +34,9 @@ import math
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -35,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
+from .outdir import OutputBusyError, lock_directory, unlock_directory
 from .sweeps import Point, Sweep, SweepError
 
 __all__ = [
@@ -47,6 +57,7 @@ __all__ = [
     "EXECUTORS",
     "default_jobs",
     "require_dask",
+    "SweepInterrupted",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -61,6 +72,10 @@ FAILED_FILE = "failed.json"
 #: A task whose worker pool broke this many times without it being found to be the cause
 #: is given up (the pool keeps dying before runs start: the environment is at fault).
 MAX_POOL_BREAKS = 3
+#: A thread running a point gives up between two chunks of its run once this is set (Ctrl-C
+#: of a sweep on threads; worker processes are killed instead).
+_CANCEL = threading.Event()
+INTERRUPTED = "the sweep was interrupted before this run finished; run the sweep again to finish it"
 WORKER_DIED = (
     "the worker process died while running this point (killed, out of memory, or the core "
     "aborted); it was retried alone and died again"
@@ -109,11 +124,15 @@ def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Any]:
     return row
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a sweep; the summary of the runs that finished was written."""
+
+
 def _simulate(task: RunTask) -> Dict[str, Any]:
     """Runs the point, writes its files; returns the flattened summary."""
     from .runner import run
 
-    result = run(task.core)
+    result = run(task.core, on_warning=lambda message: None, cancel=_CANCEL)  # warnings kept in its summary.json; not said per run
     result.write_files(task.run_dir, plots=task.plots)  # run_task publishes with done.json
     return flatten_summary(result.summary)
 
@@ -148,7 +167,7 @@ def run_task(task: RunTask) -> Dict[str, Any]:
     try:
         results = _simulate(task)
         wall_s = time.perf_counter() - start
-        files = sorted(p.name for p in run_dir.iterdir() if p.name != RUNNING_FILE)
+        files = {p.name: _file_record(p) for p in sorted(run_dir.iterdir()) if p.name != RUNNING_FILE}
         _write_json_atomic(
             run_dir / DONE_FILE,
             {
@@ -197,25 +216,56 @@ def build_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def finished_results(run_dir: Path, scenario_sha256: str, plots: bool, build: Optional[str] = None) -> Optional[Dict[str, Any]]:
-    """The results of a finished run of exactly this scenario by this build of fatpipe
-    (`build_fingerprint`, unless given), or None: no ``done.json``, another scenario,
-    another build, a file it lists has gone, or plots are wanted now and were not drawn."""
+def _file_record(path: Path) -> Dict[str, Any]:
+    """A finished run's file as done.json records it: its size and SHA-256."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def verify_finished(
+    run_dir: Path, scenario_sha256: str, plots: bool, build: Optional[str] = None
+) -> "tuple[Optional[Dict[str, Any]], Optional[str]]":
+    """(results, None) for a finished run of exactly this scenario by this build of fatpipe
+    (`build_fingerprint`, unless given) whose files are as they were when it finished;
+    (None, None) for a run to do (none yet, another scenario, another build, plots wanted
+    now and not drawn then); (None, why) for a finished run that does not verify: a file
+    missing, of another size or content than done.json records, or done.json's results not
+    those of its summary.json."""
     try:
         record = json.loads((run_dir / DONE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as err:
+        return None, f"{DONE_FILE} cannot be read ({_one_line(err)})"
     if not isinstance(record, dict) or record.get("scenario_sha256") != scenario_sha256:
-        return None
+        return None, None
     if record.get("build") != (build if build is not None else build_fingerprint()):
-        return None
+        return None, None
     if plots and not record.get("plots"):
-        return None
+        return None, None
     files = record.get("files")
-    if not isinstance(files, list) or not all((run_dir / str(name)).is_file() for name in files):
-        return None
+    if not isinstance(files, dict) or "summary.json" not in files:
+        return None, f"{DONE_FILE} records no sizes and hashes of the run's files"
+    for name, expected in files.items():
+        path = run_dir / str(name)
+        if not path.is_file():
+            return None, f"{name} is missing"
+        if not isinstance(expected, dict) or path.stat().st_size != expected.get("bytes"):
+            return None, f"{name} has {path.stat().st_size} bytes, {DONE_FILE} recorded {expected.get('bytes') if isinstance(expected, dict) else '?'}"
+        if _file_record(path)["sha256"] != expected.get("sha256"):
+            return None, f"{name} changed since the run finished (its SHA-256 differs)"
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return None, f"summary.json cannot be read ({_one_line(err)})"
     results = record.get("results")
-    return results if isinstance(results, dict) else None
+    # Compared as dicts (summary.json's keys are sorted); done.json's keep a fresh row's order.
+    if not isinstance(summary, dict) or not isinstance(results, dict) or results != flatten_summary(summary):
+        return None, f"{DONE_FILE}'s results are not those of summary.json (edited?)"
+    return results, None
 
 
 # ---- executing many ----------------------------------------------------------------------
@@ -236,6 +286,46 @@ def processes_unavailable() -> Optional[str]:
         return (f"worker processes re-import the main script from its file, and this one, {path!r}, "
                 "is not a file (a script read from standard input?); save it to a file to use processes")
     return None
+
+
+def _main_guard_missing() -> Optional[str]:
+    """Why worker processes would rerun this sweep, or None. A spawned or forkserver worker
+    re-imports the main script (as ``__mp_main__``; multiprocessing skips only a package's
+    ``__main__``, as ``python -m fatpipe``), running its top level again: a sweep called
+    there outside ``if __name__ == "__main__":`` starts again in every worker, which dies
+    starting processes of its own, and the sweep used to end with "worker processes kept
+    dying". Found from the line of the main script's top level that led here."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
+    if main is None or path is None or not os.path.isfile(path):
+        return None
+    if spec_name is not None and (spec_name == "__main__" or spec_name.endswith(".__main__")):
+        return None
+    frame = sys._getframe()
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = frame.f_lineno
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.If) and _is_main_guard(node.test) and node.lineno <= line <= (node.end_lineno or line):
+            return None
+    return (f"{path}, line {line}, runs the sweep outside `if __name__ == \"__main__\":`, and every worker "
+            "process re-runs the script's top level; put the sweep under that guard to use processes")
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+            and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides))
 
 
 def _mp_context() -> Any:
@@ -291,7 +381,8 @@ def _run_pool(
     if executor == "threads":
         pool: Any = ThreadPoolExecutor(max_workers=jobs)
     else:
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context())
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context(), initializer=_worker_start,
+                                   initargs=(os.getpid(),))
     broken: List[RunTask] = []
     try:
         futures: Dict[Future, RunTask] = {}
@@ -314,10 +405,44 @@ def _run_pool(
                     outcome = _failure(_one_line(err))
                 on_result(task, outcome)
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        # Ctrl-C (or any error here): nothing more starts, and the running points stop now
+        # instead of finishing (a worker process is killed, a thread gives up between two
+        # chunks of its run).
+        _CANCEL.set()
+        for process in (getattr(pool, "_processes", None) or {}).values():
+            process.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
     return broken
+
+
+def _worker_start(parent_pid: int) -> None:
+    """In each worker process: leave Ctrl-C to the sweep (which stops the workers itself,
+    and would otherwise see every worker take up its next point), and end when the sweep
+    ends, however it ends: after a `kill -9` of the sweep a worker that went on would write
+    into the directory while a resumed sweep writes there too."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with, args=(parent_pid,), name="fatpipe-sweep-parent", daemon=True).start()
+
+
+def _end_with(pid: int) -> None:
+    """Ends this process as soon as process ``pid`` has ended."""
+    try:
+        import select
+
+        fd = os.pidfd_open(pid)  # Linux 5.3+: readable once the process has ended
+        select.select([fd], [], [])
+    except (AttributeError, OSError):
+        while True:  # elsewhere: look every half second
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                pass
+            time.sleep(0.5)
+    os._exit(1)
 
 
 def require_dask() -> None:
@@ -444,21 +569,46 @@ def run_sweep(
     if not valid:
         first = points[0]
         raise SweepError(f"every point is invalid; the first ({first.label()}): {first.error}")
+    if len(valid) < len(points):
+        # Said before the runs, not only in the summary's error column.
+        first = next(p for p in points if not p.valid)
+        print(f"fatpipe: sweep {sweep.name}: {len(points) - len(valid)} of {len(points)} points are invalid and "
+              f"will not run (failures.json lists them); the first ({first.label()}): {first.error}", file=sys.stderr)
 
     out = Path(outdir).resolve()
     (out / "runs").mkdir(parents=True, exist_ok=True)
+    try:
+        lock = lock_directory(out)
+    except OutputBusyError as err:
+        raise SweepError(f"output directory {err}") from None
+    try:
+        return _run_locked(sweep, out, points, valid, jobs, executor, dask, plots, progress)
+    finally:
+        unlock_directory(out, lock)
+
+
+def _run_locked(sweep: Sweep, out: Path, points: List[Point], valid: List[Point], jobs: Optional[int], executor: str,
+                dask: Optional[str], plots: bool, progress: bool) -> SweepOutcome:
     outcomes: Dict[str, Dict[str, Any]] = {}
     tasks: List[RunTask] = []
+    unverified: List[str] = []
     build = build_fingerprint()
     for point in valid:
         run_dir = out / "runs" / point.run_id
         sha = point.scenario_sha256 or ""
-        results = finished_results(run_dir, sha, plots, build)
+        results, why = verify_finished(run_dir, sha, plots, build)
         if results is not None:
             outcomes[point.run_id] = {"status": "ok", "results": results}
         else:
+            if why is not None:
+                unverified.append(f"{point.run_id} ({why})")
             tasks.append(RunTask(point.run_id, str(run_dir), point.core or {}, sha, plots, build))
     reused = len(outcomes)
+    if unverified:
+        shown = "; ".join(unverified[:3]) + (f"; and {len(unverified) - 3} more" if len(unverified) > 3 else "")
+        print(f"fatpipe: sweep {sweep.name}: {len(unverified)} finished run{'s' if len(unverified) != 1 else ''} "
+              f"do{'es' if len(unverified) == 1 else ''} not verify and run{'s' if len(unverified) == 1 else ''} "
+              f"again: {shown}", file=sys.stderr)
 
     bar = _progress_bar(sweep.name, len(tasks)) if progress and tasks else None
     failed = [0]
@@ -472,23 +622,39 @@ def run_sweep(
                 bar.set_postfix(failed=failed[0], refresh=False)
             bar.update(1)
 
+    _CANCEL.clear()
+    interrupted = False
     try:
         if tasks:
+            if dask == "local" and _main_guard_missing() is not None:
+                raise SweepError(f"dask local: {_main_guard_missing()}")
             if dask is not None:
                 _run_dask(tasks, dask, min(jobs or default_jobs(), len(tasks)), on_result)
             else:
-                if executor == "processes" and processes_unavailable() is not None:
-                    print(f"fatpipe: sweep {sweep.name}: running on threads, not processes: "
-                          f"{processes_unavailable()}", file=sys.stderr)
+                why_not = (processes_unavailable() or _main_guard_missing()) if executor == "processes" else None
+                if why_not is not None:
+                    print(f"fatpipe: sweep {sweep.name}: running on threads, not processes: {why_not}",
+                          file=sys.stderr)
                     executor = "threads"
                 _run_local(tasks, min(jobs or default_jobs(), len(tasks)), executor, on_result)
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
         if bar is not None:
             bar.close()
 
+    if interrupted:
+        for task in tasks:
+            outcomes.setdefault(task.run_id, {"status": "interrupted", "error": INTERRUPTED})
     rows, failures = _rows(sweep, points, outcomes)
     summary = _summary_frame(rows)
     _write_outputs(out, summary, failures)
+    if interrupted:
+        done = sum(1 for t in tasks if outcomes[t.run_id]["status"] != "interrupted")
+        raise SweepInterrupted(
+            f"interrupted: {done} of {len(tasks)} runs finished ({reused} reused); {out / 'summary.parquet'} has "
+            "them (the rest are \"interrupted\"); run the sweep again to finish it"
+        )
     return SweepOutcome(outdir=out, summary=summary, ran=len(tasks), reused=reused, failures=failures)
 
 

@@ -34,6 +34,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 __all__ = [
     "UnitError",
+    "whole_number",
     "describe_value",
     "parse_rate",
     "parse_duration",
@@ -108,18 +109,46 @@ def describe_value(value: Any, limit: int = 60) -> str:
     return text
 
 
-# A decimal number with optional sign, fraction and exponent, then an optional unit.
+# A decimal number with optional sign, fraction and exponent, then an optional unit. ASCII
+# digits only: Python's \d and Fraction() also read fullwidth and Arabic-Indic digits ("１s"
+# would be 1 s), which no one types on purpose.
 _QUANTITY = re.compile(
-    r"^\s*(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>\S.*?)?\s*$"
+    r"^\s*(?P<number>[+-]?(?:(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?|\.(?P<frac2>[0-9]+))(?:[eE](?P<exp>[+-]?[0-9]+))?)"
+    r"\s*(?P<unit>\S.*?)?\s*$"
 )
+#: The most digits a number may have, and the largest exponent (either sign), checked before
+#: exact arithmetic: "1e999999999s" would otherwise compute a billion-digit power of ten.
+#: Every quantity fits 64 bits in base units (20 digits) and the smallest unit multiplier
+#: is 1 (a picosecond, a byte, a bit per second), so 40 of each leave room for leading and
+#: trailing zeros and refuse nothing that could be valid.
+MAX_DIGITS = 40
+MAX_EXPONENT = 40
 
 
 def _split(text: str) -> Optional[Tuple[Fraction, str]]:
-    """Splits ``"44.736 Mb/s"`` into (Fraction(44736, 1000), "Mb/s"); None if malformed."""
+    """Splits ``"44.736 Mb/s"`` into (Fraction(44736, 1000), "Mb/s"); None if malformed.
+    Raises :class:`UnitError` for more digits or a larger exponent than any quantity has."""
+    if len(text) > 2 * MAX_DIGITS + 40:  # a unit is a few characters
+        raise UnitError(text, f"a quantity is at most {MAX_DIGITS} digits and a unit")
     match = _QUANTITY.match(text)
     if match is None:
         return None
+    digits = sum(len(match.group(g) or "") for g in ("int", "frac", "frac2"))
+    exponent = int(match.group("exp") or 0)
+    if digits > MAX_DIGITS or abs(exponent) > MAX_EXPONENT:
+        raise UnitError(
+            text, f"a number of at most {MAX_DIGITS} digits with an exponent from -{MAX_EXPONENT} to {MAX_EXPONENT}"
+        )
     return Fraction(match.group("number")), (match.group("unit") or "")
+
+
+def whole_number(text: str) -> int:
+    """A whole number written in ASCII digits (an optional sign), for command-line values:
+    Python's int() also reads fullwidth and Arabic-Indic digits ("１２"). Raises ValueError
+    for anything else, and for more than :data:`MAX_DIGITS` digits."""
+    if not re.fullmatch(r"[+-]?[0-9]{1,%d}" % MAX_DIGITS, text.strip()):
+        raise ValueError(f"{text!r}: not a whole number in ASCII digits")
+    return int(text.strip(), 10)
 
 
 def plain_scalar(value: Any) -> Any:

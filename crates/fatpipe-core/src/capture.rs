@@ -102,6 +102,10 @@ pub struct Capture {
     pub packets_not_written: u64,
     /// The first write error, if any (the simulation goes on; the summary reports it).
     pub error: Option<String>,
+    /// Added to the simulated time to stamp a record: whole seconds, so that a handshake a
+    /// flow that starts established would have made before its start (time 0 included) has
+    /// its real times in the file (`Simulation::set_capture_clock`); 0 otherwise.
+    pub clock_offset_ps: Time,
     ip_id: u16,
     frame: Vec<u8>,
 }
@@ -140,6 +144,7 @@ impl Capture {
             packets_written: 0,
             packets_not_written: 0,
             error: None,
+            clock_offset_ps: 0,
             ip_id: 0,
             frame: Vec::with_capacity(2048),
         })
@@ -147,6 +152,13 @@ impl Capture {
 
     /// Records `pkt` seen at `now`, if inside the capture's window and limit.
     pub fn record(&mut self, now: Time, pkt: &Packet, wire: &FlowWire) {
+        self.record_stamped(now, now + self.clock_offset_ps, pkt, wire);
+    }
+
+    /// Records `pkt`, admitted by the simulated time `now` (the window and limit), stamped
+    /// `stamp_ps` in the file's clock (simulated time + `clock_offset_ps`): a synthetic
+    /// handshake, seen before the flow's start.
+    pub fn record_stamped(&mut self, now: Time, stamp_ps: Time, pkt: &Packet, wire: &FlowWire) {
         if !self.admit(now) {
             return;
         }
@@ -156,7 +168,7 @@ impl Capture {
         // Zero payload up to the snap length, or headers cut at it, as tcpdump -s would.
         let incl = (orig_len as usize).min(self.spec.snaplen_bytes as usize);
         self.frame.resize(incl, 0);
-        self.write_record(now, orig_len);
+        self.write_record(stamp_ps, orig_len);
     }
 
     /// Records a real IPv4 packet seen at `now` going from node `src` to node `dst` (the
@@ -171,7 +183,7 @@ impl Capture {
         let orig_len = (self.frame.len() + ip_packet.len()) as u32;
         let keep = (self.spec.snaplen_bytes as usize).saturating_sub(self.frame.len()).min(ip_packet.len());
         self.frame.extend_from_slice(&ip_packet[..keep]);
-        self.write_record(now, orig_len);
+        self.write_record(now + self.clock_offset_ps, orig_len);
     }
 
     /// Whether a packet seen at `now` is captured: inside the window, under the limit
@@ -187,7 +199,8 @@ impl Capture {
         true
     }
 
-    /// Writes `frame` as one record stamped `now`, of a packet `orig_len` bytes long.
+    /// Writes `frame` as one record stamped `now` (the file's clock), of a packet `orig_len`
+    /// bytes long.
     fn write_record(&mut self, now: Time, orig_len: u32) {
         let mut rec = [0u8; 16];
         rec[0..4].copy_from_slice(&((now / 1_000_000_000_000) as u32).to_le_bytes());

@@ -15,6 +15,7 @@ pub enum Column {
     U64(Vec<u64>),
     I64(Vec<i64>),
     U32(Vec<u32>),
+    F64(Vec<f64>),
 }
 
 impl From<Vec<u64>> for Column {
@@ -35,12 +36,19 @@ impl From<Vec<u32>> for Column {
     }
 }
 
+impl From<Vec<f64>> for Column {
+    fn from(v: Vec<f64>) -> Self {
+        Column::F64(v)
+    }
+}
+
 impl Column {
     pub fn len(&self) -> usize {
         match self {
             Column::U64(v) => v.len(),
             Column::I64(v) => v.len(),
             Column::U32(v) => v.len(),
+            Column::F64(v) => v.len(),
         }
     }
 
@@ -104,6 +112,10 @@ pub struct QueueSeries {
     pub drops_packets: Vec<u64>,
     /// Cumulative wire bytes transmitted.
     pub departed_bytes: Vec<u64>,
+    /// RED's average queue at the sample, in RED's unit (packets, or cells where the queue
+    /// counts cells), as the next arrival would find it before adding itself (decayed over
+    /// an idle spell); -1 for other disciplines.
+    pub red_avg_packets: Vec<f64>,
 }
 }
 
@@ -127,6 +139,11 @@ pub struct FlowCounters {
     pub cwnd_segments: Vec<i64>,
     /// -1 before the first RTT sample (always for a UDP flow).
     pub srtt_ps: Vec<i64>,
+    /// TCP: the retransmission timeout now, backoff included (-1 for UDP): what Linux's
+    /// TCP_INFO calls tcpi_rto, for comparing a run with the kernel's.
+    pub rto_ps: Vec<i64>,
+    /// TCP: retransmission timeouts so far (0 for UDP).
+    pub timeouts: Vec<u64>,
 }
 }
 
@@ -141,6 +158,7 @@ impl QueueSeries {
             self.queue_bytes.push(link.queue().len_bytes());
             self.drops_packets.push(link.stats.drops_packets);
             self.departed_bytes.push(link.stats.bytes_sent);
+            self.red_avg_packets.push(link.queue().red_average(now).unwrap_or(-1.0));
         }
     }
 }

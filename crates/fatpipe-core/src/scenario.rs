@@ -4,7 +4,7 @@
 
 use crate::cc::CcSpec;
 use crate::net::link::LinkSpec;
-use crate::net::routing::routing_table;
+use crate::net::routing::{routing_table, RoutingTable};
 use crate::net::split::SplitSpec;
 use crate::packet::IPV4_UDP_HEADER_BYTES;
 use crate::source::SourceSpec;
@@ -12,6 +12,12 @@ use crate::tcp::TcpConfig;
 use crate::time::Time;
 use schemars::JsonSchema;
 use serde::Deserialize;
+
+mod flow_check;
+pub use flow_check::MAX_UDP_PAYLOAD_BYTES;
+
+/// A flow's route as link indices: (data, ACKs); the ACKs' empty for a UDP flow.
+pub type FlowRoute = (Vec<u32>, Vec<u32>);
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -135,11 +141,11 @@ impl Scenario {
     }
 
     /// Checks what serde cannot: references, positive quantities, MSS against MTU on the
-    /// route. Returns the routing table (`routes[node][dst]`: the link to forward on), which
+    /// route. Returns the routing table (`RoutingTable::get(node, dst)`: the link to forward on), which
     /// the checks need and the simulation uses: it is computed once, here.
     // Each `if let` on a spec enum becomes a real match as step 2/3 add variants.
     #[allow(irrefutable_let_patterns)]
-    pub fn validate(&self) -> Result<Vec<Vec<Option<u32>>>, String> {
+    pub fn validate(&self) -> Result<RoutingTable, String> {
         let n = self.nodes.len() as u32;
         if self.duration_ps == 0 {
             return Err("duration_ps: 0 is not allowed: must be positive".into());
@@ -215,7 +221,7 @@ impl Scenario {
                 }
             }
         }
-        let routes = routing_table(self.nodes.len(), &self.links, &self.routes);
+        let routes = self.routing_table();
         for (i, f) in self.flows.iter().enumerate() {
             for (what, node) in [("src", f.src), ("dst", f.dst)] {
                 if node >= n {
@@ -228,42 +234,23 @@ impl Scenario {
             if f.src == f.dst {
                 return Err(format!("flows[{i}]: src and dst are the same host"));
             }
+            f.check().map_err(|e| format!("flows[{i}]{e}"))?;
             if f.source.is_udp() {
-                self.validate_udp_flow(i, f, &routes)?;
+                // UDP is not fragmented here: a datagram fits every link on its way.
+                let payload = f.source.udp_payload_bytes().expect("a UDP source");
+                let link = self.smallest_mtu(&self.route_links(&routes, i, f.src, f.dst, "datagrams")?);
+                if payload + IPV4_UDP_HEADER_BYTES > link.mtu_bytes {
+                    return Err(format!(
+                        "flows[{i}].source.payload_bytes: {payload} is not allowed: must be positive and, with {IPV4_UDP_HEADER_BYTES} header bytes, fit link {}'s MTU {}",
+                        link.name, link.mtu_bytes
+                    ));
+                }
                 continue;
             }
-            let (Some(t), Some(cc)) = (&f.tcp, &f.cc) else {
-                return Err(format!("flows[{i}]: a TCP flow needs tcp and cc"));
-            };
-            if t.mss_bytes == 0
-                || t.initial_window_segments == 0
-                || t.ack_every_segments == 0
-                || t.dupack_threshold == 0
-            {
-                return Err(format!(
-                    "flows[{i}].tcp: mss, initial window, ack_every and dupack threshold must be positive"
-                ));
-            }
-            if t.rcv_buffer_bytes < t.mss_bytes as u64 || t.snd_buffer_bytes < t.mss_bytes as u64 {
-                return Err(format!("flows[{i}].tcp: buffers must hold at least one MSS ({} bytes)", t.mss_bytes));
-            }
-            if t.min_rto_ps > t.max_rto_ps {
-                return Err(format!("flows[{i}].tcp.min_rto_ps: larger than max_rto_ps"));
-            }
-            let bsd = t.rto_estimator == crate::tcp::config::RtoEstimator::Bsd;
-            if bsd && (t.stack != crate::tcp::config::Stack::Rfc || t.slow_timer_ps.is_none_or(|p| p == 0)) {
-                return Err(format!(
-                    "flows[{i}].tcp.rto_estimator: bsd needs the RFC stack and a positive slow_timer_ps"
-                ));
-            }
-            if t.slow_timer_ps.is_some() && !bsd || t.fast_timer_ps == Some(0) {
-                return Err(format!(
-                    "flows[{i}].tcp: slow_timer_ps goes with rto_estimator bsd; fast_timer_ps must be positive"
-                ));
-            }
+            let t = f.tcp();
             let packet = t.mss_bytes + t.header_bytes();
             for (a, b, what) in [(f.src, f.dst, "data"), (f.dst, f.src, "ACKs")] {
-                let link = self.smallest_mtu_on_route(&routes, i, a, b, what)?;
+                let link = self.smallest_mtu(&self.route_links(&routes, i, a, b, what)?);
                 if packet > link.mtu_bytes {
                     return Err(format!(
                         "flows[{i}].tcp.mss_bytes: {} is not allowed: with {} header bytes the packet exceeds link {}'s MTU {}",
@@ -274,87 +261,33 @@ impl Scenario {
                     ));
                 }
             }
-            if let SourceSpec::Burst(b) = &f.source {
-                if b.burst_bytes == 0 || b.period_ps == 0 {
-                    return Err(format!("flows[{i}].source: burst_bytes and period_ps must be positive"));
-                }
-                if b.stop_ps.is_some_and(|s| s <= b.start_ps) {
-                    return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
-                }
-            }
-            if let SourceSpec::Bulk(b) = &f.source {
-                if b.stop_ps.is_some_and(|s| s <= b.start_ps) {
-                    return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
-                }
-                if b.bytes == Some(0) {
-                    return Err(format!("flows[{i}].source.bytes: 0 is not allowed: must be positive"));
-                }
-            }
-            if let SourceSpec::Http(h) = &f.source {
-                if h.objects_bytes.is_empty() || h.objects_bytes.contains(&0) || h.requests == 0 {
-                    return Err(format!(
-                        "flows[{i}].source: http needs objects_bytes (each positive) and requests > 0"
-                    ));
-                }
-                if h.request_bytes == 0 || h.request_bytes > t.mss_bytes {
-                    return Err(format!("flows[{i}].source.request_bytes: {} is not allowed: a request is one segment, 1 to mss_bytes ({})", h.request_bytes, t.mss_bytes));
-                }
-                if h.server_pacing.is_some_and(|p| p.burst_bytes == 0 || p.period_ps == 0) {
-                    return Err(format!("flows[{i}].source.server_pacing: burst_bytes and period_ps must be positive"));
-                }
-                if h.stop_ps.is_some_and(|s| s <= h.start_ps) {
-                    return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
-                }
-                if !h.persistent && !t.handshake {
-                    return Err(format!("flows[{i}].tcp.handshake: HTTP/1.0 opens a connection per request with a handshake; it cannot be off"));
-                }
-            }
-            if let CcSpec::Reno(r) = cc {
-                if r.a.is_nan() || r.a <= 0.0 || !(r.b > 0.0 && r.b < 1.0) {
-                    return Err(format!("flows[{i}].cc: reno needs a > 0 and 0 < b < 1"));
-                }
-            }
-            // Every algorithm's parameters; exhaustive, so a new algorithm cannot skip its checks.
-            let cc_params = match cc {
-                CcSpec::Reno(_) => Ok(()),
-                CcSpec::Vegas(c) => c.validate(),
-                CcSpec::Westwood(c) => c.validate(),
-                CcSpec::WestwoodPlus(c) => c.validate(),
-                CcSpec::GridDt(c) => c.validate(),
-                CcSpec::Fast(c) => c.validate(),
-                CcSpec::Nocc(c) => c.validate(),
-                CcSpec::Bbr(c) => c.validate(),
-                CcSpec::Highspeed(c) => c.validate(),
-                CcSpec::Scalable(c) => c.validate(),
-                CcSpec::Htcp(c) => c.validate(),
-                CcSpec::Bic(c) => c.validate(),
-                CcSpec::Bpf(c) => c.validate(),
-                CcSpec::Cubic(c) => c.validate(),
-            };
-            cc_params.map_err(|e| format!("flows[{i}].cc.{e}"))?;
         }
         Ok(routes)
     }
 
-    /// The link of least MTU on the route from node `a` to node `b`, or the error that there
-    /// is no route (for flow `i`).
+    /// The routing table for the packets of this scenario's flows: to each flow's
+    /// receiving host (data) and sending host (ACKs).
+    pub fn routing_table(&self) -> RoutingTable {
+        let ends = self.flows.iter().flat_map(|f| [f.dst, f.src]);
+        routing_table(self.nodes.len(), &self.links, &self.routes, ends)
+    }
+
+    /// The link of least MTU among `links` (a route: never empty, src != dst).
+    fn smallest_mtu(&self, links: &[u32]) -> &LinkSpec {
+        let smallest = links.iter().map(|&l| &self.links[l as usize]).min_by_key(|l| l.mtu_bytes);
+        smallest.expect("src != dst: the route has a link")
+    }
+
+    /// The links, in order, that packets from node `a` to node `b` take, or the error that
+    /// there is no route (for flow `i`).
     /// The errors name the flow and what goes that way (`what`: data, ACKs, datagrams), so
     /// that Python can show them against the user's field.
-    fn smallest_mtu_on_route(
-        &self,
-        routes: &[Vec<Option<u32>>],
-        i: usize,
-        a: u32,
-        b: u32,
-        what: &str,
-    ) -> Result<&LinkSpec, String> {
+    fn route_links(&self, routes: &RoutingTable, i: usize, a: u32, b: u32, what: &str) -> Result<Vec<u32>, String> {
         let name = |n: u32| serde_json::to_string(&self.nodes[n as usize].name).expect("a string serializes");
-        let mut smallest: Option<&LinkSpec> = None;
+        let mut links = Vec::new();
         let mut node = a;
-        let mut hops = 0;
         while node != b {
-            hops += 1;
-            if hops > self.links.len() {
+            if links.len() >= self.links.len() {
                 // Explicit routes can send a packet round in a circle.
                 return Err(format!(
                     "flows[{i}]: the route for the {what} from {} to {} loops (check the explicit routes)",
@@ -362,67 +295,36 @@ impl Scenario {
                     name(b)
                 ));
             }
-            let Some(l) = routes[node as usize][b as usize] else {
+            let Some(l) = routes.get(node, b) else {
                 let stuck = if node == a { String::new() } else { format!(" (none onward from {})", name(node)) };
                 return Err(format!("flows[{i}]: no route for the {what} from {} to {}{stuck}", name(a), name(b)));
             };
-            let link = &self.links[l as usize];
-            if smallest.is_none_or(|s| link.mtu_bytes < s.mtu_bytes) {
-                smallest = Some(link);
-            }
-            node = link.to;
+            links.push(l);
+            node = self.links[l as usize].to;
         }
-        Ok(smallest.expect("src != dst: the route has a link"))
+        Ok(links)
     }
 
-    /// A UDP flow: no TCP settings, datagrams that fit the route's MTU (UDP is not
-    /// fragmented here), positive rates and durations. A UDP flow needs no route back.
-    fn validate_udp_flow(&self, i: usize, f: &FlowSpec, routes: &[Vec<Option<u32>>]) -> Result<(), String> {
-        if f.tcp.is_some() || f.cc.is_some() {
-            return Err(format!("flows[{i}]: a UDP flow ({}) takes no tcp or cc", f.source.kind()));
-        }
-        let payload = f.source.udp_payload_bytes().expect("a UDP source");
-        let link = self.smallest_mtu_on_route(routes, i, f.src, f.dst, "datagrams")?;
-        if payload == 0 || payload + IPV4_UDP_HEADER_BYTES > link.mtu_bytes {
-            return Err(format!(
-                "flows[{i}].source.payload_bytes: {payload} is not allowed: must be positive and, with {IPV4_UDP_HEADER_BYTES} header bytes, fit link {}'s MTU {}",
-                link.name, link.mtu_bytes
-            ));
-        }
-        let (start, stop) = (f.source.start_ps(), f.source.stop_ps());
-        if stop.is_some_and(|s| s <= start) {
-            return Err(format!("flows[{i}].source.stop_ps: must be after start_ps"));
-        }
-        let positive = |what: &str, v: u64| {
-            if v == 0 {
-                Err(format!("flows[{i}].source.{what}: 0 is not allowed: must be positive"))
-            } else {
-                Ok(())
-            }
-        };
-        match &f.source {
-            SourceSpec::UdpCbr(c) => positive("rate_bps", c.rate_bps),
-            SourceSpec::UdpOnoff(c) => {
-                positive("rate_bps", c.rate_bps)?;
-                positive("on_ps", c.on_ps)?;
-                positive("off_ps", c.off_ps)
-            }
-            SourceSpec::UdpBurst(c) => {
-                positive("burst_bytes", c.burst_bytes)?;
-                positive("repeats", c.repeats)?;
-                positive("rate_bps", c.rate_bps.unwrap_or(1))?;
-                positive("count", c.count.unwrap_or(1))?;
-                if c.burst_bytes.checked_mul(c.repeats).is_none() {
-                    return Err(format!("flows[{i}].source.repeats: burst_bytes x repeats exceeds 2^64 bytes"));
-                }
-                match c.period_ps {
-                    Some(p) => positive("period_ps", p),
-                    None if c.count == Some(1) => Ok(()),
-                    None => Err(format!("flows[{i}].source.period_ps: null is not allowed unless count = 1")),
-                }
-            }
-            SourceSpec::Bulk(_) | SourceSpec::Burst(_) | SourceSpec::Http(_) => unreachable!("a UDP source"),
-        }
+    /// Every flow's route, as link indices: (data, ACKs), the ACKs' empty for a UDP flow.
+    /// Validates first (the routes are the simulation's); for what the scenario asks of its
+    /// paths before a run, such as the bandwidth-delay product a flow's buffers must hold.
+    pub fn flow_routes(&self) -> Result<Vec<FlowRoute>, String> {
+        let routes = self.validate()?;
+        self.flow_routes_with(&routes)
+    }
+
+    /// Every flow's route by the routing table `routes` (`validate`'s).
+    pub fn flow_routes_with(&self, routes: &RoutingTable) -> Result<Vec<FlowRoute>, String> {
+        self.flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let data = self.route_links(routes, i, f.src, f.dst, "data")?;
+                let acks =
+                    if f.source.is_udp() { Vec::new() } else { self.route_links(routes, i, f.dst, f.src, "ACKs")? };
+                Ok((data, acks))
+            })
+            .collect()
     }
 
     /// Each split: valid probabilities, members that exist, join the same two nodes with the

@@ -24,6 +24,7 @@ use crate::capture::{Capture, FlowWire};
 use crate::cc::{CcSpec, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue, TimerKind};
 use crate::net::link::Link;
+use crate::net::routing::{RoutingTable, NO_ROUTE};
 use crate::net::split::Split;
 use crate::packet::{Packet, PacketKind};
 use crate::probe::{FlowSeries, QueueSeries};
@@ -157,12 +158,15 @@ pub struct Simulation {
     now: Time,
     events: EventQueue,
     pub links: Vec<Link>,
-    /// `routes[node][dst]`: the link to forward on.
-    routes: Vec<Vec<Option<u32>>>,
-    /// `routes` flattened for the hot path, `next_hop[node * nodes + dst]`: the link, with
-    /// `IN_SPLIT` set when it belongs to a split (`NO_ROUTE`: none). One load instead of
-    /// three (`next_link` was 4 % of a dumbbell's profile).
+    /// `routes.get(node, dst)`: the link to forward on (`net/routing.rs`: a column per
+    /// flow endpoint, never nodes x nodes).
+    routes: RoutingTable,
+    /// `routes` for the hot path, `next_hop[node * route_columns + route_column[dst]]`: the
+    /// link, with `IN_SPLIT` set when it belongs to a split (`NO_ROUTE`: none). Two loads
+    /// instead of four (`next_link` was 4 % of a dumbbell's profile).
     next_hop: Vec<u32>,
+    route_column: Vec<u32>,
+    route_columns: usize,
     /// Groups of parallel links (`net/split.rs`), and for each link the group it belongs to.
     splits: Vec<Split>,
     split_of: Vec<Option<u32>>,
@@ -209,6 +213,11 @@ impl Simulation {
 
     pub fn duration(&self) -> Time {
         self.scenario.duration_ps
+    }
+
+    /// Every flow's route (link indices: data, ACKs), from the routing table it runs on.
+    pub fn flow_routes(&self) -> Vec<crate::scenario::FlowRoute> {
+        self.scenario.flow_routes_with(&self.routes).expect("validated when the simulation was built")
     }
 
     pub fn events_processed(&self) -> u64 {
@@ -511,7 +520,7 @@ impl Simulation {
     /// The link a packet for `dst` leaves `node` on.
     #[inline(always)]
     fn next_link(&mut self, node: u32, dst: u32) -> u32 {
-        let hop = self.next_hop[node as usize * self.scenario.nodes.len() + dst as usize];
+        let hop = self.next_hop[node as usize * self.route_columns + self.route_column[dst as usize] as usize];
         if hop & IN_SPLIT == 0 {
             return hop;
         }
@@ -709,7 +718,6 @@ fn series<T: Default>(scenario: &Scenario, rows_per_sample: usize, reserve: fn(&
 }
 
 const IN_SPLIT: u32 = 1 << 31;
-const NO_ROUTE: u32 = u32::MAX;
 
 /// Links `a` and `b` (different) mutably at once.
 #[inline]

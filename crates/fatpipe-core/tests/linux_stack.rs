@@ -356,3 +356,38 @@ fn newreno_partial_acks_covering_retransmissions_take_no_rtt_sample() {
     // every valid sample is 100 ms, so srtt never exceeds it.
     assert!(worst <= RTT + RTT / 100, "srtt reached {} ms on a 100 ms path", worst / PS_PER_MS);
 }
+
+/// Issue 22: the ACK path goes dark for longer than the RTO while the data path works, so the
+/// timeout is spurious: every segment had arrived. The head is resent, arrives as a duplicate,
+/// and the receiver acknowledges everything. Its ACK must echo the timestamp of the last
+/// segment that advanced the window, not the duplicate's: RFC 7323 section 4.3 takes TS.Recent
+/// only from a segment that covers Last.ACK.sent (SEG.SEQ <= Last.ACK.sent < SEG.SEQ +
+/// SEG.LEN), and Linux drops an old duplicate before it could (`tcp_sequence`). The echo is
+/// then older than the first retransmission, and Eifel detection (RFC 3522; Linux
+/// `tcp_try_undo_loss`) undoes the timeout's reduction, as the kernel did on a 40 ms path
+/// with its ACKs lost for 300 ms (TCPLossUndo = 1 in every run).
+#[test]
+fn a_timeout_after_lost_acks_is_undone_by_the_timestamp_echo_without_sack() {
+    let mut tcp = fixed_window(20);
+    tcp.recovery = Recovery::Newreno;
+    tcp.rack = false;
+    tcp.tlp = false;
+    tcp.frto = false; // the echo alone decides
+    let dark_from = 10 * RTT;
+    let dark_to = dark_from + 6 * RTT;
+    let mut h = Harness::new(tcp, reno(), RTT, Box::new(|_| false));
+    // An ACK carries the receiver's clock as its TSval: drop those it sends in the dark.
+    h.drop_ack = Box::new(move |p: &Packet| (dark_from..dark_to).contains(&p.ts_val));
+    h.start(None);
+    h.run_until(dark_from);
+    let prior_cwnd = h.sender.cc_state.cwnd;
+    let prior_ssthresh = h.sender.cc_state.ssthresh;
+    h.run_until(dark_to + 10 * RTT);
+    let st = &h.sender.stats;
+    assert!(st.timeouts >= 1, "the ACKs' absence set off the timer");
+    assert!(h.dropped.is_empty(), "no data segment was lost");
+    assert_eq!(st.undos, 1, "the echo showed the timeout spurious");
+    assert_eq!(h.sender.cc_state.ssthresh, prior_ssthresh, "ssthresh restored");
+    assert!(h.sender.cc_state.cwnd >= prior_cwnd, "cwnd {} restored to {}", h.sender.cc_state.cwnd, prior_cwnd);
+    assert_eq!(h.sender.ca_state, CaState::Open);
+}

@@ -424,8 +424,15 @@ pub fn flow_knobs(
     policy: BpfPolicy,
     registrations: &mut Vec<Registration>,
 ) -> Result<crate::kernel::FlowKnobs, RegisterError> {
+    // What the kernel's knobs refuse is refused before a program is compiled or registered.
+    crate::kernel::tcp_of(spec).map_err(RegisterError::Object)?;
+    // This file's own messages are about the flow's cc; the knobs' name their keys.
+    let in_cc = |e: RegisterError| match e {
+        RegisterError::Object(e) => RegisterError::Object(format!("cc: {e}")),
+        RegisterError::System(e) => RegisterError::System(format!("cc: {e}")),
+    };
     if cc.get("algorithm").and_then(Value::as_str) == Some("bpf") {
-        let (registration, name, program, notes) = register_user_object(cc)?;
+        let (registration, name, program, notes) = register_user_object(cc).map_err(in_cc)?;
         let knobs = crate::kernel::flow_knobs_registered(spec, &name, &program, notes, sysctl_value)
             .map_err(RegisterError::Object)?;
         registrations.push(registration);
@@ -441,7 +448,7 @@ pub fn flow_knobs(
             .map_err(RegisterError::Object);
     };
     let hz = if program.source.contains("kernel_hz") { kernel_hz() } else { None };
-    let (registration, notes) = register(program, cc, hz)?;
+    let (registration, notes) = register(program, cc, hz).map_err(in_cc)?;
     let knobs = crate::kernel::flow_knobs_registered(spec, &registration.name, program.file, notes, sysctl_value)
         .map_err(RegisterError::Object)?;
     registrations.push(registration);

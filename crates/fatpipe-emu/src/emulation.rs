@@ -27,7 +27,6 @@ use crate::traffic::udp::UdpSocket;
 use crate::traffic::{self, Counters, Schedule};
 use crate::tun::{Tun, DEVICE};
 use fatpipe_core::capture::{node_ip, Capture};
-use fatpipe_core::net::routing::routing_table;
 use fatpipe_core::scenario::{FlowSpec, Scenario};
 use fatpipe_core::source::udp::{UdpFlow, UdpSchedule};
 use fatpipe_core::source::SourceSpec;
@@ -524,8 +523,8 @@ impl Drop for Emulation {
 
 /// The host's first link toward the flow's receiver: (rate, framing bytes).
 fn first_link(scenario: &Scenario, spec: &FlowSpec) -> (u64, u32) {
-    let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
-    let l = routes[spec.src as usize][spec.dst as usize].expect("validated route");
+    let routes = scenario.routing_table();
+    let l = routes.get(spec.src, spec.dst).expect("validated route");
     let link = &scenario.links[l as usize];
     (link.rate_bps, link.framing_bytes)
 }
@@ -559,8 +558,8 @@ fn plan_flows(
             let module = |m: &str, p: &str| std::fs::read_to_string(format!("/sys/module/{m}/parameters/{p}")).ok();
             let mut k = crate::bpf_cc::flow_knobs(spec, cc, available, &value, &module, bpf, registrations).map_err(
                 |e| match e {
-                    RegisterError::Object(e) => Error::Scenario(format!("{label}.cc: {e}")),
-                    RegisterError::System(e) => Error::System(format!("{label}.cc: {e}")),
+                    RegisterError::Object(e) => Error::Scenario(format!("{label}.{e}")),
+                    RegisterError::System(e) => Error::System(format!("{label}.{e}")),
                 },
             )?;
             // A namespace cannot raise net.core.rmem_max / wmem_max (read-only outside the

@@ -11,7 +11,7 @@
 
 use crate::traffic::tcp::TcpOptions;
 use fatpipe_core::scenario::FlowSpec;
-use fatpipe_core::tcp::config::{Recovery, RtoEstimator, Stack};
+use fatpipe_core::tcp::config::{Recovery, RtoEstimator, Stack, TcpConfig};
 use fatpipe_core::tcp::recovery::prr::WindowReduction;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
 use serde_json::Value;
@@ -61,6 +61,34 @@ impl RouteMetrics {
     }
 }
 
+/// What Linux's TCP_MAXSEG takes (`tcp_sock_set_maxseg`, net/ipv4/tcp.c): at least
+/// TCP_MIN_MSS, 88 bytes ("(60+60+8) - (20+20)": the largest IP and TCP headers with 8 bytes
+/// of data, less the smallest), at most MAX_TCP_WINDOW, 32767 (include/net/tcp.h); any
+/// other value is EINVAL. A scenario's links may be as small as IPv4 allows (68 bytes, RFC
+/// 791; a TUN device's least MTU too, drivers/net/tun.c MIN_MTU), which leaves an MSS of 28.
+pub const TCP_MAXSEG_BYTES: std::ops::RangeInclusive<u32> = 88..=32767;
+
+/// The TCP_MAXSEG a flow's sockets get: its MSS, plus the timestamp option's 12 bytes when
+/// it has them (TCP_MAXSEG clamps the MSS without options; with timestamps Linux then
+/// carries 12 bytes fewer per segment, `tcp_current_mss`, the scenario's mss). An MSS Linux
+/// would refuse is refused here, before any namespace or socket exists: "tcp.mss_bytes: ...".
+pub fn max_segment_bytes(t: &TcpConfig) -> Result<u32, String> {
+    let ts = if t.timestamps { fatpipe_core::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 };
+    let value = t.mss_bytes + ts;
+    if TCP_MAXSEG_BYTES.contains(&value) {
+        return Ok(value);
+    }
+    let (lo, hi) = (TCP_MAXSEG_BYTES.start() - ts, TCP_MAXSEG_BYTES.end() - ts);
+    Err(format!(
+        "tcp.mss_bytes: {} is not allowed on Linux: its TCP_MAXSEG takes {} to {} bytes (TCP_MIN_MSS and MAX_TCP_WINDOW, include/net/tcp.h), an MSS of {lo} to {hi}{}; give the links an MTU of at least {} (mtu)",
+        t.mss_bytes,
+        TCP_MAXSEG_BYTES.start(),
+        TCP_MAXSEG_BYTES.end(),
+        if t.timestamps { " with timestamps" } else { "" },
+        lo + fatpipe_core::packet::IPV4_TCP_HEADER_BYTES + ts,
+    ))
+}
+
 /// Everything the emulator sets for one TCP flow.
 #[derive(Clone, Debug, Default)]
 pub struct FlowKnobs {
@@ -93,16 +121,17 @@ pub fn flow_knobs(
     sysctl_value: &dyn Fn(&str) -> Option<u64>,
     module_params: &dyn Fn(&str, &str) -> Option<String>,
 ) -> Result<FlowKnobs, String> {
+    tcp_of(spec)?; // the MSS is refused before the algorithm
     let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
     let list = available.join(" ");
     let Some(linux) = linux_name(algorithm) else {
         return Err(format!(
-            "congestion control {algorithm:?} has no Linux implementation to emulate; the kernel offers: {list} (/proc/sys/net/ipv4/tcp_available_congestion_control)"
+            "cc: congestion control {algorithm:?} has no Linux implementation to emulate; the kernel offers: {list} (/proc/sys/net/ipv4/tcp_available_congestion_control)"
         ));
     };
     if !available.iter().any(|a| a == linux) {
         return Err(format!(
-            "congestion control {algorithm:?} (Linux {linux:?}) is not available in this kernel; available: {list} (/proc/sys/net/ipv4/tcp_available_congestion_control); load it (modprobe tcp_{linux}) or choose one of those"
+            "cc: congestion control {algorithm:?} (Linux {linux:?}) is not available in this kernel; available: {list} (/proc/sys/net/ipv4/tcp_available_congestion_control); load it (modprobe tcp_{linux}) or choose one of those"
         ));
     }
     let mut k = FlowKnobs { congestion: linux.to_string(), ..FlowKnobs::default() };
@@ -143,6 +172,13 @@ pub fn module_runs_as_asked(
         && parameter_notes(algorithm, cc, module_params).is_empty()
 }
 
+/// The flow's TCP settings and the TCP_MAXSEG its MSS asks for: what is refused first,
+/// before anything is set up (a BPF program registered too: `bpf_cc::flow_knobs`).
+pub fn tcp_of(spec: &FlowSpec) -> Result<(&TcpConfig, u32), String> {
+    let t = spec.tcp.as_ref().ok_or("tcp: a TCP flow needs tcp settings")?;
+    Ok((t, max_segment_bytes(t)?))
+}
+
 /// Everything but the algorithm: socket options, sysctls, route metrics and notes.
 fn tcp_knobs(
     spec: &FlowSpec,
@@ -150,14 +186,11 @@ fn tcp_knobs(
     sysctl_value: &dyn Fn(&str) -> Option<u64>,
 ) -> Result<FlowKnobs, String> {
     let sysctl_exists = |key: &str| sysctl_value(key).is_some();
-    let t = spec.tcp.as_ref().ok_or("a TCP flow needs tcp settings")?;
+    let (t, max_segment_bytes) = tcp_of(spec)?;
     let linux = k.congestion.clone();
     for opts in [&mut k.sender, &mut k.receiver] {
         opts.congestion = Some(linux.to_string());
-        // TCP_MAXSEG clamps the MSS without options; with timestamps Linux then carries 12
-        // bytes fewer per segment (tcp_current_mss), which is the scenario's mss.
-        opts.max_segment_bytes =
-            Some(t.mss_bytes + if t.timestamps { fatpipe_core::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 });
+        opts.max_segment_bytes = Some(max_segment_bytes);
     }
     k.sender.snd_buffer_bytes = Some(t.snd_buffer_bytes);
     k.receiver.rcv_buffer_bytes = Some(t.rcv_buffer_bytes);
@@ -600,6 +633,42 @@ mod tests {
         let other = |key: &str| if key == "net.ipv4.tcp_sack" { Some("1".to_string()) } else { same(key) };
         let notes = host_setting_notes(&k.sender_sysctls, &other, "the daemon's host");
         assert_eq!(notes, ["net.ipv4.tcp_sack is 1 on the daemon's host; the flow asks for 0 (not changed: a probe never changes a host's settings)"]);
+    }
+
+    #[test]
+    fn an_mss_linux_refuses_is_refused_before_anything_is_set_up() {
+        // mtu = 68, the IPv4 minimum, left an MSS of 28 (16 with timestamps): the scenario
+        // validated, and emulate failed at setsockopt(TCP_MAXSEG) with EINVAL.
+        for (mss, timestamps, ok) in [
+            (28, false, false),
+            (87, false, false),
+            (88, false, true),
+            (76, true, true),
+            (75, true, false),
+            (32767, false, true),
+            (32768, false, false),
+        ] {
+            let mut t = tcp();
+            t["mss_bytes"] = json!(mss);
+            t["timestamps"] = json!(timestamps);
+            let (spec, cc) = flow(t, json!({"algorithm": "cubic"}));
+            let got = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None);
+            assert_eq!(got.is_ok(), ok, "mss {mss}, timestamps {timestamps}");
+            if let Err(e) = got {
+                assert!(
+                    e.starts_with(&format!(
+                        "tcp.mss_bytes: {mss} is not allowed on Linux: its TCP_MAXSEG takes 88 to 32767"
+                    )),
+                    "{e}"
+                );
+            }
+        }
+        let mut t = tcp();
+        t["mss_bytes"] = json!(28);
+        t["timestamps"] = json!(false);
+        let (spec, cc) = flow(t, json!({"algorithm": "cubic"}));
+        let e = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap_err();
+        assert!(e.ends_with("an MSS of 88 to 32767; give the links an MTU of at least 128 (mtu)"), "{e}");
     }
 
     #[test]

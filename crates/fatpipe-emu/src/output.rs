@@ -12,7 +12,6 @@ use crate::sampler::{FinalState, SamplerOutput};
 use crate::traffic::tcp::Granted;
 use crate::traffic::tcp_info::{Field, Sampled, INFINITE_SSTHRESH, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
 use crate::traffic::CountersSnapshot;
-use fatpipe_core::net::routing::routing_table;
 use fatpipe_core::packet::{IPV4_TCP_HEADER_BYTES, IPV4_UDP_HEADER_BYTES, TCP_TIMESTAMPS_OPTION_BYTES};
 use fatpipe_core::scenario::{FlowSpec, Scenario};
 use fatpipe_core::source::SourceSpec;
@@ -252,14 +251,14 @@ fn udp_flow(f: &FlowState, relay: &RelayReport, i: usize) -> Value {
 
 /// The lateness limit of `LATENESS_SHARE_OF_RTT` for the scenario's flows.
 fn lateness_limit(scenario: &Scenario) -> Time {
-    let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
+    let routes = scenario.routing_table();
     let one_way = |mut from: u32, to: u32| -> Time {
         let mut delay = 0;
         for _ in 0..scenario.nodes.len() {
             if from == to {
                 break;
             }
-            let Some(l) = routes[from as usize][to as usize] else { break };
+            let Some(l) = routes.get(from, to) else { break };
             let link = &scenario.links[l as usize];
             delay += link.delay_ps;
             from = link.to;

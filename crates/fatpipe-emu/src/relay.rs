@@ -25,7 +25,7 @@ use crate::lateness::Lateness;
 use crate::sys;
 use fatpipe_core::capture::{node_ip, Capture};
 use fatpipe_core::event::{Event, EventQueue};
-use fatpipe_core::net::routing::routing_table;
+use fatpipe_core::net::routing::{routing_table, RoutingTable};
 use fatpipe_core::net::split::Split;
 use fatpipe_core::net::Link;
 use fatpipe_core::packet::{Ecn, Packet, PacketKind, SackBlocks};
@@ -198,7 +198,7 @@ pub struct Relay {
     options: RelayOptions,
     events: EventQueue,
     links: Vec<Link>,
-    routes: Vec<Vec<Option<u32>>>,
+    routes: RoutingTable,
     splits: Vec<Split>,
     split_of: Vec<Option<u32>>,
     ports: Vec<Port>,
@@ -237,7 +237,10 @@ impl Relay {
         captures: Vec<Capture>,
         options: RelayOptions,
     ) -> Relay {
-        let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes);
+        // Any host may send to any other (an ICMP error, a stray packet), not only along
+        // the flows: every host is a destination.
+        let hosts = scenario.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Host).map(|(i, _)| i as u32);
+        let routes = routing_table(scenario.nodes.len(), &scenario.links, &scenario.routes, hosts);
         let mut links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
         // The run starts once the connections are open (`start_run`); no outage before.
         for link in &mut links {
@@ -490,7 +493,7 @@ impl Relay {
     /// Offers `pkt` at `node` to the next link of its route (a member of a split drawn at
     /// random), as `Simulation::forward` does.
     fn forward(&mut self, node: u32, pkt: Packet, time: Time) {
-        let Some(mut l) = self.routes[node as usize][pkt.dst as usize] else {
+        let Some(mut l) = self.routes.get(node, pkt.dst) else {
             self.foreign_packets += 1;
             self.pool.put(pkt.seq as u32);
             return;

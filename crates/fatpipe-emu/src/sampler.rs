@@ -10,7 +10,7 @@
 
 use crate::relay::Shared;
 use crate::traffic::tcp::TcpStream;
-use crate::traffic::tcp_info::{Sampled, INFINITE_SSTHRESH};
+use crate::traffic::tcp_info::{Field, Sampled, INFINITE_SSTHRESH};
 use crate::traffic::{Counters, Schedule};
 use fatpipe_core::probe::FlowSeries;
 use fatpipe_core::time::{Time, PS_PER_US};
@@ -35,7 +35,11 @@ pub struct FlowColumns {
     pub base: FlowSeries,
     // TCP_INFO beyond what a simulation records (-1 for UDP flows and before connection).
     pub rttvar_ps: Vec<i64>,
+    /// The retransmission timeout now (tcpi_rto), backoff included.
+    pub rto_ps: Vec<i64>,
     pub retransmitted_segments: Vec<i64>,
+    /// Retransmission timeouts so far (tcpi_total_rto, Linux 6.7; -1 on older kernels).
+    pub timeouts: Vec<i64>,
     pub lost_segments: Vec<i64>,
     pub delivery_rate_bps: Vec<i64>,
     pub pacing_rate_bps: Vec<i64>,
@@ -112,7 +116,9 @@ fn sample(all: &mut FlowColumns, t: Time, i: u32, f: &SampledFlow, relay: Option
     all.read_bytes.push(read);
     let tcp_only = [
         &mut all.rttvar_ps,
+        &mut all.rto_ps,
         &mut all.retransmitted_segments,
+        &mut all.timeouts,
         &mut all.lost_segments,
         &mut all.delivery_rate_bps,
         &mut all.pacing_rate_bps,
@@ -163,7 +169,9 @@ fn sample(all: &mut FlowColumns, t: Time, i: u32, f: &SampledFlow, relay: Option
     c.srtt_ps.push(if info.rtt_us == 0 { -1 } else { info.rtt_us as i64 * PS_PER_US as i64 });
     c.sent_bytes.push(info.bytes_sent);
     all.rttvar_ps.push(info.rttvar_us as i64 * PS_PER_US as i64);
+    all.rto_ps.push(info.rto_us as i64 * PS_PER_US as i64);
     all.retransmitted_segments.push(info.total_retrans as i64);
+    all.timeouts.push(if s.has(Field::TotalRto) { i64::from(info.total_rto) } else { -1 });
     all.lost_segments.push(info.lost as i64);
     all.delivery_rate_bps.push((info.delivery_rate.saturating_mul(8)).min(i64::MAX as u64) as i64);
     all.pacing_rate_bps.push(if info.pacing_rate == u64::MAX {

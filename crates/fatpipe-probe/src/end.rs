@@ -90,6 +90,9 @@ fn checked(setup: &TestSetup, available: &[String]) -> Result<Vec<FlowState>, St
     for (i, plan) in setup.flows.iter().enumerate() {
         let spec: FlowSpec =
             serde_json::from_value(plan.spec.clone()).map_err(|e| format!("test.flows[{i}].spec: {e}"))?;
+        // The rules every scenario's flows meet (`FlowSpec::check`, as `Scenario::validate`
+        // runs it): a peer's flow is held to them before anything runs it.
+        spec.check().map_err(|e| format!("test.flows[{i}].spec{e}"))?;
         let label = format!("test.flows[{i}] ({})", spec.name);
         let udp = spec.source.is_udp();
         if matches!(spec.source, SourceSpec::Http(_)) {

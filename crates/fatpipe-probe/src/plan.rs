@@ -78,7 +78,7 @@ impl Plan {
                 spec,
             };
             if !plan.spec.source.is_udp() {
-                tcp_plan(&mut plan, &raw["flows"][i]["cc"], tx, rx).map_err(|e| format!("{label}.cc: {e}"))?;
+                tcp_plan(&mut plan, &raw["flows"][i]["cc"], tx, rx).map_err(|e| format!("{label}.{e}"))?;
             }
             flows.push(plan);
         }
@@ -123,7 +123,10 @@ fn tcp_plan(plan: &mut FlowPlan, cc: &Value, tx: &Host, rx: &Host) -> Result<(),
     let tx_value = |key: &str| tx_info.sysctl_u64(key);
     let rx_value = |key: &str| rx_info.sysctl_u64(key);
     let k = kernel::flow_knobs(&plan.spec, cc, &tx.info.available_congestion_control, &tx_value, tx.module_params)
-        .map_err(|e| format!("on {}: {e}", tx.label))?;
+        .map_err(|e| match e.split_once(": ") {
+            Some((field, what)) => format!("{field}: on {}: {what}", tx.label),
+            None => format!("on {}: {e}", tx.label),
+        })?;
     plan.notes.extend(k.notes.iter().cloned());
     plan.notes.extend(buffer_notes(&plan.spec, (&tx_value, tx.info.cap_net_admin), (&rx_value, rx.info.cap_net_admin)));
     let tx_text = |key: &str| tx_info.sysctls.get(key).cloned();

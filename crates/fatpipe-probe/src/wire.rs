@@ -8,6 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Why a message could not be read.
@@ -51,14 +53,38 @@ pub struct Conn {
     buf: Vec<u8>,
     /// Longest line accepted, newline excluded.
     max_line_bytes: usize,
+    /// The longest a message of a few bytes may take to write (None: no limit); longer
+    /// messages get `WRITE_BYTES_PER_S` more.
+    write_timeout: Option<Duration>,
+    /// A write in progress gives up once this is set (the daemon stops).
+    abort: Option<Arc<AtomicBool>>,
 }
+
+/// The slowest a peer may take a long message (a result) in: 1 MB/s, on top of the write
+/// timeout. A timeout on the whole message, not on each write call: a peer that never reads
+/// lets a few bytes through now and then (the send buffer grows), which would restart a
+/// per-call timeout for ever (issue 23).
+const WRITE_BYTES_PER_S: u64 = 1_000_000;
 
 impl Conn {
     pub fn new(stream: TcpStream, max_line_bytes: usize) -> io::Result<Conn> {
         // Small request-response messages: no Nagle delay on them (and the RTT measured with
         // them is the path's).
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, buf: Vec::new(), max_line_bytes })
+        Ok(Conn { stream, buf: Vec::new(), max_line_bytes, write_timeout: None, abort: None })
+    }
+
+    /// Gives every message sent from now on `timeout` (plus a second per megabyte) to be
+    /// written; past it, `send` fails with `TimedOut` (a peer that does not read).
+    /// Writes also give up once `abort` is set.
+    pub fn set_write_timeout(&mut self, timeout: Duration, abort: Arc<AtomicBool>) {
+        self.write_timeout = Some(timeout);
+        self.abort = Some(abort);
+    }
+
+    /// Accepts lines of up to `max_line_bytes` from now on (a peer that proved itself).
+    pub fn set_max_line_bytes(&mut self, max_line_bytes: usize) {
+        self.max_line_bytes = max_line_bytes;
     }
 
     pub fn stream(&self) -> &TcpStream {
@@ -73,7 +99,30 @@ impl Conn {
         }
         let mut line = serde_json::to_vec(&value).map_err(io::Error::other)?;
         line.push(b'\n');
-        self.stream.write_all(&line)
+        let Some(timeout) = self.write_timeout else { return self.stream.write_all(&line) };
+        let deadline = Instant::now() + timeout + Duration::from_millis(line.len() as u64 * 1000 / WRITE_BYTES_PER_S);
+        let mut rest = &line[..];
+        while !rest.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "the peer takes nothing: the write timed out"));
+            }
+            if self.abort.as_ref().is_some_and(|a| a.load(std::sync::atomic::Ordering::Relaxed)) {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "stopping"));
+            }
+            self.stream.set_write_timeout(Some(left.min(Duration::from_millis(100))))?;
+            match self.stream.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Sends an error message (best effort: the peer may be gone).
@@ -83,15 +132,20 @@ impl Conn {
 
     /// Ends the connection so that what was sent arrives: closing a socket with unread
     /// input would reset it and could destroy the last message (an error line to a client
-    /// that was still sending). Reads and drops the rest for at most a second.
-    pub fn close_gracefully(mut self) {
+    /// that was still sending). Reads and drops the rest for at most a second, less once
+    /// `stop` is set (the daemon stops).
+    pub fn close_gracefully(mut self, stop: &AtomicBool) {
         let _ = self.stream.shutdown(std::net::Shutdown::Write);
         let until = Instant::now() + Duration::from_secs(1);
         let mut chunk = [0u8; 64 * 1024];
         while let Some(left) = until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
-            let _ = self.stream.set_read_timeout(Some(left));
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            let _ = self.stream.set_read_timeout(Some(left.min(Duration::from_millis(50))));
             match self.stream.read(&mut chunk) {
                 Ok(n) if n > 0 => continue,
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
                 _ => break,
             }
         }

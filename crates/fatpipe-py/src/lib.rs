@@ -45,6 +45,7 @@ impl Column {
             CoreColumn::U64(v) => (v.as_ptr() as usize, v.len(), "u8"),
             CoreColumn::I64(v) => (v.as_ptr() as usize, v.len(), "i8"),
             CoreColumn::U32(v) => (v.as_ptr() as usize, v.len(), "u4"),
+            CoreColumn::F64(v) => (v.as_ptr() as usize, v.len(), "f8"),
         };
         let interface = PyDict::new(py);
         interface.set_item("version", 3)?;
@@ -88,6 +89,11 @@ impl Simulation {
     #[getter]
     fn events(&self) -> u64 {
         self.inner.events_processed()
+    }
+
+    /// Every flow's route: a list of (data, ACKs) link-index lists, as `flow_routes`.
+    fn flow_routes(&self) -> Vec<fatpipe_core::scenario::FlowRoute> {
+        self.inner.flow_routes()
     }
 
     /// Advances to `t_ps` (at most the duration) with the GIL released, so other Python
@@ -139,6 +145,14 @@ impl Simulation {
 fn check(scenario_json: &str) -> PyResult<()> {
     let scenario = Scenario::from_json(scenario_json).map_err(PyValueError::new_err)?;
     scenario.validate().map(|_| ()).map_err(PyValueError::new_err)
+}
+
+/// Every flow's route in a normalized scenario, as link indices: a list of (data, ACKs)
+/// pairs, the ACKs' empty for a UDP flow; ValueError as `check` for a bad document.
+#[pyfunction]
+fn flow_routes(scenario_json: &str) -> PyResult<Vec<fatpipe_core::scenario::FlowRoute>> {
+    let scenario = Scenario::from_json(scenario_json).map_err(PyValueError::new_err)?;
+    scenario.flow_routes().map_err(PyValueError::new_err)
 }
 
 /// A real-time emulation of a normalized scenario (fatpipe-emu, docs/emulation.md): hosts as
@@ -280,6 +294,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<Column>()?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_routes, m)?)?;
     m.add_class::<Emulation>()?;
     m.add_function(wrap_pyfunction!(available_congestion_control, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;

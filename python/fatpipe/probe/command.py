@@ -12,9 +12,13 @@ from typing import Any, Optional, Tuple
 
 from ..realtime import Terminated, sigterm_as_interrupt
 from ..scenario import ScenarioError
+from ..units import whole_number
 
 __all__ = ["add_probe_command"]
 
+#: The longest shared secret read: HMAC-SHA256 hashes any key longer than its 64-byte block
+#: (RFC 2104 section 2), so more adds nothing; this bounds what --secret-file reads.
+MAX_SECRET_BYTES = 4096
 #: The environment variable that holds the shared secret when no --secret-file is given.
 SECRET_ENV = "FATPIPE_PROBE_SECRET"
 
@@ -94,7 +98,7 @@ def _kind(parse: Any, allowed: str) -> Any:
 
 
 def _port_of(text: str) -> int:
-    value = int(text, 10)
+    value = whole_number(text)
     if not 1 <= value <= 65535:
         raise ValueError(text)
     return value
@@ -118,7 +122,7 @@ def _bind_of(text: str) -> str:
         host = "127.0.0.1"
     ipaddress.IPv4Address(host)
     if port:
-        value = int(port, 10)
+        value = whole_number(port)
         if not 0 <= value <= 65535:
             raise ValueError(text)
     return f"{host}:{port}" if port else host
@@ -165,7 +169,7 @@ _seconds = _kind(lambda t: _duration_of(t) / 10**12, 'expected a positive durati
 _rate = _kind(_rate_of, 'expected a rate such as "100Mbps"')
 _size = _kind(_size_of, 'expected a positive size such as "256KB"')
 def _positive_of(text: str) -> int:
-    value = int(text, 10)
+    value = whole_number(text)
     if value < 1:
         raise ValueError(text)
     return value
@@ -185,11 +189,17 @@ def _secret(args: argparse.Namespace) -> Optional[bytes]:
     from ..cli import CliError
 
     if args.secret_file is not None:
-        try:
-            data = Path(args.secret_file).read_bytes()
-        except OSError as err:
-            raise CliError(f"--secret-file {args.secret_file}: cannot read: {err.strerror or err}") from None
         source = f"--secret-file {args.secret_file}"
+        try:
+            # Read no more than a secret can be: /dev/urandom or a huge file is refused at
+            # once instead of read without end.
+            with open(args.secret_file, "rb") as file:
+                data = file.read(MAX_SECRET_BYTES + 1)
+        except OSError as err:
+            raise CliError(f"{source}: cannot read: {err.strerror or err}") from None
+        if len(data) > MAX_SECRET_BYTES:
+            raise CliError(f"{source}: longer than {MAX_SECRET_BYTES} bytes; a shared secret is a short file "
+                           "(16 random bytes or more are best, e.g. head -c 32 /dev/urandom | base64 > FILE)")
     elif os.environ.get(SECRET_ENV):
         data, source = os.environb[SECRET_ENV.encode()], f"${SECRET_ENV}"
     else:
@@ -227,7 +237,8 @@ def serve_command(args: argparse.Namespace) -> int:
               "reaches it can make this host send and receive test traffic (--secret-file)", file=sys.stderr, flush=True)
     try:
         with sigterm_as_interrupt():
-            while not server.wait(0.5):
+            # Short waits: SIGTERM is handled between them, and the daemon stops within 1 s.
+            while not server.wait(0.1):
                 pass
     except KeyboardInterrupt:
         pass

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..plots import _figure, _save
+from ..plots import _figure, _save, same_as_notes, series_style
 from .catalog import UNITS, Figure
 from .evaluate import MeasureError, Results
 from .expressions import Expression, ExpressionError
@@ -78,11 +78,15 @@ def _lines(results: Results, rows: Any, fig: Figure, path: Path) -> None:
     positions = {v: i for i, v in enumerate(xs_all)}
     figure = _figure()
     ax = figure.add_subplot()
-    lines = [(f"{g_label}{', ' if g_label and e_label else ''}{e_label}", group, f"__y{i}")
-             for g_label, group in _groups(rows, spec.get("by")) for i, e_label in enumerate(expressions)]
-    for g, (label, group, column) in enumerate(lines):
-        stats = group.groupby("__x", sort=False)[column].agg(["mean", "min", "max"])
-        stats = stats.loc[[v for v in xs_all if v in stats.index]]
+    lines = []
+    for g_label, group in _groups(rows, spec.get("by")):
+        for i, e_label in enumerate(expressions):
+            stats = group.groupby("__x", sort=False)[f"__y{i}"].agg(["mean", "min", "max"])
+            stats = stats.loc[[v for v in xs_all if v in stats.index]].dropna(subset=["mean"])
+            if len(stats):  # the legend lists only what is drawn
+                lines.append((f"{g_label}{', ' if g_label and e_label else ''}{e_label}", stats))
+    labels = same_as_notes([label for label, _ in lines], [stats["mean"].to_numpy() for _, stats in lines])
+    for g, ((_, stats), label) in enumerate(zip(lines, labels)):
         pos = np.array([positions[v] for v in stats.index], dtype=float)
         if fig.kind == "bars":
             width = _BAR_WIDTH / max(1, len(lines))
@@ -90,7 +94,7 @@ def _lines(results: Results, rows: Any, fig: Figure, path: Path) -> None:
             ax.bar(pos + offset, stats["mean"], width=width, label=label or None,
                    yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]], capsize=2)
         else:
-            (line,) = ax.plot(pos, stats["mean"], marker="o", markersize=3, linewidth=1.0, label=label or None)
+            (line,) = ax.plot(pos, stats["mean"], label=label or None, alpha=0.9, **series_style(g, len(lines)))
             if (stats["max"] > stats["min"]).any():
                 ax.fill_between(pos, stats["min"], stats["max"], color=line.get_color(), alpha=0.15)
     _overlay(ax, spec.get("document"), list(range(len(xs_all))))

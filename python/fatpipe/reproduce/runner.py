@@ -112,6 +112,8 @@ def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_p
     bits per second (iperf -i): columns ``interval.<flow>.<k>``."""
     import pandas as pd
 
+    from ..metrics import interval_rates
+
     every_s = interval_ps / 1e12
     rows: List[Dict[str, float]] = []
     for run_dir in run_dirs:
@@ -120,21 +122,11 @@ def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_p
         if series_file is not None and series_file.exists():
             series = pd.read_parquet(series_file, columns=["time_s", "flow", "delivered_bytes"])
             for flow, s in series.groupby("flow", sort=False, observed=True):
-                times, delivered = s["time_s"].to_numpy(), s["delivered_bytes"].to_numpy()
-                k = 0
-                while (k + 1) * every_s <= times[-1] + 1e-9:
-                    start, end = (_at(times, delivered, k * every_s), _at(times, delivered, (k + 1) * every_s))
-                    row[f"interval.{flow}.{k}"] = (end - start) * 8 / every_s
-                    k += 1
+                for k, rate in enumerate(interval_rates(s["time_s"], s["delivered_bytes"], every_s)):
+                    row[f"interval.{flow}.{k}"] = rate
         rows.append(row)
     extra = pd.DataFrame(rows, index=table.index)
     return pd.concat([table, extra], axis=1)
-
-
-def _at(times: Any, values: Any, t: float) -> float:
-    import numpy as np
-
-    return float(np.interp(t, times, values))
 
 
 def run_experiment(

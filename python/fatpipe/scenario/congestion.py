@@ -479,6 +479,23 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
 
 
 # ---- presets: the documents' "TCP versions" ----------------------------------------------
+#
+# The naming rule (README, docs/scenario.md, `fatpipe algorithms`): the name in ``cc`` chooses
+# the congestion control; ``[flows.tcp] profile`` chooses the stack (``linux`` when unset:
+# nothing else ever moves a flow to another stack), and the stack decides how a name
+# recovers from loss. On the Linux stack every algorithm recovers with Linux's SACK recovery
+# (RACK, PRR, undo); ``newreno`` is Reno without SACK (net.ipv4.tcp_sack = 0, where Linux
+# recovers as RFC 6582 NewReno); so ``reno`` there is Linux's reno (tcp_reno_cong_avoid).
+# The RFC stack (profiles rfc, bsd-4.4, ns2) is where the classic recoveries live: there the
+# four Reno versions of document 003 name their recovery (``tahoe``, ``reno``: RFC 5681's
+# classic Reno, ``newreno``, ``sack``) and every other algorithm recovers with SACK.
+# ``[flows.tcp] recovery`` names a recovery explicitly on either stack.
+
+#: Recoveries each stack has (``[flows.tcp] recovery``).
+STACK_RECOVERIES: Dict[str, Tuple[str, ...]] = {
+    "linux": ("sack", "newreno"),
+    "rfc": ("tahoe", "reno", "newreno", "sack"),
+}
 
 
 @dataclass(frozen=True)
@@ -487,6 +504,7 @@ class Preset:
     documents compare them (document 003's eight versions; documents 001 and 004's tunings)."""
 
     algorithm: str
+    #: The loss recovery on the RFC stack (profiles rfc, bsd-4.4, ns2).
     recovery: str
     doc: str
     source: str
@@ -494,15 +512,25 @@ class Preset:
     params: Mapping[str, Any] = field(default_factory=dict)
     #: Defaults for [flows.tcp] keys the user leaves unset (already in base units).
     tcp: Mapping[str, Any] = field(default_factory=dict)
+    #: The loss recovery on the Linux stack (profiles linux, linux-2.4): "sack" (Linux's own,
+    #: with RACK, PRR and undo), "newreno" (Linux without SACK), or None: the version has no
+    #: Linux form and runs on the RFC stack only.
+    linux_recovery: Optional[str] = "sack"
 
 
 PRESETS: Dict[str, Preset] = {
     "tahoe": Preset(
-        "reno", "tahoe", "fast retransmit, then slow start from one segment", "Jacobson 1988; 4.3BSD Tahoe"
+        "reno", "tahoe", "fast retransmit, then slow start from one segment", "Jacobson 1988; 4.3BSD Tahoe",
+        linux_recovery=None,
     ),
-    "reno": Preset("reno", "reno", "fast recovery, left on the first new ACK", "RFC 5681"),
+    "reno": Preset(
+        "reno", "reno", "Reno's congestion control; on the RFC stack RFC 5681's classic fast recovery, left on "
+        "the first new ACK; on Linux the kernel's reno (tcp_reno_cong_avoid) with Linux's SACK recovery",
+        "RFC 5681; Linux net/ipv4/tcp_cong.c",
+    ),
     "newreno": Preset(
-        "reno", "newreno", "fast recovery until all data outstanding at the loss is acknowledged", "RFC 6582"
+        "reno", "newreno", "fast recovery until all data outstanding at the loss is acknowledged, without SACK "
+        "(on Linux: net.ipv4.tcp_sack = 0)", "RFC 6582", linux_recovery="newreno",
     ),
     "sack": Preset("reno", "sack", "standard TCP with selective acknowledgments", "RFC 2018, RFC 6675"),
     "vegas": Preset("vegas", "sack", "delay-based: keeps alpha..beta packets queued", "Brakmo and Peterson 1995"),
@@ -533,13 +561,53 @@ PRESETS: Dict[str, Preset] = {
     "bbr": Preset("bbr", "sack", "BBR v1: model-based, paced", "Cardwell et al. 2016"),
 }
 
-#: The preset of a flow that names none.
-DEFAULT_PRESET = "newreno"
+#: Document 003's Reno versions: on the RFC stack their names say the recovery, so a
+#: [flows.cc] table with algorithm = "reno" there must say which (``[flows.tcp] recovery``).
+RENO_VERSIONS = tuple(name for name, p in PRESETS.items() if p.algorithm == "reno")
+#: The RFC-stack profiles, as users write them in messages (profiles.py defines them).
+RFC_STACK_PROFILES_TEXT = '"rfc" (or "bsd-4.4", "ns2")'
 
 
-def preset_for_algorithm(algorithm: str) -> str:
-    """The preset a [flows.cc] table with ``algorithm = ...`` takes its recovery from."""
-    return DEFAULT_PRESET if algorithm == "reno" else algorithm
+def stack_recovery(
+    stack: str, profile: str, cc: Mapping[str, Any], recovery: Optional[str], path: str, tcp_path: str,
+    profile_given: bool,
+) -> str:
+    """The flow's loss recovery on ``stack`` (see the naming rule above): ``recovery`` if the
+    flow set it, else what its ``cc`` means on that stack. A recovery the stack does not have,
+    and a Reno table on the RFC stack without a recovery, are refused in one line saying what
+    to write instead."""
+    named = f'profile = "{profile}"' + ("" if profile_given else " (the default)")
+    classic = {"tahoe": "Tahoe", "reno": "classic Reno"}
+    if recovery is not None:
+        if recovery not in STACK_RECOVERIES[stack]:
+            key = _join(tcp_path, "recovery")
+            raise ScenarioError(
+                f'{key}: "{recovery}" is not allowed with {named}: {classic.get(recovery, recovery)} recovery runs '
+                f"on the RFC stack: set profile = {RFC_STACK_PROFILES_TEXT} beside it; the Linux stack has "
+                '"sack" and "newreno" (without SACK)',
+                key,
+            )
+        return recovery
+    preset = PRESETS[cc["preset"]]
+    if stack == "linux":
+        if preset.linux_recovery is None:
+            key = _join(path, "cc")
+            raise ScenarioError(
+                f'{key}: "{cc["preset"]}" is not allowed with {named}: {classic.get(preset.recovery, preset.recovery)} '
+                f"recovery runs on the RFC stack: set [flows.tcp] profile = {RFC_STACK_PROFILES_TEXT}; on Linux "
+                'write "reno" (with SACK) or "newreno" (without SACK)',
+                key,
+            )
+        return preset.linux_recovery
+    if cc.get("table") and cc["algorithm"] == "reno":
+        key = _join(tcp_path, "recovery")
+        names = ", ".join(json.dumps(n) for n in RENO_VERSIONS)
+        raise ScenarioError(
+            f'{key}: missing; required with [flows.cc] algorithm = "reno" and {named}: the RFC stack has '
+            f"the four Reno recoveries of document 003; set recovery = one of {names} (or write cc = one of them)",
+            key,
+        )
+    return preset.recovery
 
 
 class CongestionControlChoice(Tagged):
@@ -554,18 +622,56 @@ class CongestionControlChoice(Tagged):
                 raise _fail(path, value, f"expected a preset, one of: {names}; or a [flows.cc] table")
             preset = PRESETS[value]
             parsed = super().parse({self.tag: preset.algorithm, **preset.params}, path)
-            return {**parsed, "preset": value, "given": frozenset(preset.params)}
+            return {**parsed, "preset": value, "given": frozenset(preset.params), "table": False}
         if isinstance(value, Mapping) and "bpf" in value and self.tag not in value:
             value = {self.tag: "bpf", **value}  # cc = { bpf = "algo.bpf.o" }
         parsed = super().parse(value, path)
         given = frozenset(value) if isinstance(value, Mapping) else frozenset()
-        return {**parsed, "preset": preset_for_algorithm(parsed[self.tag]), "given": given}
+        # Every algorithm has a preset of its name: the table takes its recovery from it. A BPF
+        # program recovers as every algorithm but Reno's versions does: with SACK ("sack"'s).
+        preset = "sack" if parsed[self.tag] == "bpf" else parsed[self.tag]
+        return {**parsed, "preset": preset, "given": given, "table": True}
+
+
+def cc_name(flow: Mapping[str, Any]) -> str:
+    """What a normalized TCP flow runs, by the name a scenario would write for it (the rule
+    above, read backwards): a Reno flow by its version ("newreno", and on the RFC stack
+    "tahoe", "reno" or "sack"; Linux's reno with SACK is "reno"), any other by its
+    algorithm; "udp" for a UDP flow. Reports and tables show this, not the core's algorithm
+    alone (which is "reno" for every Reno version)."""
+    if flow.get("tcp") is None:
+        return "udp"
+    algorithm, tcp = flow["cc"]["algorithm"], flow["tcp"]
+    if algorithm != "reno":
+        return algorithm
+    if tcp["stack"] == "linux":
+        return "newreno" if tcp["recovery"] == "newreno" else "reno"
+    return tcp["recovery"]
+
+
+#: The naming rule in a paragraph (the reference, `fatpipe algorithms`).
+NAMING_RULE = (
+    "The name in `cc` chooses the congestion control; `[flows.tcp] profile` chooses the stack "
+    '(`"linux"` when unset: nothing moves a flow to another stack), and the stack decides how the '
+    "flow recovers from loss. On the Linux stack (`linux`, `linux-2.4`) every algorithm recovers with "
+    "Linux's SACK recovery, so `reno` is Linux's reno (tcp_reno_cong_avoid) and `sack` the same; "
+    "`newreno` is Reno without SACK (net.ipv4.tcp_sack = 0). The classic recoveries live on the RFC "
+    "stack (`rfc`, `bsd-4.4`, `ns2`): there document 003's four Reno versions name theirs (`tahoe`, "
+    "`reno` with RFC 5681's classic fast recovery, `newreno`, `sack`) and every other algorithm "
+    "recovers with SACK. `[flows.tcp] recovery` names a recovery explicitly; a request a stack cannot "
+    "run is refused, saying what to write instead."
+)
 
 
 def format_presets() -> str:
     """The presets as a Markdown table (for the reference and `fatpipe algorithms`)."""
-    rows = ["| preset | algorithm | recovery | settings | what it is | source |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| preset | algorithm | recovery on the RFC stack (rfc, bsd-4.4, ns2) | on the Linux stack (linux, linux-2.4) "
+        "| settings | what it is | source |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, p in PRESETS.items():
         settings = ", ".join(f"{k} = {_toml_literal(v)}" for k, v in {**p.params, **p.tcp}.items())
-        rows.append(f"| `{name}` | {p.algorithm} | {p.recovery} | {settings or '-'} | {p.doc} | {p.source} |")
-    return "\n".join(rows) + "\n"
+        linux = p.linux_recovery or "not allowed: RFC stack only"
+        rows.append(f"| `{name}` | {p.algorithm} | {p.recovery} | {linux} | {settings or '-'} | {p.doc} | {p.source} |")
+    return NAMING_RULE + "\n\n" + "\n".join(rows) + "\n"

@@ -9,11 +9,11 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
-from ..units import U64_MAX, format_duration
+from ..units import U64_MAX, UnitError, describe_value, format_duration
 from .bpf import paths_relative_to
-from .budget import check_budget
+from .budget import check_budget, check_counts
 from .flows import _FLOW, _check_unique_names, _expand_streams, _normalize_flow
 from .impairments import attach_impairments
 from .kinds import Duration, Integer, Name
@@ -77,16 +77,70 @@ class Loaded:
     plots: bool = True
     #: capture specs for the core's ``captures`` without ``path`` (the runner decides where)
     captures: List[Dict[str, Any]] = field(default_factory=list)
+    #: ``output.memory_budget``, bytes (None: a normalized document, which has no [output])
+    memory_budget: Optional[int] = None
+
+
+#: The largest scenario or sweep file read (and standard input for `fatpipe run -`): far more
+#: than any scenario written by hand or generated (the 100-group benchmark of 100,000 flows
+#: is 4 KB as streams; 100,000 [[flows]] tables written out are about 5 MB), and a bound on
+#: what `fatpipe run /dev/zero` or an endless pipe can make fatpipe read (issue 23: 330 MB/s
+#: without end).
+MAX_SCENARIO_BYTES = 16 * 2**20
+
+
+def read_capped(file: Any) -> bytes:
+    """Reads a binary file object to its end, refusing (ScenarioError) past
+    :data:`MAX_SCENARIO_BYTES` without reading more than one byte beyond."""
+    data = file.read(MAX_SCENARIO_BYTES + 1)
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(
+            f"larger than {MAX_SCENARIO_BYTES // 2**20} MiB, the most a scenario or sweep file may be (a device or "
+            "an endless stream?); a scenario this large is better built as a dict (fatpipe.run) or with streams"
+        )
+    return data
 
 
 def read_scenario_file(path: PathLike) -> Dict[str, Any]:
     """Reads a TOML file (or ``.json`` with the same structure) into a dict.
 
     Raises ``OSError`` if the file cannot be read and :class:`ScenarioError` if it is not
-    valid TOML/JSON (the message gives the line).
+    valid TOML/JSON (the message gives the line) or larger than :data:`MAX_SCENARIO_BYTES`.
     """
     p = Path(path)
-    return read_scenario_bytes(p.read_bytes(), json_format=p.suffix.lower() == ".json")
+    with open(p, "rb") as file:
+        data = read_capped(file)
+    return read_scenario_bytes(data, json_format=p.suffix.lower() == ".json")
+
+
+#: The deepest nesting of tables and arrays a scenario or sweep may have: a scenario's own
+#: go five deep ([topology.links.queue], sweeps' [grid.flows...] a few more); 10,000 levels
+#: made the parser fail with a RecursionError (issue 23).
+MAX_DEPTH = 32
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels of tables and arrays, which no scenario or sweep needs"
+
+
+def check_depth(doc: Any) -> None:
+    """Refuses (ScenarioError) tables and arrays nested deeper than :data:`MAX_DEPTH`."""
+    if _depth(doc) > MAX_DEPTH:
+        raise ScenarioError(_TOO_DEEP)
+
+
+def _depth(value: Any) -> int:
+    """How deep tables and arrays nest in ``value`` (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_DEPTH:
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def read_scenario_bytes(data: bytes, json_format: bool = False) -> Dict[str, Any]:
@@ -104,6 +158,8 @@ def read_scenario_bytes(data: bytes, json_format: bool = False) -> Dict[str, Any
             raise ScenarioError(
                 f"invalid JSON: {err.msg} (at line {err.lineno}, column {err.colno})"
             ) from None
+        except RecursionError:
+            raise ScenarioError(_TOO_DEEP) from None
     else:
         if _toml is None:
             raise ImportError(
@@ -113,6 +169,9 @@ def read_scenario_bytes(data: bytes, json_format: bool = False) -> Dict[str, Any
             doc = _toml.loads(text)
         except _toml.TOMLDecodeError as err:
             raise ScenarioError(f"invalid TOML: {err}") from None
+        except RecursionError:
+            raise ScenarioError(_TOO_DEEP) from None
+    check_depth(doc)
     if not isinstance(doc, dict):
         raise _fail("scenario", doc, "expected a table at the top level")
     return doc
@@ -123,12 +182,16 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
     if isinstance(source, Mapping):
         doc: Mapping[str, Any] = source
         default_name = "scenario"
+        # Counts first: a million flows are refused before they are walked for their depth.
+        check_counts(doc, _memory_budget(doc))
+        check_depth(doc)
         base = None
     elif not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"a scenario is a file path or a dict, not {type(source).__name__}")
     else:
-        doc = read_scenario_file(source)
+        doc = read_scenario_file(source)  # no deeper than MAX_DEPTH, at most 16 MiB
         default_name = Path(source).stem or "scenario"
+        check_counts(doc, _memory_budget(doc))
         base = Path(source).resolve().parent
     # A BPF congestion control's file is found beside the scenario file (scenario/bpf.py).
     with paths_relative_to(base):
@@ -143,7 +206,7 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
             f"must be at most the duration ({format_duration(duration_ps)})",
             "output.sample_interval",
         )
-    name = top["name"] if top["name"] is not None else default_name
+    name = top["name"] if top["name"] is not None else _default_name(default_name)
     topo = top["topology"]
     shape = SHAPES[topo["shape"]]
     own = {k: v for k, v in topo.items() if k != "shape" and k not in SHAPE_COMMON_KEYS}
@@ -176,7 +239,32 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         _check_routes(core, top["flows"])
     captures = _capture_points(output, network, duration_ps)
     check_budget(core, captures, output, queue_fields)
-    return Loaded(core=core, plots=output["plots"], captures=captures)
+    return Loaded(core=core, plots=output["plots"], captures=captures, memory_budget=output["memory_budget"])
+
+
+def _memory_budget(doc: Mapping[str, Any]) -> int:
+    """``output.memory_budget`` as written (its default if absent or not yet valid: the
+    validation proper reports a bad value), read before the rest of the scenario."""
+    budget = next(f for f in _OUTPUT.fields if f.key == "memory_budget")
+    output = doc.get("output")
+    raw = output.get("memory_budget", budget.default) if isinstance(output, Mapping) else budget.default
+    try:
+        return budget.kind.parse(raw, "output.memory_budget")
+    except ScenarioError:
+        return budget.kind.parse(budget.default, "output.memory_budget")
+
+
+def _default_name(stem: str) -> str:
+    """The file's name as the scenario's name, if it can be one (a name is checked as if
+    written in the file, and the message says where it came from)."""
+    try:
+        return Name().convert(stem)
+    except UnitError as err:
+        raise ScenarioError(
+            f"name: not given, and the file name, {describe_value(stem)}, cannot be one: {err.allowed}; "
+            'give name = "..." in the scenario',
+            "name",
+        ) from None
 
 
 #: The core's route errors: "flows[<normalized index>]: <what is wrong>".

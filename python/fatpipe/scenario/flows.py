@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
 from ..units import U64_MAX, format_duration, format_size
-from .congestion import CC_ALGORITHMS, PRESETS, CongestionControlChoice
+from .congestion import CC_ALGORITHMS, PRESETS, CongestionControlChoice, stack_recovery
 from .kinds import Boolean, Choice, Duration, Integer, Name, Size
 from .network import Network
-from .profiles import DEFAULT_PROFILE, PROFILES, flow_profile, resolve_cc, resolve_tcp_members
+from .profiles import flow_profile, resolve_cc, resolve_tcp_members
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num
 from .sources import (
     _HTTP, _UDP_SOURCE_KINDS, IPV4_UDP_HEADER_BYTES, UDP_MODES, _normalize_http,
@@ -304,17 +304,13 @@ def _normalize_flow(
     start_ps, stop_ps = flow["start"], flow["stop"]
     src, dst = _flow_endpoints(flow, path, network)
     cc = flow["cc"]
+    profile = flow_profile(tcp)
     if cc is None:
-        # No congestion control named: the profile's (the default profile's if none is named).
-        default_profile = PROFILES[tcp["profile"] or DEFAULT_PROFILE]
-        cc = _FLOW_CC.kind.parse(default_profile.default_cc.value, _join(path, "cc"))
-    preset = PRESETS.get(cc["preset"])
-    recovery = tcp["recovery"] or (preset.recovery if preset else "sack")
-    profile = flow_profile(tcp, recovery, tcp_path)
-    if tcp["recovery"] is None and "algorithm" in cc["given"] and profile.stack == "linux":
-        # [flows.cc] algorithm = "reno" on Linux is the kernel's reno: SACK recovery, as every
-        # other algorithm there (the newreno preset is Linux without SACK).
-        recovery = "sack"
+        # No congestion control named: the profile's.
+        cc = _FLOW_CC.kind.parse(profile.default_cc.value, _join(path, "cc"))
+    preset = PRESETS[cc["preset"]]
+    recovery = stack_recovery(profile.stack, profile.name, cc, tcp["recovery"], path, tcp_path,
+                              profile_given=tcp["profile"] is not None)
     tcp = resolve_tcp_members(profile, tcp, tcp_path, parse=lambda key, value: _TCP_KINDS[key].parse(value, _join(tcp_path, key)))
     for key, value in UNLESS_PROFILE_SETS.items():
         if tcp[key] is None:
@@ -353,7 +349,7 @@ def _normalize_flow(
             f"{path}.cc.beta_min: {_num(cc['beta_min'])} is not allowed: must be at most beta_max ({_num(cc['beta_max'])})",
             f"{path}.cc.beta_min",
         )
-    max_ssthresh = tcp["max_ssthresh"] if tcp["max_ssthresh"] is not None else (preset.tcp.get("max_ssthresh") if preset else None)
+    max_ssthresh = tcp["max_ssthresh"] if tcp["max_ssthresh"] is not None else preset.tcp.get("max_ssthresh")
     initial_window = tcp["initial_window"]
     if initial_window == InitialWindow.RFC3390:
         initial_window = rfc3390_initial_window(mss)
@@ -426,7 +422,7 @@ def _normalize_flow(
             "max_send_rate_bps": tcp["max_send_rate"],
         },
         "cc": algorithm.normalize(
-            {k: v for k, v in cc.items() if k not in ("algorithm", "preset", "given")}, _join(path, "cc")
+            {k: v for k, v in cc.items() if k not in ("algorithm", "preset", "given", "table")}, _join(path, "cc")
         ),
     }
 

@@ -141,9 +141,16 @@ class Boolean(Scalar):
         return value
 
 
+#: The longest name, in UTF-8 bytes. Names become file and directory names: runs/<name>
+#: (with the staging directory's 18 more bytes while it is written), <capture>.pcap,
+#: time_sequence_<flow>.svg, all within a file system's 255-byte names (NAME_MAX); and plot
+#: labels, which a megabyte of name made take minutes to draw (issue 23).
+MAX_NAME_BYTES = 128
+
+
 class Name(Scalar):
     """A name for a scenario or flow: printable, no path separators (names become file and
-    directory names and plot labels)."""
+    directory names and plot labels), at most :data:`MAX_NAME_BYTES` bytes of UTF-8."""
 
     type_doc = "string"
     _BAD = re.compile(r"[\x00-\x1f\x7f/\\]")
@@ -151,6 +158,14 @@ class Name(Scalar):
     def convert(self, value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
             raise UnitError(value, 'expected a non-empty string, such as "reno"')
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError:  # a file name's undecodable bytes (surrogate escapes)
+            raise UnitError(value, "a name must be valid UTF-8 (it is written in JSON and plots)") from None
+        if size > MAX_NAME_BYTES:
+            raise UnitError(
+                value, f"a name of {size} bytes is too long: at most {MAX_NAME_BYTES} (names become file names)"
+            )
         # "." and ".." would name the parent directory in runs/<name>.
         if self._BAD.search(value) or value != value.strip() or not value.strip("."):
             raise UnitError(

@@ -73,9 +73,10 @@ _OUTPUT = Table(
         Field(
             "memory_budget",
             Size(minimum=1, example="16GiB"),
-            "most memory the run may hold, estimated before it starts: its time series "
-            "(samples x flows and links) and its queues when full; a scenario over it is "
-            "refused, naming the field to change (sample_interval, a queue limit)",
+            "most memory the run may hold, estimated before it starts: its network (links, "
+            "flows, routing tables), its time series (samples x flows and links), its queues "
+            "when full and its --interval reports; a scenario over it is refused, naming the "
+            "field to change (topology, flows, sample_interval, a queue limit)",
             "8GiB",
             "fatpipe default: room for the 100,000-flow benchmark (5 s at 10 ms: 6.4 GB, "
             "docs/benchmarks.md) on a 16 GiB machine",

@@ -10,7 +10,7 @@ per value; `fatpipe algorithms` and docs/scenario.md print them from here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping
 
 from .schema import ScenarioError, _join, _toml_literal
 
@@ -226,28 +226,14 @@ _NS2_PROFILE = Profile(
 )
 PROFILES["ns2"] = _NS2_PROFILE
 
-#: The profile of a flow that names none (unless its preset needs the RFC stack).
+#: The profile of a flow that names none. Nothing else chooses a flow's stack: a name the
+#: default stack cannot run is refused (congestion.stack_recovery), never moved elsewhere.
 DEFAULT_PROFILE = "linux"
-#: Presets whose loss recovery only the RFC stack has: a flow naming one without a profile
-#: runs on "rfc".
-RFC_STACK_RECOVERIES = ("tahoe", "reno")
 
 
-def flow_profile(tcp: Mapping[str, Any], recovery: Optional[str], tcp_path: str) -> Profile:
-    """The flow's profile: as given, else "rfc" for a recovery only the RFC stack has (the
-    tahoe and reno presets), else the default. A recovery the chosen stack lacks is refused."""
-    name = tcp["profile"]
-    if name is None:
-        name = "rfc" if recovery in RFC_STACK_RECOVERIES else DEFAULT_PROFILE
-    profile = PROFILES[name]
-    if profile.stack == "linux" and recovery in RFC_STACK_RECOVERIES:
-        key = _join(tcp_path, "recovery")
-        raise ScenarioError(
-            f'{key}: "{recovery}" is not allowed with profile = "{name}": Linux recovers with SACK, '
-            'or NewReno without it ("sack" or "newreno"); Tahoe and classic Reno run on profile = "rfc"',
-            key,
-        )
-    return profile
+def flow_profile(tcp: Mapping[str, Any]) -> Profile:
+    """The flow's profile: as given, else the default."""
+    return PROFILES[tcp["profile"] or DEFAULT_PROFILE]
 
 
 def resolve_tcp_members(

@@ -136,8 +136,8 @@ def format_reference() -> str:
             _walk("Top level", "", "Keys at the top of the file, before any [table].", SCENARIO)
         ).rstrip()
         + "\n\n### Presets (`cc = \"name\"`)\n\n"
-        + "A preset names a TCP version: an algorithm, its parameters and a loss recovery. "
-        + "Keys set in [flows.tcp] override the preset's.\n\n"
+        + "A preset names a congestion control, some with the parameters of a document's tuning; "
+        + "keys set in [flows.tcp] override what the name implies.\n\n"
         + format_presets()
         + "\n### Stack profiles (`[flows.tcp] profile`)\n\n"
         + format_profiles()

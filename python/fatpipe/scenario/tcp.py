@@ -286,9 +286,10 @@ _TCP = Table(
             "(RFC 6582: stays in recovery until all data outstanding at the loss is "
             "acknowledged), sack (RFC 2018 selective acknowledgments with RFC 6675 recovery, or "
             "Linux's); the Linux stack has sack and newreno (Linux without SACK), the RFC stack all four",
-            Derived("the cc preset's: tahoe, reno, newreno for those presets, sack for the others"),
-            "the documents' TCP versions (document 003); SACK for the newer algorithms, as "
-            "Linux and document 001's hosts had it",
+            Derived('by stack and cc: the Linux stack sack (newreno with cc = "newreno"); the RFC stack tahoe, '
+                    'reno, newreno or sack as cc names them, sack for the other algorithms'),
+            "Linux recovers with SACK (net.ipv4.tcp_sack = 1); on the RFC stack the documents' TCP versions "
+            "(document 003), SACK for the newer algorithms, as document 001's hosts had it",
         ),
         Field(
             "fack",

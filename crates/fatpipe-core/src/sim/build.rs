@@ -38,13 +38,12 @@ impl Simulation {
                     connection_timer: LazyTimer::default(),
                     closed: ClosedConnections::default(),
                     losses: FlowLosses::default(),
-                    iface: routes[f.src as usize][f.dst as usize].expect("validated: every flow has a route"),
+                    iface: routes.get(f.src, f.dst).expect("validated: every flow has a route"),
                     max_ip_bytes: f.tcp().header_bytes() + f.tcp().mss_bytes,
                     iface_waiting: false,
                     udp: UdpSchedule::of(&f.source).map(|schedule| {
                         // The sending host's line: the first link of the route (validated to exist).
-                        let line =
-                            &links[routes[f.src as usize][f.dst as usize].expect("validated route") as usize].spec;
+                        let line = &links[routes.get(f.src, f.dst).expect("validated route") as usize].spec;
                         UdpFlow::new(
                             i as u32,
                             f.src,
@@ -102,23 +101,22 @@ impl Simulation {
             scenario.captures.iter().map(|spec| Capture::create(spec.clone())).collect::<Result<Vec<_>, _>>()?;
         let hand_on = hand_on::hand_on_table(&scenario, &routes, &link_taps);
         let next_hop = routes
+            .hops()
             .iter()
-            .flatten()
-            .map(|hop| match hop {
-                None => NO_ROUTE,
-                Some(l) if split_of[*l as usize].is_some() => l | IN_SPLIT,
-                Some(l) => *l,
-            })
+            .map(|&l| if l != NO_ROUTE && split_of[l as usize].is_some() { l | IN_SPLIT } else { l })
             .collect();
+        let (route_column, route_columns) = (routes.column_map().to_vec(), routes.columns());
         let flow_series = series(&scenario, scenario.flows.len(), FlowSeries::reserve);
         let queue_series = series(&scenario, scenario.links.len(), QueueSeries::reserve);
-        Ok(Simulation {
+        let mut sim = Simulation {
             scenario,
             now: 0,
             events,
             links,
             routes,
             next_hop,
+            route_column,
+            route_columns,
             splits,
             split_of,
             flows,
@@ -138,6 +136,8 @@ impl Simulation {
             hops_handed_on: 0,
             arrivals_direct: 0,
             direct_last_hop: true,
-        })
+        };
+        sim.set_capture_clock();
+        Ok(sim)
     }
 }

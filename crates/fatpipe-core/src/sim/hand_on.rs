@@ -49,11 +49,12 @@ enum Feed {
     Many,
 }
 
-/// `table[l * nodes + dst]`: the link that link `l` may hand packets for `dst` on to, or
-/// `NO_HAND_ON` (the static conditions of the module doc).
-pub(super) fn hand_on_table(scenario: &Scenario, routes: &[Vec<Option<u32>>], link_taps: &[Vec<u32>]) -> Vec<u32> {
-    let (links, nodes) = (&scenario.links, scenario.nodes.len());
-    let mut table = vec![NO_HAND_ON; links.len() * nodes];
+/// `table[l * columns + routes.column(dst)]`: the link that link `l` may hand packets for
+/// `dst` on to, or `NO_HAND_ON` (the static conditions of the module doc). One column per
+/// destination of the routing table (the flows' hosts), as the routes have.
+pub(super) fn hand_on_table(scenario: &Scenario, routes: &RoutingTable, link_taps: &[Vec<u32>]) -> Vec<u32> {
+    let (links, columns) = (&scenario.links, routes.columns());
+    let mut table = vec![NO_HAND_ON; links.len() * columns];
     if !scenario.splits.is_empty() {
         return table;
     }
@@ -62,7 +63,7 @@ pub(super) fn hand_on_table(scenario: &Scenario, routes: &[Vec<Option<u32>>], li
     let walk = |from: u32, to: u32, visit: &mut dyn FnMut(Option<u32>, u32)| {
         let (mut node, mut prev) = (from, None);
         for _ in 0..links.len() {
-            let Some(l) = routes[node as usize][to as usize] else { return };
+            let Some(l) = routes.get(node, to) else { return };
             visit(prev, l);
             if links[l as usize].to == to {
                 return;
@@ -88,7 +89,7 @@ pub(super) fn hand_on_table(scenario: &Scenario, routes: &[Vec<Option<u32>>], li
                     && link_taps[p as usize].is_empty()
                     && link_taps[l as usize].is_empty()
                 {
-                    table[p as usize * nodes + to as usize] = l;
+                    table[p as usize * columns + routes.column(to) as usize] = l;
                 }
             }
         });
@@ -118,17 +119,18 @@ impl Simulation {
     /// Whether link `l` may hand packets for `dst` on (then `offer_ahead` takes them).
     #[inline]
     pub(super) fn hands_on(&self, l: u32, dst: u32) -> bool {
-        self.hand_on[l as usize * self.scenario.nodes.len() + dst as usize] != NO_HAND_ON
+        self.hand_on[l as usize * self.route_columns + self.route_column[dst as usize] as usize] != NO_HAND_ON
     }
 
     /// Offers `pkt` to link `l` now and, while the links hand it on, to each next link at
     /// its arrival there; the last link that keeps it schedules its arrival as usual.
     pub(super) fn offer_ahead(&mut self, mut l: u32, pkt: &Packet) {
         let mut pkt = *pkt;
-        let (until, nodes) = (self.hand_on_until(), self.scenario.nodes.len());
+        let until = self.hand_on_until();
+        let column = self.route_column[pkt.dst as usize] as usize;
         let mut at = self.now;
         loop {
-            let next = self.hand_on[l as usize * nodes + pkt.dst as usize];
+            let next = self.hand_on[l as usize * self.route_columns + column];
             let until = match next {
                 NO_HAND_ON => 0,
                 // Only behind a packet of `next` that arrives after this one reaches `next`.

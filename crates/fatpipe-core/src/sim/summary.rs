@@ -213,6 +213,10 @@ pub struct CaptureSummary {
     pub packets_not_written: u64,
     /// None, or why the file could not be written.
     pub error: Option<String>,
+    /// The file's time stamps are the simulated time plus this (whole seconds; 0 unless a
+    /// flow that starts established starts within its handshake's round trip: its
+    /// synthetic SYN, SYN-ACK and ACK are stamped before its start).
+    pub clock_offset_ps: u64,
 }
 
 impl LinkSummary {
@@ -253,6 +257,7 @@ impl CaptureSummary {
             packets_written: c.packets_written,
             packets_not_written: c.packets_not_written,
             error: c.error.clone(),
+            clock_offset_ps: c.clock_offset_ps,
         }
     }
 }
@@ -363,6 +368,8 @@ impl Simulation {
                     c.datagrams_lost.push(udp.stats.datagrams_lost);
                     c.cwnd_segments.push(-1);
                     c.srtt_ps.push(-1);
+                    c.rto_ps.push(-1);
+                    c.timeouts.push(0);
                 }
                 None => {
                     c.delivered_bytes.push(flow.delivered_bytes());
@@ -373,6 +380,8 @@ impl Simulation {
                     c.datagrams_lost.push(0);
                     c.cwnd_segments.push(i64::from(s.cc_state.cwnd));
                     c.srtt_ps.push(s.rtt.srtt.map_or(-1, |v| v as i64));
+                    c.rto_ps.push(s.rtt.rto() as i64);
+                    c.timeouts.push(s.stats.timeouts);
                 }
             }
         }

@@ -8,6 +8,7 @@ use crate::packet::{Packet, PacketKind};
 use crate::source::http::NextRequest;
 use crate::source::SourceSpec;
 use crate::tcp::Handshake;
+use crate::time::{transmission_time, Time, PS_PER_S};
 
 impl Simulation {
     /// The application starts: an HTTP client with its first request; a flow that models the
@@ -29,28 +30,94 @@ impl Simulation {
     }
 
     /// A flow that starts established (no `tcp.handshake`) still shows its SYN, SYN-ACK and
-    /// ACK in packet captures, at its start and marked as synthetic in docs/metrics.md: they
-    /// are written where the captures would have seen them (every link of their route and
-    /// the host they reach) but take no time, no queue space and cannot be lost. Without
-    /// them tools cannot know the window scale (tshark shows -1, tcptrace a 64 KB window).
+    /// ACK in packet captures, marked as synthetic in docs/metrics.md: they are written
+    /// where the captures would have seen them (every link of their route and the host they
+    /// reach) at the times the handshake would have taken had it ended as the flow started:
+    /// the SYN leaves one handshake round trip before the start (each packet's serialization
+    /// and propagation on every link of its route, no queueing), the final ACK at the start.
+    /// They take no queue space and cannot be lost, and the data's times are unchanged.
+    /// Without them tools cannot know the window scale (tshark shows -1, tcptrace a 64 KB
+    /// window); stamped all at the start, they showed a zero initial RTT.
     #[cold]
     fn capture_synthetic_handshake(&mut self, f: u32) {
+        let out = self.synthetic_exchange(f);
+        // Admitted by the flow's start (the captures' window); stamped in each file's clock,
+        // from the SYN's departure one round trip before the start (set_capture_clock made
+        // room for it).
+        let now = self.now;
+        let syn_leaves = now as i128 - self.handshake_round_trip(&out) as i128;
+        let mut since_syn = 0;
+        for pkt in out {
+            let mut node = pkt.src;
+            while node != pkt.dst {
+                let Some(l) = self.routes.get(node, pkt.dst) else { break };
+                let link = &self.links[l as usize].spec;
+                for &c in &self.link_taps[l as usize] {
+                    let capture = &mut self.captures[c as usize];
+                    let stamp = (syn_leaves + since_syn as i128 + capture.clock_offset_ps as i128).max(0) as Time;
+                    capture.record_stamped(now, stamp, &pkt, &self.wire[pkt.flow as usize]);
+                }
+                since_syn +=
+                    transmission_time((pkt.ip_bytes + link.framing_bytes) as u64, link.rate_bps) + link.delay_ps;
+                node = link.to;
+            }
+            if node == pkt.dst {
+                for &c in &self.node_taps[node as usize] {
+                    let capture = &mut self.captures[c as usize];
+                    let stamp = (syn_leaves + since_syn as i128 + capture.clock_offset_ps as i128).max(0) as Time;
+                    capture.record_stamped(now, stamp, &pkt, &self.wire[pkt.flow as usize]);
+                }
+            }
+        }
+    }
+
+    /// The synthetic SYN, SYN-ACK and ACK of flow `f`.
+    fn synthetic_exchange(&self, f: u32) -> Vec<Packet> {
         let spec = &self.scenario.flows[f as usize];
         let exchange = Handshake::new(f, self.flows[f as usize].conn, spec.src, spec.dst, spec.tcp());
         let mut out = Vec::with_capacity(3);
         exchange.synthetic_exchange(self.now, &mut out);
-        for pkt in out {
+        out
+    }
+
+    /// From the SYN's departure to the final ACK's: the SYN's and the SYN-ACK's way along
+    /// their routes, serialization and propagation on every link (queues empty).
+    fn handshake_round_trip(&self, exchange: &[Packet]) -> Time {
+        let mut total = 0;
+        for pkt in exchange.iter().filter(|p| p.kind != PacketKind::HandshakeAck) {
             let mut node = pkt.src;
             while node != pkt.dst {
-                let Some(l) = self.routes[node as usize][pkt.dst as usize] else { break };
-                if !self.link_taps[l as usize].is_empty() {
-                    self.tap(l, true, &pkt);
-                }
-                node = self.links[l as usize].spec.to;
+                let Some(l) = self.routes.get(node, pkt.dst) else { break };
+                let link = &self.links[l as usize].spec;
+                total += transmission_time((pkt.ip_bytes + link.framing_bytes) as u64, link.rate_bps) + link.delay_ps;
+                node = link.to;
             }
-            if node == pkt.dst && !self.node_taps[node as usize].is_empty() {
-                self.tap(node, false, &pkt);
+        }
+        total
+    }
+
+    /// Sets each capture's clock: whole seconds ahead of the simulated time when a flow
+    /// that starts established starts within its handshake's round trip (at 0, most often)
+    /// inside the capture's window, so that its synthetic handshake keeps its real times;
+    /// none otherwise (the summary gives each capture's offset).
+    pub(super) fn set_capture_clock(&mut self) {
+        if self.captures.is_empty() {
+            return;
+        }
+        let mut leads = Vec::new(); // (start, how far before 0 its SYN left)
+        for f in 0..self.flows.len() {
+            let flow = &self.flows[f];
+            if flow.http.is_some() || flow.handshake.is_some() || flow.udp.is_some() {
+                continue;
             }
+            let start = self.scenario.flows[f].source.start_ps(); // its start jitter drawn
+            let lead = self.handshake_round_trip(&self.synthetic_exchange(f as u32));
+            leads.push((start, lead.saturating_sub(start)));
+        }
+        for c in &mut self.captures {
+            let (from, to) = (c.spec.start_ps, c.spec.stop_ps.unwrap_or(Time::MAX));
+            let ahead = leads.iter().filter(|(start, _)| (from..to).contains(start)).map(|&(_, a)| a).max();
+            c.clock_offset_ps = ahead.unwrap_or(0).div_ceil(PS_PER_S) * PS_PER_S;
         }
     }
 

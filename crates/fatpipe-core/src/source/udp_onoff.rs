@@ -40,6 +40,11 @@ impl OnOffSchedule {
         let c = &self.cfg;
         loop {
             let on_start = c.start_ps.saturating_add(self.cycle.saturating_mul(c.on_ps + c.off_ps));
+            if on_start == Time::MAX {
+                // Past the last picosecond time can hold: no datagram is ever due (without
+                // this the loop never found one and never ended, for a start near 2^64 ps).
+                return None;
+            }
             let t = on_start.saturating_add(transmission_time(self.in_cycle * c.payload_bytes as u64, c.rate_bps));
             // on_ps > 0 (validated): the first datagram of a cycle, due at its start, fits.
             if t < on_start.saturating_add(c.on_ps) {
@@ -49,5 +54,27 @@ impl OnOffSchedule {
             self.cycle += 1;
             self.in_cycle = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_near_the_end_of_time_ends_the_schedule_instead_of_looping() {
+        // A probe daemon got such a flow from a peer; the loop looked for an on-period that
+        // time cannot reach, for ever.
+        let cfg = UdpOnOffConfig {
+            start_ps: Time::MAX - 5,
+            stop_ps: None,
+            rate_bps: 1_000_000,
+            on_ps: 3,
+            off_ps: 3,
+            payload_bytes: 1000,
+        };
+        let mut s = OnOffSchedule::new(cfg);
+        assert_eq!(s.next_datagram(), Some((Time::MAX - 5, 1000)));
+        assert_eq!(s.next_datagram(), None);
     }
 }

@@ -196,8 +196,13 @@ impl TcpReceiver {
             }
         }
         // RFC 7323 4.3: remember the timestamp of the segment that the next ACK acknowledges,
-        // so that RTT samples include the time an ACK was delayed.
-        if self.timestamps && start <= self.last_ack_sent && seg.ts_val >= self.ts_recent {
+        // so that RTT samples include the time an ACK was delayed: a segment that covers
+        // Last.ACK.sent (SEG.SEQ <= Last.ACK.sent < SEG.SEQ + SEG.LEN), such as the one that
+        // fills a hole. An old duplicate does not: its ACK echoes the last segment that
+        // advanced the window, which tells a sender that its retransmission was spurious
+        // (Eifel, RFC 3522; Linux drops such a duplicate in `tcp_sequence` before it could
+        // touch TS.Recent, though it also takes one that ends exactly at Last.ACK.sent).
+        if self.timestamps && start <= self.last_ack_sent && self.last_ack_sent < end && seg.ts_val >= self.ts_recent {
             self.ts_recent = seg.ts_val;
         }
         if end <= self.rcv_nxt {

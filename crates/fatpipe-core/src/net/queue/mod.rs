@@ -53,6 +53,10 @@ pub trait QueueDiscipline: Send + Sync {
     fn red_parameters(&self) -> Option<(f64, f64, f64)> {
         None
     }
+    /// RED's average queue at `now` (for the queue series); None for others.
+    fn red_average(&self, _now: Time) -> Option<f64> {
+        None
+    }
     /// Packets waiting.
     fn len_packets(&self) -> usize;
     /// IP bytes waiting.
@@ -106,6 +110,9 @@ impl Queue {
     }
     pub fn red_parameters(&self) -> Option<(f64, f64, f64)> {
         dispatch!(self, q => q.red_parameters())
+    }
+    pub fn red_average(&self, now: Time) -> Option<f64> {
+        dispatch!(self, q => q.red_average(now))
     }
     #[inline]
     pub fn len_packets(&self) -> usize {

@@ -299,6 +299,16 @@ impl QueueDiscipline for Red {
         Some(self.thresholds())
     }
 
+    fn red_average(&self, now: Time) -> Option<f64> {
+        // The idle decay the next arrival will apply (update_average), up to now.
+        Some(match self.idle_since {
+            Some(since) => {
+                self.avg * (1.0 - self.w_q).powf(now.saturating_sub(since) as f64 / self.typical_tx_ps as f64)
+            }
+            None => self.avg,
+        })
+    }
+
     fn len_packets(&self) -> usize {
         self.packets as usize
     }
@@ -401,6 +411,24 @@ mod tests {
         // avg_n = q (1 - (1 - w)^n) from avg_0 = 0 with a constant queue of q.
         let expected = 50.0 * (1.0 - (1.0 - w).powi(500));
         assert!((red.avg - expected).abs() < 1e-9, "{} vs {}", red.avg, expected);
+    }
+
+    #[test]
+    fn the_sampled_average_decays_over_an_idle_spell_as_the_next_arrival_will() {
+        let w = 0.002;
+        let mut red = Red::new(config(1000.0, 3000.0, w), 1_000_000_000, Rng::new(1));
+        drops_at_queue(&mut red, 50, 500);
+        let busy = red.avg;
+        assert_eq!(red.red_average(600), Some(busy), "not idle: the average as it stands");
+        hold(&mut red, 0);
+        red.idle(1_000);
+        // m = idle time / a typical packet's transmission: (1 - w)^m (Floyd and Jacobson 1993).
+        let m = 10_000_000.0 / red.typical_tx_ps as f64;
+        let sampled = red.red_average(1_000 + 10_000_000).unwrap();
+        assert!((sampled - busy * (1.0 - w).powf(m)).abs() < 1e-9 && sampled < busy);
+        // The next arrival (to the empty queue) starts from the sampled value, then adds itself.
+        red.update_average(1_000 + 10_000_000);
+        assert!((red.avg - (1.0 - w) * sampled).abs() < 1e-9);
     }
 
     #[test]

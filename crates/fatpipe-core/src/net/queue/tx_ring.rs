@@ -164,6 +164,10 @@ impl QueueDiscipline for TxRing {
         self.qdisc.red_parameters()
     }
 
+    fn red_average(&self, now: Time) -> Option<f64> {
+        self.qdisc.red_average(now)
+    }
+
     fn len_packets(&self) -> usize {
         self.ring.len() + self.qdisc.len_packets()
     }
