@@ -363,7 +363,8 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.len() < struct_ops::TCP_CA_NAME_MAX && a.starts_with("fpwes_"), "{a}");
         assert_eq!(base36(0), "0");
-        assert_eq!(base36(4194304), "2hwhs");
+        // 2^22 = 2 x 36^4 + 17 x 36^3 + 32 x 36^2 + 12 x 36 + 16: digits 2, h, w, c, g.
+        assert_eq!(base36(4194304), "2hwcg");
     }
 }
 
