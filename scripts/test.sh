@@ -7,13 +7,16 @@ cd "$(dirname "$0")/.."
 # Tools the tests check fatpipe's output with: tshark and tcpdump read its packet captures,
 # chromium renders its HTML reports; setpriv (util-linux) drops root's privileges to test
 # fatpipe emulate's message without them; tc (iproute2) rate-limits the veth path of the
-# probe tests. Installed from Debian's packages when missing.
+# probe tests; clang compiles fatpipe's BPF congestion controls (bpf/) for the emulator's
+# tests and for the BPF objects the simulator runs. Installed from Debian's packages when
+# missing.
 missing=()
 command -v tshark >/dev/null || missing+=(tshark)
 command -v tcpdump >/dev/null || missing+=(tcpdump)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v setpriv >/dev/null || missing+=(util-linux)
 command -v tc >/dev/null || missing+=(iproute2)
+command -v clang >/dev/null || missing+=(clang)
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq

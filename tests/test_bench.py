@@ -4,6 +4,8 @@ is judged: speed is not a test) and counts what it claims to count."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +87,18 @@ def test_every_goal_says_whether_it_was_met_and_the_missed_ones_are_named() -> N
     assert spread[0].endswith("(goal: within 1.5x across the rates): missed"), spread
     assert "goals: 0 of 1 met; missed: dumbbell rates within 1.5x" in spread
     assert any(line.startswith("--quick") for line in spread)
+
+
+def test_bench_bpf_quick_compares_each_program_with_its_builtin(tmp_path) -> None:
+    # Issue 27: `fatpipe bench --bpf` times fatpipe's BPF programs against the built-in
+    # algorithms; the programs are compiled with clang.
+    if shutil.which(os.environ.get("CLANG", "clang")) is None:
+        pytest.skip("clang is not installed (BPF congestion controls are compiled with it)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "fatpipe", "bench", "--bpf", "--quick"], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[2:] if line.strip()]
+    assert [r[0] for r in rows] == ["reno", "cubic", "vegas", "htcp"], proc.stdout
+    # Every program gives its built-in algorithm's summary (the last column).
+    assert all(r[-1] == "yes" for r in rows), proc.stdout

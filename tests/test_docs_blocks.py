@@ -132,10 +132,12 @@ TOML = [b for b in BLOCKS if b.language == "toml" and b.marker != "skip"]
 
 
 @pytest.mark.parametrize("block", TOML, ids=[b.where for b in TOML])
-def test_toml_block_is_valid(block, tmp_path):
+def test_toml_block_is_valid(block, tmp_path, monkeypatch):
     doc = read_scenario_bytes(block.code.encode("utf-8"))
     if block.marker == "fragment":
         doc = _merge(read_scenario_bytes((ROOT / "examples" / "reno-100M-40ms.toml").read_bytes()), doc)
+        # A fragment's paths (a BPF program's) are relative to the example it belongs in.
+        monkeypatch.chdir(ROOT / "examples")
     if "base" in doc:
         # A sweep file: its base is relative to the file, which the docs place in examples/sweeps/.
         folder = tmp_path / "examples" / "sweeps"

@@ -7,8 +7,9 @@ then the goal's figures against their targets, each met or missed, and which wer
 ``--quick`` shortens every case for CI: its figures and verdicts are printed, never tested
 (speed is not a test).
 
-``--sweep`` (``bench_sweep.py``) measures runs per minute of a sweep instead, and
-``--many-flows`` (``bench_many.py``) wall time and memory with 10,000 and 100,000 flows.
+``--sweep`` (``bench_sweep.py``) measures runs per minute of a sweep instead,
+``--many-flows`` (``bench_many.py``) wall time and memory with 10,000 and 100,000 flows, and
+``--bpf`` (``bench_bpf.py``) the per-ACK cost of BPF congestion controls.
 """
 
 from __future__ import annotations
@@ -146,6 +147,10 @@ def main(args: Optional[argparse.Namespace] = None) -> int:
         from .bench_many import main as many_flows_main
 
         return many_flows_main()
+    if getattr(args, "bpf", False):
+        from .bench_bpf import main as bpf_main
+
+        return bpf_main(quick=getattr(args, "quick", False))
     from .bench_cases import cases, run_case
 
     quick = getattr(args, "quick", False)
@@ -196,6 +201,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--many-flows",
         action="store_true",
         help="instead: wall time and peak memory of fatpipe run with 10,000 and 100,000 flows",
+    )
+    parser.add_argument(
+        "--bpf",
+        action="store_true",
+        help="instead: the per-ACK cost of BPF congestion controls (interpreted) against the built-in ones",
     )
 
 

@@ -178,7 +178,10 @@ def _advance(
             target_ps = min(next_chunk, duration_ps)
             if cancel is not None and cancel.is_set():
                 raise KeyboardInterrupt
-            sim.run_until(target_ps)
+            try:
+                sim.run_until(target_ps)
+            except ValueError as err:  # a BPF congestion control's fault (cc/bpf.rs): one line
+                raise ScenarioError(str(err)) from None
             if on_interval is not None and (target_ps % interval_ps == 0 or target_ps == duration_ps):
                 on_interval(target_ps, sim.flow_counters())
             if bar is not None:

@@ -14,12 +14,14 @@
 //! 4. `finish` gathers the results (`output.rs`); dropping the emulation stops and joins
 //!    every thread and closes every descriptor, which removes the namespaces.
 
+use crate::bpf_cc::BpfPolicy;
 use crate::clock::Clock;
 use crate::kernel::{self, FlowKnobs, RouteMetrics};
 use crate::netns::{self, Interfaces, Namespace};
 use crate::output::{self, EmulatedFlow, EmulatedRun};
 use crate::relay::{self, FlowPorts, Port, Relay, RelayOptions, RelayReport, Shared};
 use crate::sampler::{self, SampledFlow, SamplerOutput};
+use crate::struct_ops::{RegisterError, Registration};
 use crate::traffic::app::{self, App, Obtain};
 use crate::traffic::tcp::{TcpListener, TcpStream, Writer};
 use crate::traffic::udp::UdpSocket;
@@ -57,6 +59,8 @@ pub struct Options {
     pub realtime_priority: bool,
     /// Longest wait for a connection to open.
     pub connect_timeout_ps: Time,
+    /// When a flow's algorithm runs as fatpipe's BPF program (`bpf_cc.rs`).
+    pub bpf: BpfPolicy,
 }
 
 impl Default for Options {
@@ -65,7 +69,7 @@ impl Default for Options {
         // brings the median release lateness from ~20 us to ~3 us, but spinning through
         // every wake-up costs the relay a quarter of a core at 100 Mb/s and caps the rate
         // it sustains (docs/benchmarks.md); 20 us is nothing next to the RTTs fatpipe models.
-        Options { spin_margin_ps: 0, realtime_priority: true, connect_timeout_ps: 10 * PS_PER_S }
+        Options { spin_margin_ps: 0, realtime_priority: true, connect_timeout_ps: 10 * PS_PER_S, bpf: BpfPolicy::Auto }
     }
 }
 
@@ -140,6 +144,9 @@ pub struct Emulation {
     /// How long the namespaces and connections took to set up.
     pub(crate) setup_ps: Time,
     pub(crate) available: Vec<String>,
+    /// The BPF congestion controls registered for this run: last, so that they are
+    /// unregistered after every socket has closed.
+    _registrations: Vec<Registration>,
 }
 
 /// The kernel's congestion control algorithms (modules are machine-wide, so every namespace
@@ -173,7 +180,8 @@ impl Emulation {
             return Err(Error::System("/dev/net/tun is missing: load the tun module (modprobe tun)".into()));
         }
         let available = available_algorithms();
-        let flows = plan_flows(&scenario, &raw, &available)?;
+        let mut registrations = Vec::new();
+        let flows = plan_flows(&scenario, &raw, &available, options.bpf, &mut registrations)?;
         let mut notes = Vec::new();
         for (f, spec) in flows.iter().zip(&scenario.flows) {
             for n in f.knobs.iter().flat_map(|k| &k.notes) {
@@ -204,6 +212,7 @@ impl Emulation {
             options,
             setup_ps: 0,
             available,
+            _registrations: registrations,
         };
         emulation.start_relay()?;
         emulation.open_sockets()?;
@@ -546,7 +555,13 @@ fn first_link(scenario: &Scenario, spec: &FlowSpec) -> (u64, u32) {
 }
 
 /// Every flow with its knobs and ports, or the first reason one cannot be emulated.
-fn plan_flows(scenario: &Scenario, raw: &Value, available: &[String]) -> Result<Vec<FlowState>, Error> {
+fn plan_flows(
+    scenario: &Scenario,
+    raw: &Value,
+    available: &[String],
+    bpf: BpfPolicy,
+    registrations: &mut Vec<Registration>,
+) -> Result<Vec<FlowState>, Error> {
     let mut flows = Vec::new();
     for (i, spec) in scenario.flows.iter().enumerate() {
         let label = format!("flows[{i}] ({})", spec.name);
@@ -566,8 +581,12 @@ fn plan_flows(scenario: &Scenario, raw: &Value, available: &[String]) -> Result<
                     .and_then(|v| v.split_whitespace().next().and_then(|x| x.parse::<u64>().ok()))
             };
             let module = |m: &str, p: &str| std::fs::read_to_string(format!("/sys/module/{m}/parameters/{p}")).ok();
-            let mut k = kernel::flow_knobs(spec, cc, available, &value, &module)
-                .map_err(|e| Error::Scenario(format!("{label}.{e}")))?;
+            let mut k = crate::bpf_cc::flow_knobs(spec, cc, available, &value, &module, bpf, registrations).map_err(
+                |e| match e {
+                    RegisterError::Object(e) => Error::Scenario(format!("{label}.{e}")),
+                    RegisterError::System(e) => Error::System(format!("{label}.{e}")),
+                },
+            )?;
             // A namespace cannot raise net.core.rmem_max / wmem_max (read-only outside the
             // initial namespace), and raising the machine's would touch every other
             // program: force instead.

@@ -105,6 +105,9 @@ pub struct FlowKnobs {
     pub quick_ack: bool,
     /// What the kernel does differently from what the flow asks, one sentence each.
     pub notes: Vec<String>,
+    /// The BPF program that runs the flow's algorithm (`bpf/<file>`), when fatpipe
+    /// registered one for it.
+    pub bpf_program: Option<String>,
 }
 
 /// The knobs for TCP flow `spec`, whose normalized `cc` table is `cc` (for its parameters);
@@ -117,11 +120,9 @@ pub fn flow_knobs(
     sysctl_value: &dyn Fn(&str) -> Option<u64>,
     module_params: &dyn Fn(&str, &str) -> Option<String>,
 ) -> Result<FlowKnobs, String> {
-    let sysctl_exists = |key: &str| sysctl_value(key).is_some();
-    let t = spec.tcp.as_ref().ok_or("tcp: a TCP flow needs tcp settings")?;
+    tcp_of(spec)?; // the MSS is refused before the algorithm
     let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
     let list = available.join(" ");
-    let max_segment_bytes = max_segment_bytes(t)?;
     let Some(linux) = linux_name(algorithm) else {
         return Err(format!(
             "cc: congestion control {algorithm:?} has no Linux implementation to emulate; the kernel offers: {list} (/proc/sys/net/ipv4/tcp_available_congestion_control)"
@@ -134,6 +135,58 @@ pub fn flow_knobs(
     }
     let mut k = FlowKnobs { congestion: linux.to_string(), ..FlowKnobs::default() };
     k.notes.extend(parameter_notes(algorithm, cc, module_params));
+    tcp_knobs(spec, k, sysctl_value)
+}
+
+/// The knobs for TCP flow `spec` whose algorithm the kernel runs as `name`: a BPF program
+/// fatpipe registered for this run (`bpf_cc.rs`), which takes the flow's parameters as they
+/// are. `notes` are the program's own.
+pub fn flow_knobs_registered(
+    spec: &FlowSpec,
+    name: &str,
+    program: &str,
+    notes: Vec<String>,
+    sysctl_value: &dyn Fn(&str) -> Option<u64>,
+) -> Result<FlowKnobs, String> {
+    let k = FlowKnobs {
+        congestion: name.to_string(),
+        bpf_program: Some(program.to_string()),
+        notes,
+        ..FlowKnobs::default()
+    };
+    tcp_knobs(spec, k, sysctl_value)
+}
+
+/// Whether the kernel's own module runs the flow's algorithm as asked: it is available, in
+/// its Linux form, with the flow's parameters.
+pub fn module_runs_as_asked(
+    cc: &Value,
+    available: &[String],
+    module_params: &dyn Fn(&str, &str) -> Option<String>,
+) -> bool {
+    let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
+    let linux_form = cc.get("variant").and_then(Value::as_str).is_none_or(|v| v == "linux");
+    linux_name(algorithm).is_some_and(|l| available.iter().any(|a| a == l))
+        && linux_form
+        && parameter_notes(algorithm, cc, module_params).is_empty()
+}
+
+/// The flow's TCP settings and the TCP_MAXSEG its MSS asks for: what is refused first,
+/// before anything is set up (a BPF program registered too: `bpf_cc::flow_knobs`).
+pub fn tcp_of(spec: &FlowSpec) -> Result<(&TcpConfig, u32), String> {
+    let t = spec.tcp.as_ref().ok_or("tcp: a TCP flow needs tcp settings")?;
+    Ok((t, max_segment_bytes(t)?))
+}
+
+/// Everything but the algorithm: socket options, sysctls, route metrics and notes.
+fn tcp_knobs(
+    spec: &FlowSpec,
+    mut k: FlowKnobs,
+    sysctl_value: &dyn Fn(&str) -> Option<u64>,
+) -> Result<FlowKnobs, String> {
+    let sysctl_exists = |key: &str| sysctl_value(key).is_some();
+    let (t, max_segment_bytes) = tcp_of(spec)?;
+    let linux = k.congestion.clone();
     for opts in [&mut k.sender, &mut k.receiver] {
         opts.congestion = Some(linux.to_string());
         opts.max_segment_bytes = Some(max_segment_bytes);
@@ -376,6 +429,33 @@ fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &st
                 f64::from(u8::from(flag("tcp_friendliness").unwrap_or(true))),
                 module_num("tcp_cubic", "tcp_friendliness", 1.0),
             ));
+            // HyStart: module parameters hystart (1), hystart_detect (3: both tests),
+            // hystart_low_window (16), hystart_ack_delta_us (2000).
+            let s = |key: &str| cc.get(key).and_then(Value::as_str);
+            let mode = match s("hystart") {
+                Some("off") => 0.0,
+                Some("rfc9406") => 2.0,
+                _ => 1.0,
+            };
+            checks.push(("hystart", mode, module_num("tcp_cubic", "hystart", 1.0)));
+            if mode == 1.0 {
+                let detect = match s("hystart_detect") {
+                    Some("ack_train") => 1.0,
+                    Some("delay") => 2.0,
+                    _ => 3.0,
+                };
+                checks.push(("hystart_detect", detect, module_num("tcp_cubic", "hystart_detect", 3.0)));
+                checks.push((
+                    "hystart_low_window",
+                    num("hystart_low_window").unwrap_or(16.0),
+                    module_num("tcp_cubic", "hystart_low_window", 16.0),
+                ));
+                checks.push((
+                    "hystart_ack_delta_us",
+                    num("hystart_ack_delta_ps").unwrap_or(2e9) / PS_PER_US as f64,
+                    module_num("tcp_cubic", "hystart_ack_delta_us", 2000.0),
+                ));
+            }
         }
         "bbr" => {
             // net/ipv4/tcp_bbr.c: bbr_high_gain 2885/1000 (739/256), bbr_cwnd_gain 2,
@@ -408,6 +488,11 @@ fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &st
         .filter(|(_, asked, linux)| (asked - linux).abs() > 0.01 * linux.abs().max(1e-9))
         .map(|(p, asked, linux)| match p {
             "byte_counting" => "byte_counting = false: Linux's reno grows by the segments each ACK covers (byte counting, RFC 3465)".to_string(),
+            "hystart" => format!(
+                "cubic hystart = {}: the kernel's cubic runs {} (module parameter hystart = {linux}, machine-wide, not changed)",
+                cc.get("hystart").unwrap_or(&Value::Null),
+                if linux == 1.0 { "HyStart" } else { "no HyStart" }
+            ),
             _ => format!("{algorithm} {p} = {asked}: the kernel runs {linux:.4} (a module parameter for the whole machine, not changed)"),
         })
         .collect()

@@ -8,6 +8,7 @@
 //! `sampler` records TCP_INFO series, `output` builds the same result document as a
 //! simulation. `emulation` ties them together. See docs/emulation.md.
 
+pub mod bpf_cc;
 pub mod clock;
 pub mod emulation;
 pub mod ip;
@@ -18,6 +19,7 @@ pub mod output;
 pub mod relay;
 mod rtnl;
 pub mod sampler;
+pub mod struct_ops;
 mod sys;
 pub mod traffic;
 pub mod tun;

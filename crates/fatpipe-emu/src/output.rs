@@ -257,6 +257,7 @@ fn tcp_flow(f: &EmulatedFlow, net: &FlowNet, last: &FinalState, epoch: Time) -> 
         got: &counters,
         notes: &knobs.notes,
     });
+    kernel.insert("bpf_program".into(), json!(knobs.bpf_program));
     e.insert("data_packets_lost".into(), json!(net.data_packets_lost));
     e.insert("data_bytes_lost".into(), json!(net.data_bytes_lost));
     e.insert("retransmissions_lost".into(), json!(net.retransmissions_lost));

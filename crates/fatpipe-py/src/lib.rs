@@ -10,6 +10,7 @@
 
 use fatpipe_core::probe::Column as CoreColumn;
 use fatpipe_core::{Scenario, Simulation as CoreSimulation};
+use fatpipe_emu::bpf_cc::BpfPolicy;
 use fatpipe_emu::{Emulation as CoreEmulation, Error as EmuError, Options as EmuOptions};
 use pyo3::exceptions::{PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
@@ -99,10 +100,18 @@ impl Simulation {
     }
 
     /// Advances to `t_ps` (at most the duration) with the GIL released, so other Python
-    /// threads run meanwhile.
-    fn run_until(&mut self, py: Python<'_>, t_ps: u64) {
+    /// threads run meanwhile. A BPF congestion control's fault ends the run with a
+    /// ValueError (one line); the simulation is unusable after it.
+    fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<()> {
         let inner = &mut self.inner;
-        py.detach(|| inner.run_until(t_ps));
+        let run = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_until(t_ps))));
+        match run {
+            Ok(()) => Ok(()),
+            Err(payload) => match payload.downcast::<fatpipe_core::cc::bpf::BpfFault>() {
+                Ok(fault) => Err(PyValueError::new_err(fault.0)),
+                Err(other) => std::panic::resume_unwind(other),
+            },
+        }
     }
 
     /// Turns the engine's hops without events off or on (`Simulation::set_event_shortcuts`
@@ -182,16 +191,27 @@ impl Live for CoreEmulation {
 impl Emulation {
     /// `spin_margin_ps`: the relay wakes this early and spins to each event (None: the
     /// default, 0);
-    /// `realtime_priority`: run the relay under SCHED_FIFO (default True).
+    /// `realtime_priority`: run the relay under SCHED_FIFO (default True);
+    /// `bpf`: when an algorithm runs as fatpipe's BPF program: "auto" (default: where the
+    /// kernel's module does not run it as asked), "always", "never".
     #[new]
-    #[pyo3(signature = (scenario_json, spin_margin_ps=None, realtime_priority=None))]
+    #[pyo3(signature = (scenario_json, spin_margin_ps=None, realtime_priority=None, bpf=None))]
     fn new(
         py: Python<'_>,
         scenario_json: &str,
         spin_margin_ps: Option<u64>,
         realtime_priority: Option<bool>,
+        bpf: Option<&str>,
     ) -> PyResult<Self> {
-        let mut options = EmuOptions::default();
+        let bpf = match bpf.unwrap_or("auto") {
+            "auto" => BpfPolicy::Auto,
+            "always" => BpfPolicy::Always,
+            "never" => BpfPolicy::Never,
+            other => {
+                return Err(PyValueError::new_err(format!("bpf: {other:?} is not allowed: one of auto, always, never")))
+            }
+        };
+        let mut options = EmuOptions { bpf, ..EmuOptions::default() };
         if let Some(m) = spin_margin_ps {
             options.spin_margin_ps = m;
         }
@@ -252,6 +272,16 @@ fn available_congestion_control() -> Vec<String> {
     fatpipe_emu::emulation::available_algorithms()
 }
 
+/// fatpipe's BPF program (bpf/) for a normalized `cc` table with its parameters written in:
+/// (program file name, object bytes), to run in the simulator as `cc = { bpf = ... }` beside
+/// the built-in algorithm it implements. Needs clang.
+#[pyfunction]
+#[pyo3(signature = (cc_json, kernel_hz=250))]
+fn bpf_program_object(cc_json: &str, kernel_hz: u32) -> PyResult<(&'static str, Vec<u8>)> {
+    let cc: serde_json::Value = serde_json::from_str(cc_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    fatpipe_emu::bpf_cc::object_with_parameters(&cc, kernel_hz).map_err(PyValueError::new_err)
+}
+
 /// Version of the Rust core.
 #[pyfunction]
 fn version() -> &'static str {
@@ -267,6 +297,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Emulation>()?;
     m.add_function(wrap_pyfunction!(available_congestion_control, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_program_object, m)?)?;
     probe::register(m)?;
     Ok(())
 }

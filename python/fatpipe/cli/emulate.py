@@ -35,6 +35,10 @@ def add_emulate(commands: Any) -> None:
                    "sleep to it); tighter release timing for more CPU")
     p.add_argument("--no-realtime-priority", action="store_true",
                    help="leave the relay and the applications at normal priority instead of SCHED_FIFO")
+    p.add_argument("--bpf", choices=("auto", "always", "never"), default="auto",
+                   help="run algorithms as fatpipe's BPF congestion controls (bpf/, compiled with clang): "
+                   "auto (default) where the kernel's own module does not run the flow's algorithm as asked; "
+                   "always (the kernel's reno and cubic too); never")
 
 
 def _microseconds(text: str) -> float:
@@ -75,6 +79,7 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
             progress=not args.quiet and sys.stderr.isatty(),
             spin_margin_us=args.spin_margin,
             realtime_priority=not args.no_realtime_priority,
+            bpf=args.bpf,
             capture_dir=scratch,
         )
         wall_s = time.perf_counter() - wall_start

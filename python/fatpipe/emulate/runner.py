@@ -54,6 +54,7 @@ def emulate(
     realtime_priority: bool = True,
     on_start: Optional[Callable[[Any], None]] = None,
     capture_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    bpf: str = "auto",
 ) -> Result:
     """Runs a scenario in real time with real Linux TCP and returns its
     :class:`~fatpipe.result.Result`.
@@ -71,6 +72,10 @@ def emulate(
             read its namespaces).
         capture_dir: where the scenario's captures are written (as for :func:`fatpipe.run`;
             by default a new temporary directory).
+        bpf: when a flow's algorithm runs as fatpipe's BPF congestion control (``bpf/``,
+            compiled with clang and registered for the run): ``"auto"`` where the kernel's
+            own module does not run it as the flow asks, ``"always"`` (the kernel's reno and
+            cubic too, to check the programs), ``"never"``.
 
     Raises:
         ScenarioError: the scenario is invalid, or asks for what the emulator or the kernel
@@ -83,7 +88,7 @@ def emulate(
     core = import_core()
     check_privileges()
     doc, capture_files = with_capture_paths(loaded, capture_dir)
-    options: Dict[str, Any] = {"realtime_priority": realtime_priority}
+    options: Dict[str, Any] = {"realtime_priority": realtime_priority, "bpf": bpf}
     if spin_margin_us is not None:
         options["spin_margin_ps"] = int(round(spin_margin_us * 1e6))
     with sigterm_as_interrupt():

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from .bpf import BPF_TABLE, normalize_bpf
 from .kinds import Boolean, Choice, Duration, Integer, Real, Size
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num, _toml_literal
 
@@ -472,6 +473,8 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     "bic": _BIC,
     "cubic": _CUBIC,
     "bbr": _BBR,
+    # A BPF struct_ops program of the user's: cc = { bpf = "algo.bpf.o" } (scenario/bpf.py).
+    "bpf": Algorithm(table=BPF_TABLE, normalize=normalize_bpf),
 }
 
 
@@ -620,10 +623,14 @@ class CongestionControlChoice(Tagged):
             preset = PRESETS[value]
             parsed = super().parse({self.tag: preset.algorithm, **preset.params}, path)
             return {**parsed, "preset": value, "given": frozenset(preset.params), "table": False}
+        if isinstance(value, Mapping) and "bpf" in value and self.tag not in value:
+            value = {self.tag: "bpf", **value}  # cc = { bpf = "algo.bpf.o" }
         parsed = super().parse(value, path)
         given = frozenset(value) if isinstance(value, Mapping) else frozenset()
-        # Every algorithm has a preset of its name: the table takes its recovery from it.
-        return {**parsed, "preset": parsed[self.tag], "given": given, "table": True}
+        # Every algorithm has a preset of its name: the table takes its recovery from it. A BPF
+        # program recovers as every algorithm but Reno's versions does: with SACK ("sack"'s).
+        preset = "sack" if parsed[self.tag] == "bpf" else parsed[self.tag]
+        return {**parsed, "preset": preset, "given": given, "table": True}
 
 
 def cc_name(flow: Mapping[str, Any]) -> str:

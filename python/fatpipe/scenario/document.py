@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from ..units import U64_MAX, UnitError, describe_value, format_duration
+from .bpf import paths_relative_to
 from .budget import check_budget, check_counts
 from .flows import _FLOW, _check_unique_names, _expand_streams, _normalize_flow
 from .impairments import attach_impairments
@@ -184,13 +185,17 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         # Counts first: a million flows are refused before they are walked for their depth.
         check_counts(doc, _memory_budget(doc))
         check_depth(doc)
+        base = None
     elif not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"a scenario is a file path or a dict, not {type(source).__name__}")
     else:
         doc = read_scenario_file(source)  # no deeper than MAX_DEPTH, at most 16 MiB
         default_name = Path(source).stem or "scenario"
         check_counts(doc, _memory_budget(doc))
-    top = SCENARIO.parse(doc, "")
+        base = Path(source).resolve().parent
+    # A BPF congestion control's file is found beside the scenario file (scenario/bpf.py).
+    with paths_relative_to(base):
+        top = SCENARIO.parse(doc, "")
     duration_ps = top["duration"]
     output = top["output"]
     if output["sample_interval"] is None:

@@ -16,6 +16,7 @@ from typing import Any, Dict, List
 
 from ..units import _DURATION_UNITS, _RATE_UNITS, _SIZE_UNITS, U64_MAX
 from .congestion import PRESETS, CongestionControlChoice
+from .bpf import ObjectPath, Parameters
 from .document import SCENARIO
 from .impairments import LinkName, OutageWindows
 from .kinds import Boolean, Choice, Duration, DurationList, Integer, Name, Rate, Real, Size, SizeList
@@ -89,6 +90,10 @@ def _kind(kind: Kind) -> Dict[str, Any]:
     if isinstance(kind, OutageWindows):
         window = {"type": "array", "minItems": 2, "maxItems": 2, "items": _kind(Duration(positive=False))}
         return {"type": "array", "minItems": 1, "items": window}
+    if isinstance(kind, ObjectPath):
+        return {"type": "string", "pattern": r"\.(o|c)$"}
+    if isinstance(kind, Parameters):
+        return {"type": "object", "additionalProperties": {"type": ["number", "boolean", "string"]}}
     raise TypeError(f"no JSON Schema for {type(kind).__name__}")  # a new kind: add it here
 
 
@@ -126,8 +131,11 @@ def _table(table: Table, tag: str = "", value: str = "", tag_required: bool = Tr
 
 
 def _tagged(kind: Tagged) -> Dict[str, Any]:
+    # cc = { bpf = "..." } may leave its algorithm out (congestion.py).
+    bpf = isinstance(kind, CongestionControlChoice)
     variants = [
-        dict(_table(table, kind.tag, value, tag_required=value != kind.default_tag), title=f"{kind.tag} = {json.dumps(value)}")
+        dict(_table(table, kind.tag, value, tag_required=value != kind.default_tag and not (bpf and value == "bpf")),
+             title=f"{kind.tag} = {json.dumps(value)}")
         for value, table in kind.variants.items()
     ]
     if isinstance(kind, CongestionControlChoice):

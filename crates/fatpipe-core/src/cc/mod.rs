@@ -9,6 +9,7 @@
 
 pub mod bbr;
 pub mod bic;
+pub mod bpf;
 pub mod cubic;
 pub mod fast;
 pub mod griddt;
@@ -47,6 +48,9 @@ pub struct CcState {
     pub now: Time,
     /// Smoothed and minimum RTT, picoseconds (None before the first sample).
     pub srtt: Option<Time>,
+    /// The RTT's variation as the stack's estimator keeps it (RFC 6298 RTTVAR; Linux
+    /// mdev), picoseconds; 0 before the first sample.
+    pub rttvar: Time,
     pub min_rtt: Option<Time>,
     /// Limited Slow Start (RFC 3742) threshold, segments; 0 turns it off. [`slow_start`]
     /// honours it, so every algorithm that grows through it gets LSS.
@@ -81,6 +85,7 @@ impl CcState {
             mss_bytes,
             now: 0,
             srtt: None,
+            rttvar: 0,
             min_rtt: None,
             max_ssthresh: 0,
             delivered_bytes: 0,
@@ -341,6 +346,8 @@ pub enum CcSpec {
     Htcp(htcp::HtcpConfig),
     Bic(bic::BicConfig),
     Cubic(cubic::CubicConfig),
+    /// A BPF struct_ops program (`cc/bpf.rs`).
+    Bpf(bpf::BpfConfig),
 }
 
 impl CcSpec {
@@ -359,6 +366,7 @@ impl CcSpec {
             CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
             CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
             CcSpec::Cubic(cfg) => cubic::build(cfg),
+            CcSpec::Bpf(cfg) => bpf::build(cfg),
         }
     }
 }

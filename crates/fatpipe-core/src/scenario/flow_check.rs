@@ -167,6 +167,7 @@ impl FlowSpec {
             CcSpec::Scalable(c) => c.validate(),
             CcSpec::Htcp(c) => c.validate(),
             CcSpec::Bic(c) => c.validate(),
+            CcSpec::Bpf(c) => c.validate(),
             CcSpec::Cubic(c) => c.validate(),
         };
         cc_params.map_err(|e| format!(".cc.{e}"))

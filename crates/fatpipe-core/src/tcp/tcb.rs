@@ -127,6 +127,7 @@ impl Tcb {
                 mss_bytes: cfg.mss_bytes,
                 now: 0,
                 srtt: None,
+                rttvar: 0,
                 min_rtt: None,
                 max_ssthresh: cfg.max_ssthresh_segments,
                 delivered_bytes: 0,
@@ -196,6 +197,7 @@ impl Tcb {
     pub(crate) fn sync_cc_view(&mut self, now: Time) {
         self.cc_state.now = now;
         self.cc_state.srtt = self.rtt.srtt;
+        self.cc_state.rttvar = self.rtt.rttvar;
         // An algorithm that times its own segments keeps its own base RTT (ns-2's Vegas,
         // v_baseRTT_), over data segments only: see `ack_timing.rs`.
         self.cc_state.min_rtt = self.ack_timing.as_ref().map_or(self.rtt.min_rtt, |t| t.min_rtt_ps);

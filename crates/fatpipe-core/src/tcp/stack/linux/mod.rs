@@ -182,6 +182,10 @@ impl TcpStack for LinuxStack {
             self.clean_rtx_queue(tcb, now, ack, prior_fack, &mut f, &mut t);
         }
         let rtt = self.update_rtt(tcb, now, pkt, &f, &t);
+        // Linux calls pkts_acked at the end of tcp_clean_rtx_queue, before the state machine
+        // (tcp_fastretrans_alert): the ACK that ends a recovery still finds the algorithm in
+        // Recovery (H-TCP then leaves it out of its throughput, as tcp_htcp.c does).
+        let mut sample = self.pkts_acked(tcb, now, &t, rtt, (self.delivered - prior_delivered) as u32, prior_in_flight);
         self.loss.rack.update_reo_wnd(now, tcb.rtt.srtt);
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(tcb, now, ack, &f);
@@ -200,9 +204,11 @@ impl TcpStack for LinuxStack {
         if f.set_xmit_timer {
             self.set_xmit_timer(tcb, now);
         }
-        let delivered = (self.delivered - prior_delivered) as u32;
+        // What the ACK delivered as tcp_cong_control counts it (tcp_newly_delivered, after
+        // the state machine: without SACK, duplicate ACKs count as deliveries there).
+        sample.delivered_segments = (self.delivered - prior_delivered) as u32;
         let newly_lost = (self.loss.lost - prior_lost) as u32;
-        self.adjust_cwnd(tcb, now, &f, &t, rtt, delivered, newly_lost, prior_in_flight, out);
+        self.adjust_cwnd(tcb, now, &f, &mut sample, newly_lost, out);
         tcb.note_milestones(now);
         if tcb.snd_una == tcb.snd_max {
             tcb.rto_deadline = None;
@@ -392,22 +398,20 @@ impl LinuxStack {
         ca_rtt
     }
 
-    /// The window after an ACK (Linux `tcp_cong_control`).
-    #[allow(clippy::too_many_arguments)]
-    fn adjust_cwnd(
+    /// What the ACK told the algorithm, given to its `pkts_acked` (Linux
+    /// `tcp_clean_rtx_queue`'s end) when it acknowledged or delivered anything; `adjust_cwnd`
+    /// uses the same sample.
+    fn pkts_acked(
         &mut self,
         tcb: &mut Tcb,
         now: Time,
-        f: &AckFlags,
         t: &Tally,
         rtt: Option<Time>,
         delivered: u32,
-        newly_lost: u32,
         prior_in_flight: u32,
-        _out: &mut Vec<Packet>,
-    ) {
+    ) -> AckSample {
         let mss = tcb.cfg.mss_bytes as u64;
-        let mut sample = AckSample {
+        let sample = AckSample {
             acked_segments: (t.acked_bytes.div_ceil(mss)) as u32,
             delivered_segments: delivered,
             acked_bytes: t.acked_bytes,
@@ -418,18 +422,35 @@ impl LinuxStack {
             ..Default::default()
         };
         tcb.cc_state.delivered_bytes += t.delivered_bytes;
+        if t.acked_bytes > 0 || t.delivered_bytes > 0 {
+            tcb.sync_cc_view(now);
+            tcb.cc_state.in_flight_segments = self.q.in_flight();
+            tcb.cc.pkts_acked(&mut tcb.cc_state, &sample);
+        }
+        sample
+    }
+
+    /// The window after an ACK (Linux `tcp_cong_control`).
+    fn adjust_cwnd(
+        &mut self,
+        tcb: &mut Tcb,
+        now: Time,
+        f: &AckFlags,
+        sample: &mut AckSample,
+        newly_lost: u32,
+        _out: &mut Vec<Packet>,
+    ) {
+        let mss = tcb.cfg.mss_bytes as u64;
+        let delivered = sample.delivered_segments;
         if tcb.controls {
-            tcb.rate_sample(now, &mut sample);
+            tcb.rate_sample(now, sample);
             sample.in_flight_bytes = self.in_flight_bytes(tcb);
             sample.newly_lost_bytes = newly_lost as u64 * mss;
         }
         tcb.sync_cc_view(now);
         tcb.cc_state.in_flight_segments = self.q.in_flight();
-        if t.acked_bytes > 0 || t.delivered_bytes > 0 {
-            tcb.cc.pkts_acked(&mut tcb.cc_state, &sample);
-        }
         if tcb.controls {
-            tcb.cong_control(&sample);
+            tcb.cong_control(sample);
             return;
         }
         if self.in_reduction(tcb) {
@@ -448,7 +469,7 @@ impl LinuxStack {
             }
         } else if self.may_raise_cwnd(tcb, f) {
             tcb.cc_state.cwnd_limited = self.is_cwnd_limited(tcb);
-            tcb.cc.cong_avoid(&mut tcb.cc_state, &sample);
+            tcb.cc.cong_avoid(&mut tcb.cc_state, sample);
         }
     }
 
