@@ -16,6 +16,7 @@ the implicit import of a module's parent packages, and modules loaded by name th
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional, Set
 
@@ -46,9 +47,18 @@ def _absolute(name: str, level: int, module: Optional[str], modules: Dict[str, P
     return ".".join(base + ([module] if module else []))
 
 
+def _extension_module() -> str:
+    """The compiled core's module name, as pyproject.toml's [tool.maturin] names it."""
+    with open(PACKAGE_DIR.parent.parent / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["tool"]["maturin"]["module-name"]
+
+
 def _compiled(target: str, modules: Dict[str, Path]) -> bool:
-    """Whether ``target`` is a compiled extension module of the package (fatpipe._core)."""
+    """Whether ``target`` is a compiled extension module of the package (fatpipe._core): the
+    one pyproject.toml builds (a clean clone has no .so to see), or a built one in the tree."""
     parent, _, leaf = target.rpartition(".")
+    if target == _extension_module():
+        return True
     return parent in modules and _is_package(parent, modules) and any(modules[parent].parent.glob(f"{leaf}.*.so"))
 
 
