@@ -102,7 +102,7 @@ fn ssthresh_after_refusal(cc: CcSpec, cwnd: u32) -> u32 {
 #[test]
 fn highspeed_and_scalable_back_off_by_their_own_decrease() {
     // Scalable: b = 1/8 (document 001), cwnd - cwnd / 8.
-    let scalable = CcSpec::Scalable(ScalableConfig { a: 0.02, b: 0.125, low_window: 16 });
+    let scalable = CcSpec::Scalable(ScalableConfig { a: 0.02, b: 0.125, ..Default::default() });
     assert_eq!(ssthresh_after_refusal(scalable, 1000), 875);
     // HighSpeed (RFC 3649): b(w) = (High_Decrease - 0.5) (log w - log Low_Window) /
     // (log High_Window - log Low_Window) + 0.5; about 0.33 at 1000 segments (Linux's table

@@ -83,7 +83,7 @@ fn scalable_follows_a_over_b_p() {
     for p in [1e-4f64, 1e-5, 1e-6] {
         let expected = a / (b * p);
         let got = mean_cwnd(
-            CcSpec::Scalable(ScalableConfig { a, b, low_window: 16 }),
+            CcSpec::Scalable(ScalableConfig { a, b, ..Default::default() }),
             p,
             expected,
             if p >= 1e-5 { 200.0 } else { 40.0 },

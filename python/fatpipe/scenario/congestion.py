@@ -263,6 +263,29 @@ _NOCC = _simple_algorithm(
     (Field("cwnd_segments", Integer(minimum=1, example=1000), "fix the window at this many segments (document 000's TCP_SET_CWND)", UNSET, "unset: no congestion window at all (TCP_NO_CONGESTION)"), "cwnd_segments"),
 )
 
+#: How HighSpeed and Scalable count ACKs, and how they reduce without a loss: the members by
+#: which the linux-2.4 profile gives them Linux 2.4's window handling (profiles.py).
+_ACK_COUNTING = Field(
+    "byte_counting",
+    Boolean(),
+    "grow by the segments each ACK covers (RFC 3465, as Linux since 2.6.13) instead of once per "
+    "ACK (Linux 2.4 and its HighSpeed and Scalable patches: with delayed ACKs half the growth, "
+    "slow start at 1.5x per round trip)",
+    True,
+    "RFC 3649 and Kelly 2003 state their increase per acknowledged segment",
+)
+_CWR_HALVES = Field(
+    "cwr_halves",
+    Boolean(),
+    "a window reduction without a loss (CWR: the host's interface queue refused a segment, or "
+    "an ECN echo) halves the window, as Linux 2.4's __tcp_enter_cwr did with tcp_recalc_ssthresh, "
+    "instead of taking the algorithm's own decrease; the Linux stack only",
+    False,
+    "the algorithm's decrease on every congestion signal (Linux since 2.6.13: tcp_init_cwnd_reduction "
+    "asks the module's ssthresh)",
+)
+
+
 def _fraction(key: str, default: float, meaning: str, source: str) -> Field:
     return Field(key, Real(lower=0.0, upper=1.0, example=default), meaning, default, source)
 
@@ -273,7 +296,7 @@ def _check_fixed_table(values: Dict[str, Any], path: str) -> None:
     if values["variant"] != "linux":
         return
     for f in _HIGHSPEED.table.fields:
-        if f.key != "variant" and values[f.key] != f.kind.parse(f.default, f.key):
+        if f.key not in ("variant", "byte_counting", "cwr_halves") and values[f.key] != f.kind.parse(f.default, f.key):
             raise ScenarioError(
                 f"{_join(path, f.key)}: {_num(values[f.key])} is not allowed with variant = \"linux\": "
                 f"Linux tcp_highspeed.c uses RFC 3649 appendix B's fixed table; leave it at "
@@ -303,16 +326,34 @@ _HIGHSPEED = _simple_algorithm(
     (Field("high_window", Integer(minimum=2, example=83000), "window (segments) reached at loss rate high_p", 83000, "RFC 3649 section 5 (10 Gb/s, 1500-byte packets, 100 ms)"), "high_window"),
     (Field("high_p", Real(lower=0.0, upper=1.0, example=1e-7), "loss rate at which the window is high_window", 1e-7, "RFC 3649 section 5"), "high_p"),
     (_fraction("high_decrease", 0.1, "b(w) at high_window: the fraction of the window given up on a loss", "RFC 3649 section 5"), "high_decrease"),
+    (_ACK_COUNTING, "byte_counting"),
+    (_CWR_HALVES, "cwr_halves"),
     finish=lambda values, path: _check_fixed_table(values, path),
 )
 
 _SCALABLE = _simple_algorithm(
     "scalable",
     "Scalable TCP (Kelly 2003): multiplicative increase a per acknowledged segment (a x cwnd "
-    "per RTT) and decrease b on a loss, above a legacy window where it is standard TCP.",
-    (Field("a", Real(lower=0.0, example=0.01), "increase per acknowledged segment, segments", 0.01, "Kelly 2003 (document 001 uses 0.02 = 1/50)"), "a"),
+    "per RTT) and decrease b on a loss, above a legacy window where it is standard TCP; Linux's "
+    "form (Kelly's patch as tcp_scalable.c carries it) grows one segment per min(cwnd, 1/a) "
+    "counted units and always decreases by b.",
+    (
+        _variant_field(
+            ("paper", "linux"),
+            "which Scalable: paper (Kelly 2003: a per counted unit above low_window, standard TCP "
+            "below it) or linux (tcp_scalable.c, from Kelly's 2.4.19 patch: one segment per "
+            "min(cwnd, TCP_SCALABLE_AI_CNT = 1/a) counted units, ssthresh = cwnd - floor(b x cwnd) at "
+            "every window; no low_window)",
+            "Kelly 2003; Linux: net/ipv4/tcp_scalable.c (2.6.13, ported from Kelly's 2.4.19 patch)",
+        ),
+        "variant",
+    ),
+    (Field("a", Real(lower=0.0, example=0.01), "increase per counted unit (acknowledged segment; an ACK without byte_counting), segments; the linux form's TCP_SCALABLE_AI_CNT is 1/a", 0.01, "Kelly 2003 (document 001 uses 0.02 = 1/50)"), "a"),
     (_fraction("b", 0.125, "fraction of the window given up on a loss", "Kelly 2003; Linux TCP_SCALABLE_MD_SCALE"), "b"),
-    (Field("low_window", Integer(minimum=1, example=16), "below this window (segments) it is standard TCP", 16, "Kelly 2003 (lwnd)"), "low_window"),
+    (Field("low_window", Integer(minimum=1, example=16), "below this window (segments) it is standard TCP; only with variant = \"paper\"", Derived('16 with variant = "paper"'), "Kelly 2003 (lwnd)"), "low_window"),
+    (_ACK_COUNTING, "byte_counting"),
+    (_CWR_HALVES, "cwr_halves"),
+    finish=lambda values, path: _fill_by_variant(values, path, {"low_window": {"paper": 16}}),
 )
 
 _HTCP = _simple_algorithm(

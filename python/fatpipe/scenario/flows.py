@@ -339,6 +339,12 @@ def _normalize_flow(
         )
     cc = resolve_cc(profile, cc)
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
+    if cc.get("cwr_halves") and profile.stack == "rfc":
+        raise ScenarioError(
+            f'{path}.cc.cwr_halves: true is not allowed with profile = "{profile.name}": the RFC stack cuts '
+            'cwnd to ssthresh on entering CWR, before the algorithm could halve it; set profile = "linux-2.4"',
+            f"{path}.cc.cwr_halves",
+        )
     if cc["algorithm"] == "fast" and cc["beta"] < cc["alpha"]:
         raise ScenarioError(
             f"{path}.cc.beta: {_num(cc['beta'])} is not allowed: must be at least alpha ({_num(cc['alpha'])})",

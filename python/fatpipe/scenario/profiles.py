@@ -59,6 +59,18 @@ _LINUX_RTO = {
 #: Illustrated vol. 2 (1995), chapters 25 to 29.
 _BSD = "4.4BSD"
 
+#: Linux 2.4's window growth, which the 2.4.19 HighSpeed and Scalable patches kept: once per
+#: ACK (document 001: HighSpeed "uses the same slow start" as Standard TCP).
+_PATCHES_PER_ACK = (
+    "Linux 2.4 tcp_ack calls tcp_cong_avoid once per ACK of new data; document 001: HighSpeed \"uses "
+    "the same slow start\" as the standard 2.4.20 kernel"
+)
+#: Linux 2.4's reduction without loss, which the patches left alone (document 001 Figure 12).
+_PATCHES_CWR = (
+    "Linux 2.4 include/net/tcp.h __tcp_enter_cwr: ssthresh = tcp_recalc_ssthresh = max(cwnd / 2, 2); "
+    "document 001 Figure 12: the window after the interface's back-off is equal for all three algorithms"
+)
+
 PROFILES: Dict[str, Profile] = {
     "linux": Profile(
         "linux",
@@ -103,7 +115,9 @@ PROFILES: Dict[str, Profile] = {
         "linux-2.4",
         "the Linux 2.4/2.6 hosts of documents 000, 001 and 004: SACK with FACK, D-SACK undo, "
         "adaptive reordering, rate halving; no PRR, RACK, TLP, F-RTO or HyStart; Reno "
-        "congestion control (2.4 had no other); initial window by RFC 3390",
+        "congestion control (2.4 had no other), and HighSpeed and Scalable as document 001's "
+        "2.4.19 patches ran them: growth counted per ACK, Linux's forms, and a reduction without "
+        "loss that halves for every algorithm; initial window by RFC 3390",
         "linux",
         Member("sack", "Linux 2.4 tcp_input.c: Reno congestion control with SACK (net.ipv4.tcp_sack = 1)"),
         {
@@ -127,6 +141,30 @@ PROFILES: Dict[str, Profile] = {
                     "Linux 2.4 tcp_cong_avoid: one segment per ACK in slow start, one per cwnd ACKs "
                     "after (byte counting came in 2.6.13, off by default)",
                 ),
+            },
+            "highspeed": {
+                "variant": Member(
+                    "linux",
+                    "document 001 Figure 3 (2.4.19-hstcp): a(w) = 4 at w = 262 and 5 past 347, RFC 3649 "
+                    "appendix B's table read one row up, as Linux tcp_highspeed.c reads it",
+                ),
+                "byte_counting": Member(False, _PATCHES_PER_ACK),
+                "cwr_halves": Member(True, _PATCHES_CWR),
+            },
+            "scalable": {
+                "variant": Member(
+                    "linux",
+                    "Kelly's scalable-0.5.1 patch for 2.4.19 as Linux 2.6.13 tcp_scalable.c ported it: one "
+                    "segment per min(cwnd, TCP_SCALABLE_AI_CNT) ACKs, ssthresh = cwnd - (cwnd >> "
+                    "TCP_SCALABLE_MD_SCALE 3)",
+                ),
+                "a": Member(
+                    0.02,
+                    "TCP_SCALABLE_AI_CNT 50 \"to account for delayed ack\" (tcp_scalable.c, 2.6.13 to 5.x): "
+                    "1/50 per ACK, Kelly's 0.01 per segment with delayed ACKs, 1 % per round trip",
+                ),
+                "byte_counting": Member(False, _PATCHES_PER_ACK),
+                "cwr_halves": Member(True, _PATCHES_CWR),
             },
         },
     ),

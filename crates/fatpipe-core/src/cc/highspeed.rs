@@ -29,7 +29,10 @@
 //! b = b(Low_Window) = 0.5.
 //!
 //! Slow start, fast retransmit and recovery are standard (RFC 3649). Growth counts
-//! acknowledged segments (RFC 3465), so delayed ACKs do not slow it.
+//! acknowledged segments (RFC 3465), so delayed ACKs do not slow it; without
+//! `byte_counting` it counts ACKs, as Linux 2.4's `tcp_cong_avoid` and the 2.4.19 HighSpeed
+//! patch of document 001 did ("HighSpeed TCP uses the same slow start": one segment per ACK).
+//! With `cwr_halves` a window reduction without a loss halves, as 2.4's `__tcp_enter_cwr`.
 //!
 //! That is the `"rfc"` form (`HighSpeedConfig::variant`). The `"linux"` form,
 //! `highspeed/linux.rs`, is Linux `tcp_highspeed.c`: RFC 3649 appendix B's fixed table read
@@ -38,7 +41,10 @@
 
 pub mod linux;
 
-use super::{cong_avoid_ai, slow_start_first, AckSample, CcState, CongestionControl};
+use super::{
+    cong_avoid_ai, counted_segments, linux_2_4_cwr_ssthresh, slow_start_first, AckSample, CaState, CcState,
+    CongestionControl,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -86,6 +92,19 @@ pub struct HighSpeedConfig {
     /// High_Decrease: b(w) at High_Window, the fraction of the window given up on a loss
     /// (RFC 3649: 0.1).
     pub high_decrease: f64,
+    /// Count the segments each ACK covers (RFC 3465) rather than the ACKs (Linux 2.4). The
+    /// linux form counts ACKs in congestion avoidance either way (`hstcp_cong_avoid`); this
+    /// decides its slow start.
+    #[serde(default = "yes")]
+    pub byte_counting: bool,
+    /// A window reduction without a loss (CWR: local congestion, ECN) sets ssthresh to half
+    /// the window, as Linux 2.4's `__tcp_enter_cwr` did, instead of by b(w).
+    #[serde(default)]
+    pub cwr_halves: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for HighSpeedConfig {
@@ -96,6 +115,8 @@ impl Default for HighSpeedConfig {
             high_window: 83_000,
             high_p: 1e-7,
             high_decrease: 0.1,
+            byte_counting: true,
+            cwr_halves: false,
         }
     }
 }
@@ -225,7 +246,7 @@ pub fn aimd_table(cfg: &HighSpeedConfig) -> Vec<AimdEntry> {
 pub fn build(cfg: &HighSpeedConfig) -> Box<dyn CongestionControl> {
     match cfg.variant {
         HighSpeedVariant::Rfc => Box::new(HighSpeed::new(cfg.clone())),
-        HighSpeedVariant::Linux => Box::new(linux::LinuxHighSpeed::default()),
+        HighSpeedVariant::Linux => Box::new(linux::LinuxHighSpeed::new(cfg.byte_counting, cfg.cwr_halves)),
     }
 }
 
@@ -277,11 +298,17 @@ impl CongestionControl for HighSpeed {
 
     /// cwnd += a(w)/cwnd per acknowledged segment: a(w) segments per RTT.
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, ack.delivered_segments) else {
+        let Some(acked) = slow_start_first(s, counted_segments(ack, self.cfg.byte_counting)) else {
             return;
         };
         let (a, _) = self.aimd_at(s.cwnd);
         cong_avoid_ai(s, s.cwnd, acked.saturating_mul(a));
+    }
+
+    fn set_state(&mut self, s: &mut CcState, new: CaState) {
+        if new == CaState::Cwr && self.cfg.cwr_halves {
+            s.ssthresh = linux_2_4_cwr_ssthresh(s.cwnd);
+        }
     }
 }
 
@@ -429,5 +456,39 @@ mod tests {
         s.cwnd_limited = false;
         one_rtt(&mut h, &mut s);
         assert_eq!(s.cwnd, 1000);
+    }
+
+    #[test]
+    fn without_byte_counting_slow_start_and_growth_count_acks() {
+        let mut h = HighSpeed::new(HighSpeedConfig { byte_counting: false, ..Default::default() });
+        let mut s = state(10, u32::MAX);
+        for _ in 0..5 {
+            h.cong_avoid(&mut s, &ack(2));
+        }
+        assert_eq!(s.cwnd, 15, "one segment per ACK, as Reno on Linux 2.4");
+        // a(w) per window of ACKs: delayed ACKs (2500 of 2) give half of a(5000) = 20.
+        let a = h.aimd_at(5000).0;
+        let mut s = state(5000, 10);
+        for _ in 0..2500 {
+            h.cong_avoid(&mut s, &ack(2));
+        }
+        assert!((s.cwnd - 5000).abs_diff(a / 2) <= 1, "grew {} with a = {a}", s.cwnd - 5000);
+    }
+
+    #[test]
+    fn cwr_halves_only_when_asked() {
+        let mut h = HighSpeed::new(HighSpeedConfig { cwr_halves: true, ..Default::default() });
+        let mut s = state(2000, 10);
+        s.ssthresh = h.ssthresh(&s);
+        assert!(s.ssthresh > 1000);
+        h.set_state(&mut s, CaState::Recovery);
+        assert!(s.ssthresh > 1000, "a loss keeps b(w)");
+        h.set_state(&mut s, CaState::Cwr);
+        assert_eq!(s.ssthresh, 1000);
+        let mut h = HighSpeed::new(HighSpeedConfig::default());
+        let mut s = state(2000, 10);
+        s.ssthresh = h.ssthresh(&s);
+        h.set_state(&mut s, CaState::Cwr);
+        assert!(s.ssthresh > 1000);
     }
 }

@@ -313,6 +313,27 @@ pub fn slow_start_first(s: &mut CcState, acked: u32) -> Option<u32> {
     (left > 0).then_some(left)
 }
 
+/// What an ACK counts for window growth: the segments it delivered (byte counting, RFC 3465,
+/// as Linux counts since 2.6.13 in `tcp_slow_start` and `tcp_cong_avoid_ai`), or one (Linux
+/// 2.4's `tcp_cong_avoid` ran once per ACK whatever it acknowledged, and so did the 2.4.19
+/// HighSpeed and Scalable patches): with delayed ACKs one per two segments.
+pub fn counted_segments(ack: &AckSample, byte_counting: bool) -> u32 {
+    if byte_counting {
+        ack.delivered_segments
+    } else {
+        1
+    }
+}
+
+/// Linux 2.4's window reduction without a loss (`__tcp_enter_cwr` in include/net/tcp.h) set
+/// ssthresh with `tcp_recalc_ssthresh`, max(cwnd / 2, 2), whatever the algorithm. An
+/// algorithm with `cwr_halves` sets this in `set_state(Cwr)`, from cwnd, which the Linux
+/// stack leaves untouched until then (the RFC stack has already cut it: the scenario refuses
+/// `cwr_halves` there).
+pub fn linux_2_4_cwr_ssthresh(cwnd: u32) -> u32 {
+    (cwnd / 2).max(2)
+}
+
 /// Additive increase of one segment per `w` acknowledged segments (Linux `tcp_cong_avoid_ai`).
 pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
     let w = w.max(1);

@@ -9,7 +9,7 @@
 //!   delayed ACKs slow growth (document 000 eq. 3.2); on, it grows by the segments each ACK
 //!   covers, as Linux does.
 
-use super::{cong_avoid_ai, slow_start_first, AckSample, CcState, CongestionControl};
+use super::{cong_avoid_ai, counted_segments, slow_start_first, AckSample, CcState, CongestionControl};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -44,7 +44,7 @@ impl CongestionControl for Reno {
     }
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
-        let Some(acked) = slow_start_first(s, if self.cfg.byte_counting { ack.delivered_segments } else { 1 }) else {
+        let Some(acked) = slow_start_first(s, counted_segments(ack, self.cfg.byte_counting)) else {
             return;
         };
         // One segment per cwnd/a acknowledged segments = a segments per RTT.

@@ -11,11 +11,14 @@
 //!   cwnd grows by one when the counter reaches cwnd: with delayed ACKs, half the increase;
 //! - a loss sets ssthresh = cwnd - cwnd x md >> 8 with the row congestion avoidance last
 //!   used: at the end of the first slow start that is still row 0, which halves;
-//! - slow start is standard, and an ACK that ends it grows the window no further;
+//! - slow start is standard, and an ACK that ends it grows the window no further; it counts
+//!   acknowledged segments (`tcp_slow_start`), or ACKs without `byte_counting`, as Linux 2.4
+//!   and its 2.4.19 HighSpeed patch did;
+//! - with `cwr_halves` a reduction without a loss halves (Linux 2.4 `__tcp_enter_cwr`);
 //! - undo is Linux's `tcp_reno_undo_cwnd`, the trait's default.
 
 use super::{HighSpeedConfig, HighSpeedVariant};
-use crate::cc::{slow_start, AckSample, CcState, CongestionControl};
+use crate::cc::{counted_segments, linux_2_4_cwr_ssthresh, slow_start, AckSample, CaState, CcState, CongestionControl};
 
 /// RFC 3649 appendix B as Linux tabulates it (`hstcp_aimd_vals`): (window in segments,
 /// decrease x 256).
@@ -116,13 +119,27 @@ pub fn check_fixed_table(cfg: &HighSpeedConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// Linux's HighSpeed state (`struct hstcp`): the row index.
-#[derive(Debug, Default)]
+/// Linux's HighSpeed state (`struct hstcp`): the row index; and how slow start counts and
+/// CWR decreases (`HighSpeedConfig::byte_counting`, `cwr_halves`).
+#[derive(Debug)]
 pub struct LinuxHighSpeed {
     ai: usize,
+    byte_counting: bool,
+    cwr_halves: bool,
+}
+
+impl Default for LinuxHighSpeed {
+    /// Linux today: slow start counts segments, CWR decreases by the row's b.
+    fn default() -> Self {
+        LinuxHighSpeed::new(true, false)
+    }
 }
 
 impl LinuxHighSpeed {
+    pub fn new(byte_counting: bool, cwr_halves: bool) -> Self {
+        LinuxHighSpeed { ai: 0, byte_counting, cwr_halves }
+    }
+
     /// The row congestion avoidance uses now, and its increase per window of ACKs (ai + 1).
     pub fn row(&self) -> (usize, u32) {
         (self.ai, self.ai as u32 + 1)
@@ -155,7 +172,7 @@ impl CongestionControl for LinuxHighSpeed {
             return;
         }
         if s.in_slow_start() {
-            slow_start(s, ack.delivered_segments);
+            slow_start(s, counted_segments(ack, self.byte_counting));
             return;
         }
         self.seek(s.cwnd);
@@ -163,6 +180,12 @@ impl CongestionControl for LinuxHighSpeed {
         if s.cwnd_cnt >= s.cwnd {
             s.cwnd_cnt -= s.cwnd;
             s.cwnd += 1;
+        }
+    }
+
+    fn set_state(&mut self, s: &mut CcState, new: CaState) {
+        if new == CaState::Cwr && self.cwr_halves {
+            s.ssthresh = linux_2_4_cwr_ssthresh(s.cwnd);
         }
     }
 }
@@ -268,5 +291,23 @@ mod tests {
         let e = cfg.validate().unwrap_err();
         assert!(e.starts_with("high_p: 0.000001 is not allowed with variant = \"linux\""), "{e}");
         assert!(HighSpeedConfig { variant: HighSpeedVariant::Linux, ..Default::default() }.validate().is_ok());
+    }
+
+    #[test]
+    fn linux_2_4_slow_start_counts_acks_and_cwr_halves() {
+        // From slow start, 5 delayed ACKs: 5 segments (as Reno on Linux 2.4), not 10.
+        let mut h = LinuxHighSpeed::new(false, true);
+        let mut s = state(10, u32::MAX);
+        for _ in 0..5 {
+            h.cong_avoid(&mut s, &ack(2));
+        }
+        assert_eq!(s.cwnd, 15);
+        // In congestion avoidance at row 19, CWR halves where a loss gives up md 62/256.
+        let mut s = state(5000, 10);
+        one_rtt(&mut h, &mut s, 1);
+        s.ssthresh = h.ssthresh(&s);
+        assert_eq!(s.ssthresh, s.cwnd - ((s.cwnd * 62) >> 8));
+        h.set_state(&mut s, CaState::Cwr);
+        assert_eq!(s.ssthresh, s.cwnd / 2);
     }
 }
