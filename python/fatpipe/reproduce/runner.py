@@ -109,14 +109,15 @@ def quick_keeps_known(doc: Document, exp: Experiment) -> None:
 
 def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_ps: int) -> Any:
     """Per run and flow, the payload delivered in each interval from the run's start, in
-    bits per second (iperf -i): columns ``interval.<flow>.<k>``."""
+    bits per second (iperf -i on the receiving side): columns ``interval.<flow>.<k>``; and
+    the bytes the application wrote in each (iperf's client side), ``written.<flow>.<k>``."""
     import pandas as pd
 
-    from ..metrics import interval_rates
+    from ..metrics import interval_rates, written_interval_rates
 
     every_s = interval_ps / 1e12
     rows: List[Dict[str, float]] = []
-    for run_dir in run_dirs:
+    for (_, summary), run_dir in zip(table.iterrows(), run_dirs):
         row: Dict[str, float] = {}
         series_file = run_dir / "flow_series.parquet" if run_dir else None
         if series_file is not None and series_file.exists():
@@ -124,6 +125,12 @@ def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_p
             for flow, s in series.groupby("flow", sort=False, observed=True):
                 for k, rate in enumerate(interval_rates(s["time_s"], s["delivered_bytes"], every_s)):
                     row[f"interval.{flow}.{k}"] = rate
+                written = _number(summary.get(f"flows.{flow}.bytes_written"))
+                delivered = _number(summary.get(f"flows.{flow}.bytes_delivered"))
+                if finite(written) and finite(delivered):
+                    for k, rate in enumerate(written_interval_rates(s["time_s"], s["delivered_bytes"], every_s,
+                                                                    written, delivered)):
+                        row[f"written.{flow}.{k}"] = rate
         rows.append(row)
     extra = pd.DataFrame(rows, index=table.index)
     return pd.concat([table, extra], axis=1)
@@ -189,7 +196,15 @@ def run_experiment(
     table["__run_dir"] = [str(d) if d else "" for d in run_dirs] if run_dirs else []
     results = Results(table, parameters, (exp.interval_ps or 0) / 1e12)
     numbers = [evaluate_number(results, n, doc.tolerance, f"numbers[{i}]") for i, n in enumerate(exp.numbers)]
-    findings = [evaluate_finding(results, f, f"findings[{i}]") for i, f in enumerate(exp.findings)]
+    findings = []
+    for i, f in enumerate(exp.findings):
+        findings.append(evaluate_finding(results, f, f"findings[{i}]"))
+        # The same finding on the runs of each variant (document 000's hosts limited to
+        # 130 Mb/s), right after it.
+        for v in doc.variants:
+            other = v.of(f)
+            if other is not None:
+                findings.append(evaluate_finding(results, other, f"findings[{i}] ({v.label})"))
     target = outdir / exp.id
     target.mkdir(parents=True, exist_ok=True)
     figures = [draw_figure(results, fig, target) for fig in exp.figures]
@@ -208,6 +223,13 @@ def _run_wall_s(run_dir: Path) -> float:
         return float(json.loads((run_dir / "done.json").read_text(encoding="utf-8")).get("wall_s") or 0.0)
     except (OSError, ValueError, TypeError):
         return 0.0
+
+
+def _number(x: Any) -> Optional[float]:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
 
 
 def finite(x: Any) -> bool:
