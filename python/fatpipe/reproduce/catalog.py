@@ -123,6 +123,8 @@ _VARIANT = Table(fields=(
     Field("label", _Text(), "what differs in these runs, shown after each finding's claim"),
     Field("replace", _Any(), "old = new: each value of a finding's where (a sweep's or a point's name) replaced"),
     Field("why", _Text(), "why the document's findings are scored on these runs too"),
+    Field("base_label", _Text(), "what the findings' own runs are, shown after their claims (as label is after "
+          "the variant's)", UNSET),
 ), doc="A variant: every finding scored again on other runs.")
 _FINDING = Table(fields=(
     Field("claim", _Text(), "the qualitative finding"),
@@ -243,6 +245,7 @@ class Variant:
     label: str
     replace: Dict[str, Any]
     why: str
+    base_label: Optional[str] = None
 
     def of(self, finding: "Finding") -> Optional["Finding"]:
         """The finding with its measures' where values replaced; None when nothing changes."""
@@ -451,7 +454,7 @@ def load_document(folder: Path) -> Document:
         if not ok:
             raise CatalogError(f"{where}: variants[{i}].replace: expected a table old = new of names, such as "
                                '{"free" = "host-130"}', f"variants[{i}].replace")
-        variants.append(Variant(v["label"], dict(v["replace"]), v["why"]))
+        variants.append(Variant(v["label"], dict(v["replace"]), v["why"], v["base_label"]))
     doc = Document(d["name"], d["document"], d["title"], d["summary"], d["tolerance"], d["tolerance_why"],
                    d["assumptions"], d["shows"], folder, variants=variants)
     files = sorted((p for p in folder.iterdir() if _EXPERIMENT_FILE.match(p.name)), key=_experiment_order)

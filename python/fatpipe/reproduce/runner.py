@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -198,13 +198,15 @@ def run_experiment(
     numbers = [evaluate_number(results, n, doc.tolerance, f"numbers[{i}]") for i, n in enumerate(exp.numbers)]
     findings = []
     for i, f in enumerate(exp.findings):
-        findings.append(evaluate_finding(results, f, f"findings[{i}]"))
         # The same finding on the runs of each variant (document 000's hosts limited to
-        # 130 Mb/s), right after it.
-        for v in doc.variants:
-            other = v.of(f)
-            if other is not None:
-                findings.append(evaluate_finding(results, other, f"findings[{i}] ({v.label})"))
+        # 130 Mb/s), right after it, each claim saying which runs it was scored on.
+        others = [(v, v.of(f)) for v in doc.variants]
+        others = [(v, o) for v, o in others if o is not None]
+        labels = [v.base_label for v, _ in others if v.base_label]
+        own = replace(f, claim=f"{f.claim} [{labels[0]}]") if labels else f
+        findings.append(evaluate_finding(results, own, f"findings[{i}]"))
+        for v, other in others:
+            findings.append(evaluate_finding(results, other, f"findings[{i}] ({v.label})"))
     target = outdir / exp.id
     target.mkdir(parents=True, exist_ok=True)
     figures = [draw_figure(results, fig, target) for fig in exp.figures]
