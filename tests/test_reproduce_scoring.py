@@ -160,3 +160,15 @@ def test_iperf_client_intervals_count_the_buffer_the_writer_filled_at_once():
     # A writer that stopped early: never more than it wrote in all.
     capped = written_interval_rates(times, delivered, 5.0, 1000.0, 1000.0)
     assert capped == pytest.approx(server) and not any(math.isnan(x) for x in capped)
+
+
+def test_count_and_parameters_over_sweeps_of_different_flow_counts():
+    # E2.4 to E2.6 read one-, four- and eight-flow runs in one table: a four-flow row has no
+    # value for flows f5 to f8, and count() counts the flows it has. A parameter whose path
+    # holds a pattern (flows[f*].tcp.rcv_buffer) is read as that column.
+    table = pd.DataFrame({"flows.f1.goodput_bps": [10.0, 10.0], "flows.f2.goodput_bps": [8.0, float("nan")],
+                          "flows[f*].tcp.rcv_buffer": ["64kB", "32kB"]})
+    util = Expression("count({flows.f*.goodput_bps}) * min({flows.f*.goodput_bps})", "u").evaluate(table)
+    assert util.tolist() == [16.0, 10.0]
+    windows = Expression("count({flows.f*.goodput_bps}) * bytes({flows[f*].tcp.rcv_buffer})", "w").evaluate(table)
+    assert windows.tolist() == [128000, 32000]

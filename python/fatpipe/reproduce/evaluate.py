@@ -71,15 +71,7 @@ def measure(results: Results, m: Measure, what: str) -> Tuple[float, int]:
     rows = results.select(m.where, f"{what}.where")
     if rows.empty:
         raise MeasureError("no run matches " + (", ".join(f"{k} = {v}" for k, v in m.where.items()) or "(all)"))
-    try:
-        series = m.value.evaluate(rows)
-    except ExpressionError as err:
-        raise MeasureError(str(err)) from None
-    except (KeyError, TypeError, ValueError) as err:
-        raise MeasureError(f"{what}.value: {err}") from None
-    if not hasattr(series, "index"):
-        series = rows.index.to_series().map(lambda _: series)
-    points, _ = results.point_values(rows, series.astype(float))
+    points = _points(results, rows, m.value, f"{what}.value")
     if m.reduce == "at_max":
         return _at_max(results, rows, m, points, what), len(points)
     if m.x is not None:
@@ -97,19 +89,24 @@ def measure(results: Results, m: Measure, what: str) -> Tuple[float, int]:
     return _reduce(m.reduce, values), len(values)
 
 
+def _points(results: Results, rows: Any, expression: Any, what: str) -> Any:
+    """The expression per run of ``rows``, averaged per point over its replications."""
+    try:
+        series = expression.evaluate(rows)
+    except ExpressionError as err:
+        raise MeasureError(str(err)) from None
+    except (KeyError, TypeError, ValueError) as err:
+        raise MeasureError(f"{what}: {err}") from None
+    if not hasattr(series, "index"):
+        series = rows.index.to_series().map(lambda _: series)
+    return results.point_values(rows, series.astype(float))[0]
+
+
 def _at_max(results: Results, rows: Any, m: Measure, points: Any, what: str) -> float:
     """The ``at`` expression's value (averaged over the point's replications) at the point
     whose ``value`` is largest: where a curve peaks, such as the windows' sum at the peak."""
     assert m.at is not None
-    try:
-        at = m.at.evaluate(rows)
-    except ExpressionError as err:
-        raise MeasureError(str(err)) from None
-    except (KeyError, TypeError, ValueError) as err:
-        raise MeasureError(f"{what}.at: {err}") from None
-    if not hasattr(at, "index"):
-        at = rows.index.to_series().map(lambda _: at)
-    at_points, _ = results.point_values(rows, at.astype(float))
+    at_points = _points(results, rows, m.at, f"{what}.at")
     valid = [i for i in range(len(points)) if not math.isnan(float(points.iloc[i]))]
     if not valid:
         raise MeasureError("every chosen run gives NaN")
