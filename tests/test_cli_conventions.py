@@ -13,7 +13,7 @@ import pytest
 
 import fatpipe
 from fatpipe.cli import main
-from fatpipe.cli_tools import example_files
+from fatpipe.cli.tools import example_files
 from fatpipe.scenario import read_scenario_file
 
 REPO = Path(__file__).resolve().parent.parent

@@ -173,7 +173,7 @@ def test_rates_of_an_irregular_series_as_pandas_group_by_gave_them():
     pandas group-by that computed them before."""
     import numpy as np
 
-    from fatpipe.result import _rate_per_interval
+    from fatpipe.rundata import _rate_per_interval
 
     rng = np.random.default_rng(7)
     codes = rng.integers(0, 3, size=200).astype(np.int32)

@@ -47,33 +47,15 @@ _LAZY = {"run": "runner", "sweep": "sweep_runner", "Result": "result", "load_swe
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        version = _version()
-        globals()["__version__"] = version  # computed once
-        return version
+        from .version import version
+
+        globals()["__version__"] = version()  # looked up once
+        return globals()["__version__"]
     if name in _LAZY:
         from importlib import import_module
 
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'fatpipe' has no attribute {name!r}")
-
-
-def _version() -> str:
-    """The package's version. With the compiled core, the core's own: maturin gives the
-    wheel the version of crates/fatpipe-py's Cargo.toml, which the core reports, and asking
-    it is cheaper than importlib.metadata (about 25 ms of start-up). Without the core (a
-    source tree never built), the installed distribution's, if any."""
-    try:
-        from . import _core  # type: ignore[attr-defined]
-
-        return str(_core.version())
-    except ImportError:
-        pass
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("fatpipe")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
 
 
 def __dir__() -> List[str]:

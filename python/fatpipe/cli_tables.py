@@ -84,8 +84,8 @@ def link_table(links: Sequence[dict], scenario: Optional[dict]) -> List[str]:
     """Rate, utilization and drops per link. Without RED or impairments every drop is a
     queue overflow and one "drops" column says it all; otherwise "drops" is the total and
     one column per cause that can occur (configured in the scenario, or counted) follows."""
-    # Imported here: result.py needs pandas, which validation does without.
-    from .result import DROP_CAUSES
+    # Imported here: rundata.py needs numpy, which validation does without.
+    from .rundata import DROP_CAUSES
 
     configured = set()
     for link in (scenario or {}).get("links", []):

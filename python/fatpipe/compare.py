@@ -24,7 +24,7 @@ from .plots import (
     _binned, _bin_text, _clip_spikes, _draw_bottleneck_rate, _figure, _legend_outside, _save_panels, check_bin, default_bin_s,
 )
 from .report import _CHECK_SCRIPT, _STYLE, _fmt, _table
-from .result import Result
+from .rundata import RunData
 
 __all__ = ["compare", "Comparison", "CompareError", "FLOW_MEASURES", "relative_difference"]
 
@@ -55,7 +55,7 @@ def relative_difference(value: Optional[float], reference: Optional[float]) -> O
     return (value - reference) / reference
 
 
-def _kind(result: Result) -> str:
+def _kind(result: RunData) -> str:
     if "probe" in result.summary:
         return "probed"
     e = result.summary.get("emulation")
@@ -96,7 +96,7 @@ class Comparison:
                 "files": [p.name for p in self.files]}
 
 
-def compare(results: Sequence[Result], labels: Sequence[str], outdir: PathLike,
+def compare(results: Sequence[RunData], labels: Sequence[str], outdir: PathLike,
             bin_s: Optional[float] = None) -> Comparison:
     """Compares ``results`` (the first is the reference), names them ``labels``, and writes
     compare.json, compare_cwnd.png, compare_throughput.png, compare_queue.png and
@@ -149,7 +149,7 @@ def _number(v: Any) -> Optional[float]:
     return None if math.isnan(v) else v
 
 
-def _common_flows(results: Sequence[Result], labels: Sequence[str]) -> List[str]:
+def _common_flows(results: Sequence[RunData], labels: Sequence[str]) -> List[str]:
     """Flow names of the reference run that another run has too, in the reference's order."""
     names = [[f["name"] for f in r.summary["flows"]] for r in results]
     common = [n for n in names[0] if any(n in other for other in names[1:])]
@@ -160,10 +160,10 @@ def _common_flows(results: Sequence[Result], labels: Sequence[str]) -> List[str]
     return common
 
 
-def _overlay(results: Sequence[Result], labels: Sequence[str], path: Path, flows: List[str], column: str,
+def _overlay(results: Sequence[RunData], labels: Sequence[str], path: Path, flows: List[str], column: str,
              scale: float, ylabel: str, what: str) -> Path:
     """A flow-series column: one panel per flow that has it (at most MAX_PANELS)."""
-    def has(r: Result, flow: str) -> bool:
+    def has(r: RunData, flow: str) -> bool:
         rows = r.flow_series[r.flow_series["flow"] == flow]
         return column in rows and bool(rows[column].notna().any())
 
@@ -171,11 +171,11 @@ def _overlay(results: Sequence[Result], labels: Sequence[str], path: Path, flows
     return _panels(results, labels, path, what, ylabel, shown, lambda r, flow: _rows(r.flow_series, "flow", flow, column, scale))
 
 
-def _overlay_throughput(results: Sequence[Result], labels: Sequence[str], path: Path, flows: List[str],
+def _overlay_throughput(results: Sequence[RunData], labels: Sequence[str], path: Path, flows: List[str],
                         bin_s: float) -> Path:
     """Goodput per bin of every flow (one panel per flow), each bin over its span, clipped as
     the run plots are, with the reference run's bottleneck rate."""
-    def binned(r: Result, flow: str) -> Optional[Tuple[Any, Any]]:
+    def binned(r: RunData, flow: str) -> Optional[Tuple[Any, Any]]:
         rows = r.flow_series[r.flow_series["flow"] == flow]
         if not len(rows):
             return None
@@ -193,7 +193,7 @@ def _overlay_throughput(results: Sequence[Result], labels: Sequence[str], path: 
                    flows[:MAX_PANELS], binned, steps=True, decorate=decorate)
 
 
-def _overlay_queues(results: Sequence[Result], labels: Sequence[str], path: Path) -> Path:
+def _overlay_queues(results: Sequence[RunData], labels: Sequence[str], path: Path) -> Path:
     """Queue length: one panel per link where more than one packet waited in any run (the bottleneck
     first)."""
     busy: List[str] = []
@@ -216,8 +216,8 @@ def _rows(series: Any, key: str, name: str, column: str, scale: float) -> Option
     return rows["time_s"], rows[column] / scale
 
 
-def _panels(results: Sequence[Result], labels: Sequence[str], path: Path, what: str, ylabel: str,
-            names: List[str], xy: Callable[[Result, str], Optional[Tuple[Any, Any]]], steps: bool = False,
+def _panels(results: Sequence[RunData], labels: Sequence[str], path: Path, what: str, ylabel: str,
+            names: List[str], xy: Callable[[RunData, str], Optional[Tuple[Any, Any]]], steps: bool = False,
             decorate: Optional[Callable[[Any, List[Any]], None]] = None) -> Path:
     """One panel per name, one line per run, on one time axis (``steps``: each value held
     over its span); ``decorate(ax, values)`` adds to a panel after its lines."""
@@ -251,7 +251,7 @@ def _panels(results: Sequence[Result], labels: Sequence[str], path: Path, what: 
     return path
 
 
-def _page(results: Sequence[Result], c: Comparison) -> str:
+def _page(results: Sequence[RunData], c: Comparison) -> str:
     labels = c.labels
     run_rows = []
     for r, label, kind in zip(results, labels, c.kinds):

@@ -1,13 +1,15 @@
 """The measures the source documents define, computed from a run's counters and series.
 
 Every function is defined in ``docs/metrics.md`` with its source. Functions take plain
-numbers or a :class:`~fatpipe.result.Result`; none of them runs a simulation.
+numbers or a run's tables; none of them runs a simulation. The run's data
+(:class:`~fatpipe.rundata.RunData`) computes its summary with these functions, so this
+module never imports it: :func:`recovery_events` takes anything with a ``flow_series``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, Sequence
 
 import numpy as np
 
@@ -15,8 +17,6 @@ from .units import PS_PER_S
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-
-    from .result import Result
 
 __all__ = [
     "jain_index",
@@ -165,7 +165,14 @@ def fairness(rates_bps: Sequence[float], link_rate_bps: Optional[float]) -> Dict
     return out
 
 
-def recovery_events(result: "Result", flow: str) -> "pd.DataFrame":
+class HasFlowSeries(Protocol):
+    """A run's data as :func:`recovery_events` reads it: a :class:`~fatpipe.result.Result`."""
+
+    @property
+    def flow_series(self) -> "pd.DataFrame": ...
+
+
+def recovery_events(result: HasFlowSeries, flow: str) -> "pd.DataFrame":
     """Every congestion event of ``flow`` visible in its sampled series, with how long cwnd
     took to regain its pre-event value: one row per event with ``time_s`` (the sample where
     ssthresh changed), ``cwnd_before_segments`` (cwnd at the sample before),

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from .result import Result
+    from .rundata import RunData
 
 __all__ = [
     "PLOTS",
@@ -136,7 +136,7 @@ def _write(fig: Figure, path: PathLike) -> None:
 MAX_LINES = 20
 
 
-def _per_flow(result: "Result", column: str, tcp_only: bool, combine: str = "sum") -> Tuple[List[Tuple[str, np.ndarray, np.ndarray]], str]:
+def _per_flow(result: "RunData", column: str, tcp_only: bool, combine: str = "sum") -> Tuple[List[Tuple[str, np.ndarray, np.ndarray]], str]:
     """The lines of a per-flow plot of ``column``: (label, times, values) each, and a note
     for the title. Up to :data:`MAX_LINES` flows, one line each. With more, parallel streams
     are drawn as their group (the streams' values combined: ``sum``, or ``mean`` for
@@ -168,11 +168,11 @@ def _per_flow(result: "Result", column: str, tcp_only: bool, combine: str = "sum
     return lines, note
 
 
-def _duration_s(result: "Result") -> float:
+def _duration_s(result: "RunData") -> float:
     return result.scenario["duration_ps"] / 1e12
 
 
-def plot_cwnd(result: "Result", path: PathLike) -> str:
+def plot_cwnd(result: "RunData", path: PathLike) -> str:
     """Congestion window (segments) of every flow against time, ssthresh dashed in the
     flow's colour where it is set (the sawtooth reads best against the threshold it falls
     to)."""
@@ -190,7 +190,7 @@ def plot_cwnd(result: "Result", path: PathLike) -> str:
     return _save(fig, ax, path, f"{result.scenario['name']}: congestion window{note}", "time (s)", "cwnd (segments)")
 
 
-def plot_outstanding(result: "Result", path: PathLike) -> str:
+def plot_outstanding(result: "RunData", path: PathLike) -> str:
     """Bytes outstanding (sent, not yet acknowledged: document 000's "packets in flight")
     of every flow against time, in MB, with each flow's receive window dotted."""
     fig = _figure()
@@ -207,7 +207,7 @@ def plot_outstanding(result: "Result", path: PathLike) -> str:
     return _save(fig, ax, path, f"{result.scenario['name']}: bytes outstanding{note}", "time (s)", "outstanding (MB)")
 
 
-def bottleneck_link(result: "Result") -> Optional[Dict]:
+def bottleneck_link(result: "RunData") -> Optional[Dict]:
     """The link the flows share: the one named "bottleneck" (every named shape but the
     parking lot has one), else the busiest (the summary's fairness link); None for a run
     without links (a probe's)."""
@@ -218,12 +218,12 @@ def bottleneck_link(result: "Result") -> Optional[Dict]:
     return links.get(name)
 
 
-def _bottleneck_mbps(result: "Result") -> Optional[float]:
+def _bottleneck_mbps(result: "RunData") -> Optional[float]:
     link = bottleneck_link(result)
     return None if link is None else link["rate_bps"] / 1e6
 
 
-def _draw_bottleneck_rate(ax, result: "Result") -> Optional[float]:
+def _draw_bottleneck_rate(ax, result: "RunData") -> Optional[float]:
     """The bottleneck's line rate, dotted, for scale; returns it in Mb/s."""
     link = bottleneck_link(result)
     if link is None:
@@ -248,7 +248,7 @@ def _nice_at_least(value: float) -> float:
     return 10.0 ** (exponent + 1)  # pragma: no cover
 
 
-def default_bin_s(result: "Result") -> float:
+def default_bin_s(result: "RunData") -> float:
     """The throughput bin that fits the run: at least the largest flow's round trip
     (delivered throughput over less than an RTT shows the window's bursts and hole refills,
     not a rate) and wide enough that the run has at most :data:`MAX_THROUGHPUT_BINS`; the
@@ -263,7 +263,7 @@ def default_bin_s(result: "Result") -> float:
     return math.ceil(bin_s / interval_s) * interval_s
 
 
-def check_bin(result: "Result", bin_s: float) -> None:
+def check_bin(result: "RunData", bin_s: float) -> None:
     """Raises PlotUnavailable unless ``bin_s`` is at least the run's sample interval."""
     interval_s = result.scenario["sample_interval_ps"] / 1e12
     if not bin_s >= interval_s * (1 - 1e-9):
@@ -280,7 +280,7 @@ def _binned(times: np.ndarray, cumulative: np.ndarray, bin_s: float, end_s: floa
     return edges[:-1], np.diff(at) * 8 / bin_s / 1e6
 
 
-def _binned_lines(result: "Result", bin_s: float) -> Tuple[List[Tuple[str, np.ndarray, np.ndarray]], str]:
+def _binned_lines(result: "RunData", bin_s: float) -> Tuple[List[Tuple[str, np.ndarray, np.ndarray]], str]:
     lines, note = _per_flow(result, "delivered_bytes", tcp_only=False)
     end = _duration_s(result)
     return [(name, *_binned(t, v, bin_s, end)) for name, t, v in lines], note
@@ -304,7 +304,7 @@ def _clip_spikes(ax, values: np.ndarray, scale: float) -> None:
         ax.set_ylim(bottom=0)
 
 
-def plot_throughput(result: "Result", path: PathLike, bin_s: Optional[float] = None) -> str:
+def plot_throughput(result: "RunData", path: PathLike, bin_s: Optional[float] = None) -> str:
     """Goodput (Mb/s) of every flow per bin of ``bin_s`` seconds against time (document 000
     eq. 4.1; default :func:`default_bin_s`), each bin drawn over its span; the bottleneck's
     rate dotted, for scale."""
@@ -324,7 +324,7 @@ def plot_throughput(result: "Result", path: PathLike, bin_s: Optional[float] = N
                  "time (s)", "throughput (Mb/s)")
 
 
-def plot_throughput_stacked(result: "Result", path: PathLike, bin_s: Optional[float] = None) -> str:
+def plot_throughput_stacked(result: "RunData", path: PathLike, bin_s: Optional[float] = None) -> str:
     """Every flow's goodput per bin stacked: the total the flows get and each one's share of
     it, against the bottleneck's rate."""
     bin_s = default_bin_s(result) if bin_s is None else bin_s
@@ -354,7 +354,7 @@ def plot_throughput_stacked(result: "Result", path: PathLike, bin_s: Optional[fl
                  "time (s)", "throughput (Mb/s)")
 
 
-def _queue_panel(ax, result: "Result", name: str, rows, link: Dict, summary: Dict, main: bool) -> None:
+def _queue_panel(ax, result: "RunData", name: str, rows, link: Dict, summary: Dict, main: bool) -> None:
     """One link's queue (packets); its limit where counted in packets (on another link's
     panel only if the queue reached half of it: a 1,000-packet interface queue that held a
     hundred would flatten the rest); for RED its thresholds and average (in RED's unit,
@@ -375,7 +375,7 @@ def _queue_panel(ax, result: "Result", name: str, rows, link: Dict, summary: Dic
                 ax.axhline(value, color="dimgray", linestyle=style, linewidth=0.9, label=f"RED {text} ({value:g} {unit})")
 
 
-def plot_queue(result: "Result", path: PathLike) -> str:
+def plot_queue(result: "RunData", path: PathLike) -> str:
     """Queue length (packets) against time. The bottleneck (:func:`bottleneck_link`) on a
     panel and a scale of its own, with its limit, and for RED its min_th, max_th and average
     queue; below it, every other link whose queue ever held a packet (host interface queues,
@@ -421,7 +421,7 @@ def _save_panels(fig: Figure, axes, path: PathLike, title: str) -> str:
     return title
 
 
-def plot_rtt(result: "Result", path: PathLike) -> str:
+def plot_rtt(result: "RunData", path: PathLike) -> str:
     """Smoothed RTT (ms) of every flow against time: propagation plus queueing delay."""
     fig = _figure()
     ax = fig.add_subplot()
@@ -445,7 +445,7 @@ def _window_shift(tcp: Dict) -> int:
 
 
 def plot_time_sequence(
-    result: "Result",
+    result: "RunData",
     path: PathLike,
     flow: Optional[str] = None,
     capture: Optional[PathLike] = None,
@@ -520,7 +520,7 @@ def plot_time_sequence(
                  "sequence number (MB from the first byte)")
 
 
-def _sender_capture(result: "Result", node: int) -> Path:
+def _sender_capture(result: "RunData", node: int) -> Path:
     if "probe" in result.summary:
         raise PlotUnavailable("time_sequence: a probe run has no packet capture (a probe captures no packets)")
     names = {n_i: n["name"] for n_i, n in enumerate(result.scenario["nodes"])}

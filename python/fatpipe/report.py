@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 from .cli_tables import percent
 from .plots import PLOT_NOTES, PLOTS, THROUGHPUT_PLOTS, PlotUnavailable
-from .result import DROP_CAUSES, Result
+from .rundata import DROP_CAUSES, RunData
 from .scenario.congestion import cc_name
 from .units import format_rate
 
@@ -71,7 +71,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _flows_table(result: Result, limit: Optional[int] = None) -> str:
+def _flows_table(result: RunData, limit: Optional[int] = None) -> str:
     columns: List[Tuple[str, str, float]] = [
         ("goodput (Mb/s)", "goodput_bps", 1e6),
         ("transmitted (Mb/s)", "transmitted_throughput_bps", 1e6),
@@ -99,7 +99,7 @@ def _flows_table(result: Result, limit: Optional[int] = None) -> str:
     return _table(["flow", "congestion control"] + [c[0] for c in columns], rows)
 
 
-def _links_table(result: Result) -> str:
+def _links_table(result: RunData) -> str:
     rows = []
     for link in result.summary["links"]:
         rows.append(
@@ -115,7 +115,7 @@ def _links_table(result: Result) -> str:
     )
 
 
-def _fairness_table(result: Result) -> str:
+def _fairness_table(result: RunData) -> str:
     f = result.summary.get("fairness") or {}
     labels = [
         ("Jain's index", "jain_index"),
@@ -131,7 +131,7 @@ def _fairness_table(result: Result) -> str:
     return _table(["measure", "value"], rows) + note
 
 
-def _groups_table(result: Result) -> str:
+def _groups_table(result: RunData) -> str:
     if not len(result.groups):
         return ""
     rows = [[html.escape(str(g["name"])), _fmt(int(g["streams"])), html.escape(str(g["algorithm"])),
@@ -141,7 +141,7 @@ def _groups_table(result: Result) -> str:
         ["group", "streams", "algorithm", "goodput (Mb/s, sum)", "retransmitted", "timeouts"], rows)
 
 
-def _requests_table(result: Result) -> str:
+def _requests_table(result: RunData) -> str:
     """Per flow and object size: requests, mean and worst response time, mean throughput."""
     if not len(result.requests):
         return ""
@@ -154,7 +154,7 @@ def _requests_table(result: Result) -> str:
         ["flow", "object (bytes)", "requests", "mean response (ms)", "worst response (ms)", "mean throughput (Mb/s)"], rows)
 
 
-def _captures_list(result: Result) -> str:
+def _captures_list(result: RunData) -> str:
     caps = result.summary.get("captures") or []
     if not caps:
         return ""
@@ -238,7 +238,7 @@ def _png(draw: Callable[[Path], str]) -> Tuple[str, str]:
     return title, f"data:image/png;base64,{data}"
 
 
-def _figures(result: Result, bin_s: Optional[float] = None) -> Tuple[List[str], List[str]]:
+def _figures(result: RunData, bin_s: Optional[float] = None) -> Tuple[List[str], List[str]]:
     figures, notes = [], []
     for name, fn in PLOTS.items():
         if name == "time_sequence":
@@ -371,7 +371,7 @@ Each run's own report: <code>fatpipe report runs/&lt;run id&gt;</code>.</p>
 NOTEBOOK_FLOWS = 20
 
 
-def notebook_html(result: Result) -> str:
+def notebook_html(result: RunData) -> str:
     """The rich summary Jupyter shows for a :class:`Result`: the run in a line, the flows and
     links tables, and the cwnd and throughput plots (embedded PNG)."""
     s = result.summary
@@ -395,7 +395,7 @@ def write_report(run_dir: PathLike, path: Optional[PathLike] = None, bin_s: Opti
         target = Path(path) if path is not None else Path(run_dir) / "report.html"
         target.write_text(_sweep_page(Path(run_dir)), encoding="utf-8")
         return target
-    result = Result.read(run_dir)
+    result = RunData.read(run_dir)
     target = Path(path) if path is not None else Path(run_dir) / "report.html"
     s = result.summary
     name = html.escape(str(s.get("name", "run")))

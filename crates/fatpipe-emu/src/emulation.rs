@@ -17,6 +17,7 @@
 use crate::clock::Clock;
 use crate::kernel::{self, FlowKnobs, RouteMetrics};
 use crate::netns::{self, Interfaces, Namespace};
+use crate::output::{self, EmulatedFlow, EmulatedRun};
 use crate::relay::{self, FlowPorts, Port, Relay, RelayOptions, RelayReport, Shared};
 use crate::sampler::{self, SampledFlow, SamplerOutput};
 use crate::traffic::app::{self, App, Obtain};
@@ -107,6 +108,20 @@ pub(crate) struct FlowState {
     listener: Option<TcpListener>,
     udp_sockets: Option<(UdpSocket, UdpSocket)>,
     pub counters: Arc<Counters>,
+}
+
+impl FlowState {
+    /// The flow's part of the result document's input, once its threads have ended.
+    fn at_end(&self) -> EmulatedFlow<'_> {
+        EmulatedFlow {
+            spec: &self.spec,
+            udp: self.ports.udp,
+            counters: self.counters.snapshot(),
+            knobs: self.knobs.as_ref(),
+            granted_sender: self.sender.get().and_then(|s| s.granted().ok()),
+            granted_receiver: self.receiver.get().and_then(|s| s.granted().ok()),
+        }
+    }
 }
 
 pub struct Emulation {
@@ -492,7 +507,17 @@ impl Emulation {
         if self.shared.stop.load(Ordering::Relaxed) {
             return Err(Error::System("the run was stopped before its end".into()));
         }
-        Ok(crate::output::document(&self, relay, sampler))
+        let run = EmulatedRun {
+            scenario: &self.scenario,
+            epoch: self.shared.epoch().expect("the run started"),
+            flows: self.flows.iter().map(FlowState::at_end).collect(),
+            namespaces: self.hosts.iter().map(|h| &h.ns).collect(),
+            available: &self.available,
+            setup_ps: self.setup_ps,
+            spin_margin_ps: self.options.spin_margin_ps,
+            notes: &self.notes,
+        };
+        Ok(output::document(&run, relay, sampler))
     }
 }
 

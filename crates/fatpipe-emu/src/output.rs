@@ -5,8 +5,13 @@
 //! applications, and from the relay, which saw every packet -- and leaves out the rest
 //! (docs/emulation.md lists them): a missing key is "not measured", never zero. Emulation
 //! facts (what the kernel granted, the notes, timing) go under `emulation`.
+//!
+//! It reads plain data (`EmulatedRun`, which `Emulation::finish` fills): nothing of the
+//! emulation's threads and sockets, so that the emulation uses this module and not the other
+//! way round.
 
-use crate::emulation::{Emulation, FlowState};
+use crate::kernel::FlowKnobs;
+use crate::netns::Namespace;
 use crate::relay::{FlowNet, RelayReport};
 use crate::sampler::{FinalState, SamplerOutput};
 use crate::traffic::tcp::Granted;
@@ -25,22 +30,55 @@ use std::collections::BTreeMap;
 pub const LATENESS_FLOOR_PS: Time = 100 * PS_PER_US;
 pub const LATENESS_SHARE_OF_RTT: f64 = 0.01;
 
-pub fn document(emu: &Emulation, relay: RelayReport, sampler: SamplerOutput) -> Value {
-    let epoch = emu.shared.epoch().expect("the run started");
-    let flows: Vec<Value> =
-        emu.flows
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                if f.ports.udp {
+/// What an emulation knows at its end, besides the relay's and the sampler's reports.
+pub struct EmulatedRun<'a> {
+    pub scenario: &'a Scenario,
+    /// When the run started (the relay's clock), from which flows' times are counted.
+    pub epoch: Time,
+    pub flows: Vec<EmulatedFlow<'a>>,
+    /// The hosts' namespaces, whose kernel counters are read at the end.
+    pub namespaces: Vec<&'a Namespace>,
+    /// The kernel's congestion control algorithms.
+    pub available: &'a [String],
+    /// How long the namespaces and connections took to set up.
+    pub setup_ps: Time,
+    pub spin_margin_ps: Time,
+    /// Where the kernel departs from the scenario, one sentence each.
+    pub notes: &'a [String],
+}
+
+/// One flow at the end of an emulation.
+pub struct EmulatedFlow<'a> {
+    pub spec: &'a FlowSpec,
+    pub udp: bool,
+    /// The sending and receiving applications' counters.
+    pub counters: CountersSnapshot,
+    /// What the kernel was asked (TCP flows).
+    pub knobs: Option<&'a FlowKnobs>,
+    /// What the kernel granted the sending and the receiving socket (TCP flows).
+    pub granted_sender: Option<Granted>,
+    pub granted_receiver: Option<Granted>,
+}
+
+/// The emulated run's result document (docs/core-interface.md, docs/emulation.md).
+pub fn document(emu: &EmulatedRun, relay: RelayReport, sampler: SamplerOutput) -> Value {
+    let epoch = emu.epoch;
+    let flows: Vec<Value> = emu
+        .flows
+        .iter()
+        .enumerate()
+        .map(
+            |(i, f)| {
+                if f.udp {
                     udp_flow(f, &relay, i)
                 } else {
                     tcp_flow(f, &relay.flows[i], &sampler.finals[i], epoch)
                 }
-            })
-            .collect();
-    let limit = lateness_limit(&emu.scenario);
-    let hosts: Vec<Value> = emu.hosts.iter().map(|h| host_counters(&h.ns)).collect();
+            },
+        )
+        .collect();
+    let limit = lateness_limit(emu.scenario);
+    let hosts: Vec<Value> = emu.namespaces.iter().map(|ns| host_counters(ns)).collect();
     let host_drops: u64 = hosts
         .iter()
         .map(|h| h["tun_tx_dropped"].as_u64().unwrap_or(0) + h["tun_rx_dropped"].as_u64().unwrap_or(0))
@@ -61,7 +99,7 @@ pub fn document(emu: &Emulation, relay: RelayReport, sampler: SamplerOutput) -> 
         },
         "relay": {
             "realtime_priority": relay.realtime_priority,
-            "spin_margin_ps": emu.options.spin_margin_ps,
+            "spin_margin_ps": emu.spin_margin_ps,
             "cpu_s": relay.cpu_s,
             "foreign_packets": relay.foreign_packets,
             "other_packets": relay.other_packets,
@@ -203,17 +241,17 @@ pub fn udp_entry(spec: &FlowSpec, sent: &CountersSnapshot, got: &CountersSnapsho
     entry
 }
 
-fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Value {
+fn tcp_flow(f: &EmulatedFlow, net: &FlowNet, last: &FinalState, epoch: Time) -> Value {
     // Bytes read as of the receiver's last TCP_INFO (`FinalState::read_bytes`).
-    let counters = CountersSnapshot { read: last.read_bytes, ..f.counters.snapshot() };
-    let knobs = f.knobs.as_ref().expect("TCP flows have knobs");
+    let counters = CountersSnapshot { read: last.read_bytes, ..f.counters.clone() };
+    let knobs = f.knobs.expect("TCP flows have knobs");
     let (mut e, mut kernel) = tcp_entry(&TcpFlowEnd {
-        spec: &f.spec,
+        spec: f.spec,
         congestion_asked: &knobs.congestion,
         sender: last.sender,
         receiver: last.receiver,
-        granted_sender: f.sender.get().and_then(|s| s.granted().ok()),
-        granted_receiver: f.receiver.get().and_then(|s| s.granted().ok()),
+        granted_sender: f.granted_sender.clone(),
+        granted_receiver: f.granted_receiver.clone(),
         max_peer_window_bytes: last.max_peer_window_bytes,
         sent: &counters,
         got: &counters,
@@ -233,10 +271,10 @@ fn tcp_flow(f: &FlowState, net: &FlowNet, last: &FinalState, epoch: Time) -> Val
     Value::Object(e)
 }
 
-fn udp_flow(f: &FlowState, relay: &RelayReport, i: usize) -> Value {
+fn udp_flow(f: &EmulatedFlow, relay: &RelayReport, i: usize) -> Value {
     let net = &relay.flows[i];
-    let c = f.counters.snapshot();
-    let mut e = udp_entry(&f.spec, &c, &c);
+    let c = &f.counters;
+    let mut e = udp_entry(f.spec, c, c);
     e.insert("bytes_lost".into(), json!(net.datagram_bytes_lost));
     e.insert("datagrams_lost".into(), json!(net.datagrams_lost));
     e.insert("datagrams_in_flight_at_end".into(), json!(relay.datagrams_in_flight[i]));
@@ -271,7 +309,7 @@ fn lateness_limit(scenario: &Scenario) -> Time {
 /// A host's kernel counters at the end: its TUN device's drops (/proc/net/dev) and every
 /// non-zero TCP extended counter (/proc/net/netstat TcpExt: fast retransmits, loss probes,
 /// undos...), read from inside its namespace.
-fn host_counters(ns: &crate::netns::Namespace) -> Value {
+fn host_counters(ns: &Namespace) -> Value {
     let read = ns.run(|| {
         let dev = std::fs::read_to_string("/proc/thread-self/net/dev")?;
         let netstat = std::fs::read_to_string("/proc/thread-self/net/netstat")?;

@@ -11,11 +11,14 @@
 use fatpipe_core::probe::Column as CoreColumn;
 use fatpipe_core::{Scenario, Simulation as CoreSimulation};
 use fatpipe_emu::{Emulation as CoreEmulation, Error as EmuError, Options as EmuOptions};
-use pyo3::exceptions::{PyOSError, PyPermissionError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+mod live;
 mod probe;
+
+use live::{Lifecycle, Live};
 
 /// A simulation built from a normalized scenario (see docs/core-interface.md).
 #[pyclass(module = "fatpipe._core")]
@@ -152,7 +155,7 @@ fn flow_routes(scenario_json: &str) -> PyResult<Vec<fatpipe_core::scenario::Flow
 /// `finish`. `close` (or dropping the object) stops every thread and removes the namespaces.
 #[pyclass(module = "fatpipe._core")]
 struct Emulation {
-    inner: Option<CoreEmulation>,
+    run: Lifecycle<CoreEmulation>,
 }
 
 fn emu_error(e: EmuError) -> PyErr {
@@ -163,9 +166,15 @@ fn emu_error(e: EmuError) -> PyErr {
     }
 }
 
-impl Emulation {
-    fn get(&self) -> PyResult<&CoreEmulation> {
-        self.inner.as_ref().ok_or_else(|| PyRuntimeError::new_err("the emulation is closed"))
+impl Live for CoreEmulation {
+    const WHAT: &'static str = "the emulation";
+
+    fn wait_s(&self, timeout_s: f64) -> bool {
+        self.wait((timeout_s.max(0.0) * 1e12) as u64)
+    }
+
+    fn finish(self) -> Result<serde_json::Value, PyErr> {
+        CoreEmulation::finish(self).map_err(emu_error)
     }
 }
 
@@ -190,60 +199,50 @@ impl Emulation {
             options.realtime_priority = r;
         }
         let inner = py.detach(|| CoreEmulation::new(scenario_json, options)).map_err(emu_error)?;
-        Ok(Emulation { inner: Some(inner) })
+        Ok(Emulation { run: Lifecycle::new(inner) })
     }
 
     /// Starts the run (time 0 is a few milliseconds later).
     fn start(&mut self) -> PyResult<()> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| PyRuntimeError::new_err("the emulation is closed"))?
-            .start()
-            .map_err(emu_error)
+        self.run.get_mut()?.start().map_err(emu_error)
     }
 
     /// Waits up to `timeout_s` with the GIL released; True once the run has ended.
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {
-        let inner = self.get()?;
-        let timeout_ps = (timeout_s.max(0.0) * 1e12) as u64;
-        Ok(py.detach(|| inner.wait(timeout_ps)))
+        self.run.wait(py, timeout_s)
     }
 
     /// Time into the run, picoseconds.
     #[getter]
     fn progress_ps(&self) -> PyResult<u64> {
-        Ok(self.get()?.progress_ps())
+        Ok(self.run.get()?.progress_ps())
     }
 
     #[getter]
     fn duration_ps(&self) -> PyResult<u64> {
-        Ok(self.get()?.duration_ps())
+        Ok(self.run.get()?.duration_ps())
     }
 
     /// Asks every thread to stop (an interrupted run).
     fn stop(&self) -> PyResult<()> {
-        self.get()?.stop();
+        self.run.get()?.stop();
         Ok(())
     }
 
     /// The hosts' namespaces while the emulation lives: [(host, path, inode)].
     fn namespaces(&self) -> PyResult<Vec<(String, String, u64)>> {
-        Ok(self.get()?.namespaces())
+        Ok(self.run.get()?.namespaces())
     }
 
     /// Waits for the end and returns {"summary", "flow_series", "queue_series"} as a dict;
     /// the emulation is closed after.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("the emulation is closed"))?;
-        let text = py.detach(|| inner.finish().map(|v| v.to_string())).map_err(emu_error)?;
-        py.import("json")?.call_method1("loads", (text,))
+        self.run.finish(py)
     }
 
     /// Stops every thread and removes the namespaces (idempotent).
     fn close(&mut self, py: Python<'_>) {
-        if let Some(inner) = self.inner.take() {
-            py.detach(move || drop(inner));
-        }
+        self.run.close(py)
     }
 }
 

@@ -5,6 +5,8 @@ use fatpipe_probe::{ControllerOptions, ProbeError, ProbeRun as CoreRun, Server, 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::net::SocketAddrV4;
+
+use crate::live::{Lifecycle, Live};
 use std::time::Duration;
 
 fn address(text: &str) -> PyResult<SocketAddrV4> {
@@ -92,12 +94,24 @@ impl ProbeServer {
 /// True, then `finish` for the result document.
 #[pyclass(module = "fatpipe._core")]
 pub struct ProbeRun {
-    inner: Option<CoreRun>,
+    run: Lifecycle<CoreRun>,
 }
 
-impl ProbeRun {
-    fn get(&self) -> PyResult<&CoreRun> {
-        self.inner.as_ref().ok_or_else(|| PyRuntimeError::new_err("the probe run is closed"))
+impl Live for CoreRun {
+    const WHAT: &'static str = "the probe run";
+
+    fn wait_s(&self, timeout_s: f64) -> bool {
+        self.wait(seconds(timeout_s))
+    }
+
+    /// ValueError for what the user asked that cannot be done, OSError for a failure,
+    /// RuntimeError if the run was stopped.
+    fn finish(self) -> Result<serde_json::Value, PyErr> {
+        CoreRun::finish(self).map_err(|e| match e {
+            ProbeError::Refused(m) => PyValueError::new_err(m),
+            ProbeError::System(m) => PyOSError::new_err(m),
+            ProbeError::Stopped => PyRuntimeError::new_err(e.to_string()),
+        })
     }
 }
 
@@ -121,27 +135,26 @@ impl ProbeRun {
         if let Some(p) = pings {
             options.pings = p;
         }
-        Ok(ProbeRun { inner: Some(CoreRun::start(address(daemon)?, scenario_json, controller_sends, options)) })
+        Ok(ProbeRun { run: Lifecycle::new(CoreRun::start(address(daemon)?, scenario_json, controller_sends, options)) })
     }
 
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {
-        let run = self.get()?;
-        Ok(py.detach(|| run.wait(seconds(timeout_s))))
+        self.run.wait(py, timeout_s)
     }
 
     #[getter]
     fn progress_ps(&self) -> PyResult<u64> {
-        Ok(self.get()?.progress_ps())
+        Ok(self.run.get()?.progress_ps())
     }
 
     /// The test's duration.
     #[getter]
     fn duration_ps(&self) -> PyResult<u64> {
-        Ok(self.get()?.duration_ps())
+        Ok(self.run.get()?.duration_ps())
     }
 
     fn stop(&self) -> PyResult<()> {
-        self.get()?.stop();
+        self.run.get()?.stop();
         Ok(())
     }
 
@@ -149,20 +162,12 @@ impl ProbeRun {
     /// for what the user asked that cannot be done, OSError for a failure, RuntimeError if
     /// the run was stopped.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let run = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("the probe run is closed"))?;
-        let text = py.detach(|| run.finish().map(|v| v.to_string())).map_err(|e| match e {
-            ProbeError::Refused(m) => PyValueError::new_err(m),
-            ProbeError::System(m) => PyOSError::new_err(m),
-            ProbeError::Stopped => PyRuntimeError::new_err(e.to_string()),
-        })?;
-        py.import("json")?.call_method1("loads", (text,))
+        self.run.finish(py)
     }
 
     /// Stops the run and waits for it (idempotent).
     fn close(&mut self, py: Python<'_>) {
-        if let Some(run) = self.inner.take() {
-            py.detach(move || drop(run));
-        }
+        self.run.close(py)
     }
 }
 

@@ -20,9 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .path import MeasuredPath, measure_path_capacity, measured_dumbbell, measured_path, simulate_beside
     from .runner import ProbeError, ProbeRefused, ProbeScenario, load_probe_scenario, probe, resolve_daemon
 
-#: Where each public name lives. Imported on first use (PEP 562): the command line registers
-#: `fatpipe probe` through `.command` on every start, and the runner pulls in numpy and the
-#: result tables, which `fatpipe run` should not pay for twice and `fatpipe validate` not at all.
+#: Where each public name lives. Imported on first use (PEP 562): the runner pulls in numpy
+#: and the result tables, which `import fatpipe.probe` alone should not pay for.
 _HOMES = {
     "MeasuredPath": "path", "measure_path_capacity": "path", "measured_dumbbell": "path",
     "measured_path": "path", "simulate_beside": "path",

@@ -92,8 +92,8 @@ def reproduce(
 
 
 def __getattr__(name: str) -> Any:
-    # The catalog is read on first use: `fatpipe.cli` imports this package to register
-    # `fatpipe reproduce` on every start, and every run would pay for it (issue 16).
+    # The catalog is read on first use: importing the package (to select, or for its ALL)
+    # must not read every reproduction's files (issue 16).
     if name in ("CatalogError", "Document", "documents"):
         from . import catalog
 

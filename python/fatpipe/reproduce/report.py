@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .. import __version__
+from ..version import version
 from .catalog import Document, Experiment
 
 __all__ = ["write_experiment", "write_document", "docs_page", "number_text", "format_reference"]
@@ -49,7 +49,7 @@ def experiment_json(doc: Document, outcome: Any) -> Dict[str, Any]:
     exp: Experiment = outcome.experiment
     return {
         "document": doc.number, "name": doc.name, "experiment": exp.id, "title": exp.title,
-        "reports": exp.reports, "mode": "quick" if outcome.quick else "full", "fatpipe_version": __version__,
+        "reports": exp.reports, "mode": "quick" if outcome.quick else "full", "fatpipe_version": version(),
         "runs": outcome.runs, "failed_runs": outcome.failed, "wall_s": round(outcome.wall_s, 1),
         "compute_s": round(outcome.compute_s, 1), "reused_runs": outcome.reused,
         "counts": outcome.counts, "numbers": outcome.numbers, "findings": outcome.findings,
@@ -157,7 +157,7 @@ def document_json(doc: Document, outcomes: Sequence[Any]) -> Dict[str, Any]:
     total = {k: {c: sum(e["counts"][k].get(c, 0) for e in experiments)
                  for c in ("total", "measured", "agree", "calibration")}
              for k in ("numbers", "findings")}
-    return {"document": doc.number, "name": doc.name, "title": doc.title, "fatpipe_version": __version__,
+    return {"document": doc.number, "name": doc.name, "title": doc.title, "fatpipe_version": version(),
             "mode": "quick" if outcomes and outcomes[0].quick else "full", "counts": total,
             "wall_s": round(sum(o.wall_s for o in outcomes), 1), "runs": sum(o.runs for o in outcomes),
             "compute_s": round(sum(o.compute_s for o in outcomes), 1),

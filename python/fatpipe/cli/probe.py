@@ -1,5 +1,5 @@
-"""``fatpipe probe serve`` and ``fatpipe probe run`` on the command line (cli.py adds the
-parsers with :func:`add_probe_command`)."""
+"""``fatpipe probe serve`` and ``fatpipe probe run`` on the command line: their arguments,
+output and exit status."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any, Optional, Tuple
 from ..realtime import Terminated, sigterm_as_interrupt
 from ..scenario import ScenarioError
 from ..units import whole_number
+from .common import EXIT_FAILURE, EXIT_OK, EXIT_TERMINATED, CliError, add_command, error, seed, staging, writing
 
-__all__ = ["add_probe_command"]
+__all__ = ["add_probe"]
 
 #: The longest shared secret read: HMAC-SHA256 hashes any key longer than its 64-byte block
 #: (RFC 2104 section 2), so more adds nothing; this bounds what --secret-file reads.
@@ -23,17 +24,21 @@ MAX_SECRET_BYTES = 4096
 SECRET_ENV = "FATPIPE_PROBE_SECRET"
 
 
-def add_probe_command(commands: Any) -> None:
-    p = commands.add_parser(
+def add_probe(commands: Any) -> None:
+    p = add_command(
+        commands,
         "probe",
+        None,
         help="run a scenario's flows between two real hosts (NetSpec's controller and daemon)",
         description="Run a scenario's flows between this host and another that runs `fatpipe probe serve`, "
         "with the same traffic engine as `fatpipe emulate`; write the same files as `fatpipe run`. "
         "See docs/probe.md.",
     )
     sub = p.add_subparsers(dest="probe_command", metavar="COMMAND", required=True)
-    s = sub.add_parser(
+    s = add_command(
+        sub,
         "serve",
+        serve_command,
         help="serve probe clients (the daemon)",
         description="Serve `fatpipe probe run` clients until Ctrl-C or SIGTERM: one test at a time per "
         "client, several clients at once. Binds to 127.0.0.1 unless --bind says otherwise.",
@@ -50,9 +55,10 @@ def add_probe_command(commands: Any) -> None:
     s.add_argument("--max-clients", type=_positive, metavar="N",
                    help="clients served at once; more are refused with an error (default 64)")
     s.add_argument("--quiet", action="store_true", help="no line per client event")
-    s.set_defaults(func=serve_command)
-    r = sub.add_parser(
+    r = add_command(
+        sub,
         "run",
+        run_command,
         help="run a scenario against a daemon (the controller)",
         description="Run SCENARIO.toml's flows between this host and the daemon at HOST: \"forward\" flows "
         "from here to there, \"reverse\" ones back. The scenario's [topology] is not used: the path is "
@@ -65,7 +71,7 @@ def add_probe_command(commands: Any) -> None:
     r.add_argument("-o", "--output", metavar="OUTDIR",
                    help="output directory (default: runs/<scenario name>-probe); written whole at the end")
     r.add_argument("--overwrite", action="store_true", help="replace OUTDIR if it holds files")
-    r.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed (flows' start jitter)")
+    r.add_argument("--seed", type=seed, metavar="N", help="override the scenario's seed (flows' start jitter)")
     _secret_argument(r, "the daemon's shared secret")
     r.add_argument("--data-port", type=_port, metavar="PORT",
                    help="ask the daemon for data ports from PORT on (flow i: PORT + i), among its --data-ports")
@@ -79,7 +85,6 @@ def add_probe_command(commands: Any) -> None:
                    help='--simulate: how long the capacity flow runs (default "2s")')
     r.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     r.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
-    r.set_defaults(func=run_command)
 
 
 def _secret_argument(p: argparse.ArgumentParser, what: str) -> None:
@@ -178,16 +183,8 @@ def _positive_of(text: str) -> int:
 _positive = _kind(_positive_of, "expected a whole number >= 1")
 
 
-def _seed(text: str) -> int:
-    from ..cli import _seed as seed
-
-    return seed(text)
-
-
 def _secret(args: argparse.Namespace) -> Optional[bytes]:
     """The shared secret from --secret-file, else the environment, else None."""
-    from ..cli import CliError
-
     if args.secret_file is not None:
         source = f"--secret-file {args.secret_file}"
         try:
@@ -211,7 +208,6 @@ def _secret(args: argparse.Namespace) -> Optional[bytes]:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_FAILURE, EXIT_OK, _error
     from ..runner import import_core
 
     core = import_core()
@@ -227,7 +223,7 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         server = core.ProbeServer(bind, **options)
     except OSError as err:
-        _error(f"probe serve: {err}")
+        error(f"probe serve: {err}")
         return EXIT_FAILURE
     auth = "clients must prove the shared secret" if secret else "no shared secret"
     ports = "data ports {}-{}".format(*args.data_ports) if args.data_ports else "data ports the kernel picks"
@@ -249,13 +245,11 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_TERMINATED, CliError, _error, _staging
     from ..cli_tables import summary_table
     from ..outdir import discard, publish
+    from ..probe.path import measure_path_capacity, measured_path, path_summary_line, simulate_beside
+    from ..probe.runner import ProbeError, ProbeRefused, load_probe_scenario, notes_lines, path_line, probe, resolve_daemon
     from ..runner import import_core
-    from . import load_probe_scenario, probe
-    from .path import measure_path_capacity, measured_path, path_summary_line, simulate_beside
-    from .runner import ProbeError, ProbeRefused, notes_lines, path_line, resolve_daemon
 
     if not args.simulate and (args.path_rate is not None or args.path_queue is not None):
         raise CliError("--path-rate and --path-queue describe the simulated path: they need --simulate")
@@ -272,7 +266,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     secret = _secret(args)
     outdir = Path(args.output) if args.output else Path("runs") / f"{ps.loaded.core['name']}-probe"
-    scratch = _staging(outdir, args.overwrite)
+    scratch = staging(outdir, args.overwrite)
     plots = ps.loaded.plots and not args.no_plots
     wall_start = time.perf_counter()
     try:
@@ -286,22 +280,20 @@ def run_command(args: argparse.Namespace) -> int:
                 capacity = measure_path_capacity(daemon, secret, args.capacity_time, forward=any(ps.controller_sends))
             path = measured_path(result.summary, args.path_rate, args.path_queue, capacity)
             result.summary["probe"]["simulated_path"] = path.to_json()
-        try:
+        with writing(outdir):
             result.write_files(scratch, plots=plots)
             if path is not None:
                 comparison = simulate_beside(result, ps, path, scratch, plots)
             publish(scratch, outdir)
-        except OSError as err:
-            raise CliError(f"output directory {outdir}: cannot write: {err.strerror or err}") from None
     except ScenarioError as err:
         raise CliError(f"{args.scenario}: {err}") from None
     except ProbeRefused as err:
         raise CliError(str(err)) from None
     except ProbeError as err:
-        _error(f"probe of {daemon} failed: {err}")
+        error(f"probe of {daemon} failed: {err}")
         return EXIT_FAILURE
     except Terminated:
-        _error("terminated (both ends stopped)")
+        error("terminated (both ends stopped)")
         return EXIT_TERMINATED
     finally:
         discard(scratch)

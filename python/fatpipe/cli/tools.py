@@ -1,7 +1,8 @@
-"""`fatpipe` subcommands that help write scenarios rather than run them: ``schema`` (the
-scenario format as JSON Schema, for editors), ``examples`` (the example scenarios shipped in
-the package) and ``completion`` (shell completion for bash, zsh and fish, generated from the
-command line's own parser). Registered by :func:`add_commands` from ``cli.py``."""
+"""`fatpipe` subcommands that help write scenarios rather than run them: ``validate`` (a
+scenario checked, or normalized), ``reference`` and ``algorithms`` (the scenario format and
+the congestion controls, in Markdown), ``schema`` (the scenario format as JSON Schema, for
+editors), ``examples`` (the example scenarios shipped in the package) and ``completion``
+(shell completion for bash, zsh and fish, generated from the command line's own parser)."""
 
 from __future__ import annotations
 
@@ -12,50 +13,142 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-__all__ = ["add_commands", "example_files", "completion_script"]
+from ..scenario import format_reference, update_reference
+from ..units import format_duration
+from .common import EXIT_OK, CliError, add_command, load_scenario
 
-EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+__all__ = [
+    "add_validate", "add_reference", "add_algorithms", "add_schema", "add_examples", "add_completion",
+    "example_files", "completion_script",
+]
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 SHELLS = ("bash", "zsh", "fish")
 
 
-def add_commands(commands: Any) -> None:
-    p = commands.add_parser(
+def add_validate(commands: Any) -> None:
+    p = add_command(
+        commands,
+        "validate",
+        _cmd_validate,
+        help="check a scenario without running it",
+        description="Check a scenario file; print OK, or with --json the normalized scenario "
+        "the core would receive (all defaults filled in, base units).",
+    )
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file, or - to read it from standard input")
+    p.add_argument("--json", action="store_true", help="print the normalized scenario as JSON")
+
+
+def add_reference(commands: Any) -> None:
+    p = add_command(
+        commands,
+        "reference",
+        _cmd_reference,
+        help="print the reference of every scenario key",
+        description="Print every scenario key with its type, default and the default's source "
+        "(Markdown; the same text as docs/scenario.md).",
+    )
+    p.add_argument(
+        "--update",
+        metavar="FILE.md",
+        help="instead of printing, rewrite the generated block of FILE.md (docs/scenario.md)",
+    )
+
+
+def add_algorithms(commands: Any) -> None:
+    add_command(
+        commands,
+        "algorithms",
+        _cmd_algorithms,
+        help="list congestion control presets, algorithms and modifiers",
+        description="List every preset (cc = \"name\"), every algorithm with its parameters, "
+        "defaults and their sources, and the modifiers any algorithm can take (Markdown).",
+    )
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    loaded = load_scenario(args.scenario)
+    core = loaded.core
+    if args.json:
+        print(json.dumps(core, indent=2))
+        return EXIT_OK
+    flows = len(core["flows"])
+    print(
+        f"{args.scenario}: OK: scenario {core['name']!r}, {format_duration(core['duration_ps'])}, "
+        f"{len(core['nodes'])} nodes, {len(core['links'])} links, {flows} flow{'s' if flows != 1 else ''}, "
+        f"time series every {format_duration(core['sample_interval_ps'])}"
+    )
+    return EXIT_OK
+
+
+def _cmd_reference(args: argparse.Namespace) -> int:
+    if args.update is None:
+        sys.stdout.write(format_reference())
+        return EXIT_OK
+    try:
+        changed = update_reference(args.update)
+    except ValueError:
+        raise CliError(f"{args.update}: the generated-reference markers are missing") from None
+    except OSError as err:
+        raise CliError(f"{args.update}: {err.strerror or err}") from None
+    print(f"{args.update}: {'updated' if changed else 'up to date'}")
+    return EXIT_OK
+
+
+def _cmd_algorithms(args: argparse.Namespace) -> int:
+    from ..scenario import format_algorithms
+
+    sys.stdout.write(format_algorithms())
+    return EXIT_OK
+
+
+
+def add_schema(commands: Any) -> None:
+    p = add_command(
+        commands,
         "schema",
+        _cmd_schema,
         help="print the scenario format as JSON Schema (editor completion and checks)",
         description="Print the scenario format as JSON Schema (draft 2020-12), generated from the "
         "field definitions that validate scenarios. Editors use it for completion and to flag "
         "misspelled keys in TOML files: see the README (taplo, Even Better TOML).",
     )
     p.add_argument("-o", "--output", metavar="FILE.json", help="write it to FILE.json instead of printing")
-    p.set_defaults(func=_cmd_schema)
 
-    p = commands.add_parser(
+
+def add_examples(commands: Any) -> None:
+    p = add_command(
+        commands,
         "examples",
+        _cmd_examples,
         help="list the example scenarios, print one, or copy it",
         description="Without NAME, list the example scenarios shipped with fatpipe. With NAME, "
         "print it, or with -o copy it (to a file, or into a directory).",
     )
     p.add_argument("name", nargs="?", metavar="NAME", help='an example, such as "reno-100M-40ms" or "sweeps/..."')
     p.add_argument("-o", "--output", metavar="PATH", help="copy the example there instead of printing it")
-    p.set_defaults(func=_cmd_examples)
 
-    p = commands.add_parser(
+
+def add_completion(commands: Any, root: argparse.ArgumentParser) -> None:
+    """``fatpipe completion``, whose scripts list the commands and options of ``root``, the
+    whole command line's parser (read when the command runs: every command is in it then)."""
+    p = add_command(
+        commands,
         "completion",
+        lambda args: _cmd_completion(args, root),
         help="print a shell completion script (bash, zsh, fish)",
         description="Print the completion script for SHELL. bash: eval \"$(fatpipe completion bash)\" "
         "in ~/.bashrc; zsh: eval \"$(fatpipe completion zsh)\" in ~/.zshrc; fish: fatpipe "
         "completion fish > ~/.config/fish/completions/fatpipe.fish.",
     )
     p.add_argument("shell", choices=SHELLS, help="the shell")
-    p.set_defaults(func=_cmd_completion)
 
 
 # ---- schema ------------------------------------------------------------------------------
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from .cli import CliError
-    from .scenario.jsonschema import user_schema
+    from ..scenario.jsonschema import user_schema
 
     text = json.dumps(user_schema(), indent=2) + "\n"
     if args.output is None:
@@ -85,8 +178,6 @@ def _first_comment(path: Path) -> str:
 
 
 def _cmd_examples(args: argparse.Namespace) -> int:
-    from .cli import CliError
-
     examples = example_files()
     if args.name is None:
         if args.output is not None:
@@ -132,10 +223,9 @@ def _commands(parser: argparse.ArgumentParser) -> List[Tuple[str, str, List[str]
     return out
 
 
-def completion_script(shell: str) -> str:
-    from .cli import _build_parser
-
-    commands = _commands(_build_parser())
+def completion_script(shell: str, parser: argparse.ArgumentParser) -> str:
+    """The completion script for ``shell`` of the command line that ``parser`` parses."""
+    commands = _commands(parser)
     names = " ".join(example_files())
     if shell == "bash":
         opts = "\n".join(f'        {name}) opts="{" ".join(options)}" ;;' for name, _, options, _ in commands)
@@ -201,6 +291,6 @@ def _quote(text: str, quote: str) -> str:
     return text.replace(quote, "")
 
 
-def _cmd_completion(args: argparse.Namespace) -> int:
-    sys.stdout.write(completion_script(args.shell))
+def _cmd_completion(args: argparse.Namespace, root: argparse.ArgumentParser) -> int:
+    sys.stdout.write(completion_script(args.shell, root))
     return 0

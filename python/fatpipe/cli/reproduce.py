@@ -1,4 +1,4 @@
-"""``fatpipe reproduce``: the command line of the reproductions (registered by ``cli.py``).
+"""``fatpipe reproduce``: the command line of the reproductions (``fatpipe.reproduce``).
 
 ::
 
@@ -15,12 +15,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_command"]
+from .common import EXIT_FAILURE, EXIT_OK, CliError, add_command, jobs, prepare_outdir, unwritable
+
+__all__ = ["add_reproduce"]
 
 
-def add_command(commands: Any, jobs_type: Any) -> None:
-    p = commands.add_parser(
+def add_reproduce(commands: Any) -> None:
+    p = add_command(
+        commands,
         "reproduce",
+        _cmd_reproduce,
         help="rerun a source document's experiments and compare with what it reports",
         description="Rerun the experiments of a source document (NAME; 'all' for every one) or one of them (ID), "
         "through the sweep machinery, and write per experiment the analogues of the document's figures, "
@@ -35,17 +39,16 @@ def add_command(commands: Any, jobs_type: Any) -> None:
                    "conditions)")
     p.add_argument("-o", "--output", metavar="OUTDIR",
                    help="output directory, one folder per document (default runs/reproduce, or runs/reproduce-quick)")
-    p.add_argument("--jobs", type=jobs_type, metavar="N", help="runs at a time (default: the cores)")
+    p.add_argument("--jobs", type=jobs, metavar="N", help="runs at a time (default: the cores)")
     p.add_argument("--executor", choices=["processes", "threads"], help="local workers (default processes)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: 'local' or tcp://host:8786")
     p.add_argument("--docs", metavar="FILE.md",
                    help="also write the comparison page (docs/reproductions.md), figures beside it; full mode only")
     p.add_argument("--quiet", action="store_true", help="no progress bars and no summary lines")
-    p.set_defaults(func=_cmd_reproduce)
 
 
 def _list() -> str:
-    from .catalog import documents
+    from ..reproduce.catalog import documents
 
     lines = []
     for doc in documents().values():
@@ -55,9 +58,8 @@ def _list() -> str:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_FAILURE, EXIT_OK, CliError, _prepare_outdir
+    from ..reproduce import ALL, CatalogError, reproduce, select
     from ..sweeps import SweepError
-    from . import ALL, CatalogError, reproduce, select
 
     if args.list:
         if args.name or args.experiment:
@@ -88,7 +90,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.dask is not None:
         require_dask()
     root = Path(args.output) if args.output else Path("runs") / ("reproduce-quick" if args.quick else "reproduce")
-    _prepare_outdir(root)
+    prepare_outdir(root)
     started = time.perf_counter()
     try:
         results = reproduce(
@@ -99,10 +101,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     except (SweepError, CatalogError) as err:
         raise CliError(str(err)) from None
     except OSError as err:
-        raise CliError(f"output directory {root}: cannot write: {err.strerror or err}") from None
+        raise unwritable(root, err) from None
     wall_s = time.perf_counter() - started
     if args.docs:
-        from .report import docs_page
+        from ..reproduce.report import docs_page
 
         command = f"fatpipe reproduce {ALL} -o {args.output or 'runs/reproduce'} --docs {args.docs}"
         docs_page([(doc, data, target) for doc, _, data, target in results], Path(args.docs), command, wall_s)
