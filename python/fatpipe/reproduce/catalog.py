@@ -12,7 +12,7 @@ the format; a new document is a new folder.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -23,7 +23,7 @@ from .expressions import Expression, ExpressionError
 
 __all__ = [
     "REPRODUCTIONS_DIR", "CatalogError", "Document", "Experiment", "SweepDef", "Measure", "Number",
-    "Finding", "Ranking", "Figure", "Quick", "UNITS", "documents", "load_document",
+    "Finding", "Ranking", "Figure", "Variant", "Quick", "UNITS", "documents", "load_document",
 ]
 
 REPRODUCTIONS_DIR = Path(__file__).resolve().parent.parent / "reproductions"
@@ -36,7 +36,7 @@ UNITS: Dict[str, float] = {
 }
 #: How a measure turns the chosen points into one number (each point first averaged over
 #: its replications).
-REDUCES = ("mean", "median", "min", "max", "first", "last", "peak_drop", "sum")
+REDUCES = ("mean", "median", "min", "max", "first", "last", "peak_drop", "sum", "at_max")
 FIGURE_KINDS = ("lines", "bars", "intervals", "series", "scatter")
 _EXPERIMENT_FILE = re.compile(r"^E(\d+)\.(\d+)\.toml$")
 
@@ -90,6 +90,8 @@ _MEASURE_FIELDS = (
     Field("where", _Any(), "the runs it takes: {parameter = value or [values]}", {}),
     Field("reduce", Choice(REDUCES), "how the chosen points become one number", "mean"),
     Field("x", _Text(), "the parameter that orders the points (first, last, peak_drop)", UNSET),
+    Field("at", _Text(), "at_max: the expression whose value (per point) at the point where value is largest "
+          "the measure gives, such as the sum of the windows there", UNSET),
 )
 _MEASURE = Table(fields=_MEASURE_FIELDS, doc="A measure.")
 _ASSUMPTION = Table(fields=(
@@ -106,6 +108,8 @@ _NUMBER = Table(fields=(
     Field("tolerance", _Tolerance(), "agreement band", UNSET),
     Field("source", _Text(), "where the document gives it"),
     Field("note", _Text(), "why fatpipe differs, with the evidence", UNSET),
+    Field("calibration", _Text(), "the assumption solved from this very value: it is shown, never counted as "
+          "agreement or disagreement", UNSET),
 ), doc="A number the document reports.")
 _RANKING = Table(fields=(
     Field("items", _Texts(), "the parameter columns that name an item"),
@@ -115,6 +119,13 @@ _RANKING = Table(fields=(
     Field("document", _Any(), "the document's order, best first: a list of item values"),
     Field("where", _Any(), "the runs it takes", {}),
 ), doc="A ranking.")
+_VARIANT = Table(fields=(
+    Field("label", _Text(), "what differs in these runs, shown after each finding's claim"),
+    Field("replace", _Any(), "old = new: each value of a finding's where (a sweep's or a point's name) replaced"),
+    Field("why", _Text(), "why the document's findings are scored on these runs too"),
+    Field("base_label", _Text(), "what the findings' own runs are, shown after their claims (as label is after "
+          "the variant's)", UNSET),
+), doc="A variant: every finding scored again on other runs.")
 _FINDING = Table(fields=(
     Field("claim", _Text(), "the qualitative finding"),
     Field("holds_if", _Text(), "expression over the measures (and, for a ranking, tau)"),
@@ -179,6 +190,8 @@ _DOCUMENT = Table(fields=(
     Field("tolerance_why", _Text(), "why that band"),
     Field("assumptions", TableArray(_ASSUMPTION, min_items=0, header="assumptions"), "", []),
     Field("shows", _Text(), "what fatpipe's results show, for docs/reproductions.md", UNSET),
+    Field("variants", TableArray(_VARIANT, min_items=0, header="variants"), "every finding scored again on "
+          "other runs (such as the document's hosts' own limit)", []),
 ), doc="A document.")
 
 
@@ -188,6 +201,8 @@ class Measure:
     where: Dict[str, Any]
     reduce: str = "mean"
     x: Optional[str] = None
+    #: With reduce = "at_max": the expression whose value at the largest point is the measure's.
+    at: Optional[Expression] = None
 
 
 @dataclass
@@ -201,6 +216,8 @@ class Number:
     note: Optional[str]
     #: When set, ``measure.value`` is an expression over these measures' values.
     measures: Dict[str, Measure] = field(default_factory=dict)
+    #: The assumption solved from this value (then it is shown, not counted).
+    calibration: Optional[str] = None
 
 
 @dataclass
@@ -221,6 +238,36 @@ class Finding:
     ranking: Optional[Ranking]
     source: str
     note: Optional[str]
+
+
+@dataclass
+class Variant:
+    label: str
+    replace: Dict[str, Any]
+    why: str
+    base_label: Optional[str] = None
+
+    def of(self, finding: "Finding") -> Optional["Finding"]:
+        """The finding with its measures' where values replaced; None when nothing changes."""
+        changed = False
+
+        def swap(value: Any) -> Any:
+            nonlocal changed
+            if isinstance(value, list):
+                return [swap(v) for v in value]
+            if isinstance(value, str) and value in self.replace:
+                changed = True
+                return self.replace[value]
+            return value
+
+        measures = {name: replace(m, where={k: swap(v) for k, v in m.where.items()})
+                    for name, m in finding.measures.items()}
+        ranking = finding.ranking
+        if ranking is not None:
+            ranking = replace(ranking, where={k: swap(v) for k, v in ranking.where.items()})
+        if not changed:
+            return None
+        return replace(finding, claim=f"{finding.claim} [{self.label}]", measures=measures, ranking=ranking)
 
 
 @dataclass
@@ -277,6 +324,7 @@ class Document:
     shows: Optional[str]
     folder: Path
     experiments: Dict[str, Experiment] = field(default_factory=dict)
+    variants: List[Variant] = field(default_factory=list)
 
     def sweeps_of(self, experiment: Experiment) -> List[SweepDef]:
         """The experiment's own sweeps, then those of the experiments it uses."""
@@ -294,7 +342,12 @@ def _where(value: Any, path: str) -> Dict[str, Any]:
 
 def _measure(raw: Mapping[str, Any], path: str) -> Measure:
     m = _MEASURE.parse({k: v for k, v in raw.items() if k in _MEASURE.keys() and v is not None}, path)
-    return Measure(Expression(m["value"], f"{path}.value"), _where(m["where"], f"{path}.where"), m["reduce"], m["x"])
+    at = Expression(m["at"], f"{path}.at") if m["at"] is not None else None
+    if (at is None) != (m["reduce"] != "at_max"):
+        raise CatalogError(f"{path}.at: " + ("missing; required with reduce = \"at_max\"" if at is None else
+                                             "only read with reduce = \"at_max\""), f"{path}.at")
+    return Measure(Expression(m["value"], f"{path}.value"), _where(m["where"], f"{path}.where"), m["reduce"], m["x"],
+                   at)
 
 
 def _check_reduce(m: Measure, path: str) -> None:
@@ -321,7 +374,8 @@ def _experiment(path: Path, document_name: str) -> Experiment:
         _check_reduce(m, where)
         named = _measures(n["measures"], where)
         _known_names(m.value, named, set(), f"{where}.value")
-        numbers.append(Number(n["what"], n["document"], n["unit"], m, n["tolerance"], n["source"], n["note"], named))
+        numbers.append(Number(n["what"], n["document"], n["unit"], m, n["tolerance"], n["source"], n["note"], named,
+                              n["calibration"]))
     findings = []
     for i, f in enumerate(e["findings"]):
         where = f"findings[{i}]"
@@ -393,8 +447,16 @@ def load_document(folder: Path) -> Document:
         d = _DOCUMENT.parse(read_scenario_file(where), "")
     except ScenarioError as err:
         raise CatalogError(f"{where}: {err}", err.field) from None
+    variants = []
+    for i, v in enumerate(d["variants"]):
+        ok = isinstance(v["replace"], Mapping) and v["replace"] and all(
+            isinstance(k, str) and isinstance(x, str) for k, x in v["replace"].items())
+        if not ok:
+            raise CatalogError(f"{where}: variants[{i}].replace: expected a table old = new of names, such as "
+                               '{"free" = "host-130"}', f"variants[{i}].replace")
+        variants.append(Variant(v["label"], dict(v["replace"]), v["why"], v["base_label"]))
     doc = Document(d["name"], d["document"], d["title"], d["summary"], d["tolerance"], d["tolerance_why"],
-                   d["assumptions"], d["shows"], folder)
+                   d["assumptions"], d["shows"], folder, variants=variants)
     files = sorted((p for p in folder.iterdir() if _EXPERIMENT_FILE.match(p.name)), key=_experiment_order)
     sweep_names: Dict[str, str] = {}
     for path in files:

@@ -71,15 +71,9 @@ def measure(results: Results, m: Measure, what: str) -> Tuple[float, int]:
     rows = results.select(m.where, f"{what}.where")
     if rows.empty:
         raise MeasureError("no run matches " + (", ".join(f"{k} = {v}" for k, v in m.where.items()) or "(all)"))
-    try:
-        series = m.value.evaluate(rows)
-    except ExpressionError as err:
-        raise MeasureError(str(err)) from None
-    except (KeyError, TypeError, ValueError) as err:
-        raise MeasureError(f"{what}.value: {err}") from None
-    if not hasattr(series, "index"):
-        series = rows.index.to_series().map(lambda _: series)
-    points, _ = results.point_values(rows, series.astype(float))
+    points = _points(results, rows, m.value, f"{what}.value")
+    if m.reduce == "at_max":
+        return _at_max(results, rows, m, points, what), len(points)
     if m.x is not None:
         keys = list(points.index.names)
         if m.x not in keys:
@@ -93,6 +87,31 @@ def measure(results: Results, m: Measure, what: str) -> Tuple[float, int]:
     if not values:
         raise MeasureError("every chosen run gives NaN")
     return _reduce(m.reduce, values), len(values)
+
+
+def _points(results: Results, rows: Any, expression: Any, what: str) -> Any:
+    """The expression per run of ``rows``, averaged per point over its replications."""
+    try:
+        series = expression.evaluate(rows)
+    except ExpressionError as err:
+        raise MeasureError(str(err)) from None
+    except (KeyError, TypeError, ValueError) as err:
+        raise MeasureError(f"{what}: {err}") from None
+    if not hasattr(series, "index"):
+        series = rows.index.to_series().map(lambda _: series)
+    return results.point_values(rows, series.astype(float))[0]
+
+
+def _at_max(results: Results, rows: Any, m: Measure, points: Any, what: str) -> float:
+    """The ``at`` expression's value (averaged over the point's replications) at the point
+    whose ``value`` is largest: where a curve peaks, such as the windows' sum at the peak."""
+    assert m.at is not None
+    at_points = _points(results, rows, m.at, f"{what}.at")
+    valid = [i for i in range(len(points)) if not math.isnan(float(points.iloc[i]))]
+    if not valid:
+        raise MeasureError("every chosen run gives NaN")
+    best = max(valid, key=lambda i: float(points.iloc[i]))
+    return float(at_points.iloc[best])
 
 
 def _key(index_value: Any, pos: int) -> Any:
@@ -141,6 +160,8 @@ def evaluate_number(results: Results, n: Number, default_tolerance: Tuple[str, f
         "what": n.what, "source": n.source, "unit": n.unit, "document": n.document, "fatpipe": None,
         "tolerance": tolerance_text(tol, n.unit), "agrees": None, "points": 0, "note": n.note,
     }
+    if n.calibration:
+        record["calibration"] = n.calibration
     try:
         if n.measures:
             variables, points = {}, None
@@ -229,9 +250,13 @@ def evaluate_finding(results: Results, f: Finding, where: str) -> Dict[str, Any]
 
 
 def count(records: Sequence[Mapping[str, Any]], key: str) -> Dict[str, int]:
-    """How many records there are, were measured, and agree (hold)."""
-    measured = [r for r in records if r.get(key) is not None]
-    return {"total": len(records), "measured": len(measured), "agree": sum(1 for r in measured if r[key])}
+    """How many records there are, were measured, and agree (hold). A calibration value
+    (the assumption was solved from it) is counted apart, never as agreement."""
+    calibration = [r for r in records if r.get("calibration")]
+    scored = [r for r in records if not r.get("calibration")]
+    measured = [r for r in scored if r.get(key) is not None]
+    return {"total": len(scored), "measured": len(measured), "agree": sum(1 for r in measured if r[key]),
+            "calibration": len(calibration)}
 
 
 __all__ += ["measure", "rank", "count", "tolerance_text"]

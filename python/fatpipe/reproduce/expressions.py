@@ -68,13 +68,15 @@ def _rowwise(how: str) -> Callable[..., Any]:
         values = _many(list(args))
         if not values:
             raise ExpressionError(f"{how}() of nothing")
-        if how == "count":
+        if how == "count" and not any(hasattr(v, "index") for v in values):
             return len(values)
         if any(hasattr(v, "index") for v in values):
             import pandas as pd
 
             frame = pd.concat([v if hasattr(v, "index") else pd.Series(v, index=_index_of(values)) for v in values],
                               axis=1)
+            # count: per row, the columns with a value. An experiment reading several sweeps
+            # has every sweep's columns; a four-flow run has none for flows f5 to f8.
             return getattr(frame, how)(axis=1)
         if how == "mean":
             return sum(values) / len(values)
@@ -152,7 +154,9 @@ class Expression:
     def _column(self, table: Any, name: str) -> Any:
         if table is None:
             raise ExpressionError(f"{self.where}: {self.text!r}: uses the column {{{name}}}, but there is no table here")
-        if any(c in name for c in "*?"):
+        # A sweep's parameter is a column named as its path, pattern and brackets included
+        # (flows[f*].tcp.rcv_buffer): the name itself first, then as a pattern.
+        if any(c in name for c in "*?") and name not in table.columns:
             matched = [c for c in table.columns if fnmatch.fnmatchcase(str(c), name)]
             if not matched:
                 raise ExpressionError(f"{self.where}: {self.text!r}: no column matches {{{name}}}")

@@ -78,9 +78,12 @@ def _write(path: Path, text: str) -> None:
 def counts_line(counts: Mapping[str, Mapping[str, int]]) -> str:
     n, f = counts["numbers"], counts["findings"]
     parts = []
-    if n["total"]:
+    aside = [f"{n['total'] - n['measured']} not measured"] if n["measured"] < n["total"] else []
+    if n.get("calibration"):
+        aside.append(f"{n['calibration']} calibration value{'s' if n['calibration'] > 1 else ''} not counted")
+    if n["total"] or aside:
         parts.append(f"{n['agree']} of {n['measured']} numbers agree within tolerance"
-                     + (f" ({n['total'] - n['measured']} not measured)" if n["measured"] < n["total"] else ""))
+                     + (f" ({'; '.join(aside)})" if aside else ""))
     if f["total"]:
         parts.append(f"{f['agree']} of {f['measured']} findings hold"
                      + (f" ({f['total'] - f['measured']} not measured)" if f["measured"] < f["total"] else ""))
@@ -103,10 +106,13 @@ def experiment_markdown(doc: Document, data: Mapping[str, Any], figure_dir: str 
         lines += [f"{h}# Numbers", "", "| # | what | document | fatpipe | tolerance | agrees | source |",
                   "|---|---|---|---|---|---|---|"]
         for i, r in enumerate(data["numbers"], 1):
+            verdict = "calibration" if r.get("calibration") else _verdict(r["agrees"], r.get("error"))
             lines.append(f"| {i} | {_cell(r['what'])} | {_with_unit(r['document'], r['unit'])} | "
                          f"{_with_unit(r['fatpipe'], r['unit'])} | {r['tolerance']} | "
-                         f"{_verdict(r['agrees'], r.get('error'))} | {_cell(r['source'])} |")
-        notes = [(i, r["note"]) for i, r in enumerate(data["numbers"], 1) if r.get("note")]
+                         f"{verdict} | {_cell(r['source'])} |")
+        notes = [(i, (f"calibration, not counted: {r['calibration']}" + (f" {r['note']}" if r.get("note") else "")
+                      if r.get("calibration") else r["note"]))
+                 for i, r in enumerate(data["numbers"], 1) if r.get("note") or r.get("calibration")]
         if notes:
             lines += ["", "Where they differ:", ""] + [f"- {i}: {n}" for i, n in notes]
         lines.append("")
@@ -148,7 +154,8 @@ def write_experiment(doc: Document, outcome: Any, target: Path) -> Dict[str, Any
 
 def document_json(doc: Document, outcomes: Sequence[Any]) -> Dict[str, Any]:
     experiments = [_json_safe(experiment_json(doc, o)) for o in outcomes]
-    total = {k: {c: sum(e["counts"][k][c] for e in experiments) for c in ("total", "measured", "agree")}
+    total = {k: {c: sum(e["counts"][k].get(c, 0) for e in experiments)
+                 for c in ("total", "measured", "agree", "calibration")}
              for k in ("numbers", "findings")}
     return {"document": doc.number, "name": doc.name, "title": doc.title, "fatpipe_version": version(),
             "mode": "quick" if outcomes and outcomes[0].quick else "full", "counts": total,

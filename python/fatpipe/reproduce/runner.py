@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -109,14 +109,15 @@ def quick_keeps_known(doc: Document, exp: Experiment) -> None:
 
 def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_ps: int) -> Any:
     """Per run and flow, the payload delivered in each interval from the run's start, in
-    bits per second (iperf -i): columns ``interval.<flow>.<k>``."""
+    bits per second (iperf -i on the receiving side): columns ``interval.<flow>.<k>``; and
+    the bytes the application wrote in each (iperf's client side), ``written.<flow>.<k>``."""
     import pandas as pd
 
-    from ..metrics import interval_rates
+    from ..metrics import interval_rates, written_interval_rates
 
     every_s = interval_ps / 1e12
     rows: List[Dict[str, float]] = []
-    for run_dir in run_dirs:
+    for (_, summary), run_dir in zip(table.iterrows(), run_dirs):
         row: Dict[str, float] = {}
         series_file = run_dir / "flow_series.parquet" if run_dir else None
         if series_file is not None and series_file.exists():
@@ -124,6 +125,12 @@ def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_p
             for flow, s in series.groupby("flow", sort=False, observed=True):
                 for k, rate in enumerate(interval_rates(s["time_s"], s["delivered_bytes"], every_s)):
                     row[f"interval.{flow}.{k}"] = rate
+                written = _number(summary.get(f"flows.{flow}.bytes_written"))
+                delivered = _number(summary.get(f"flows.{flow}.bytes_delivered"))
+                if finite(written) and finite(delivered):
+                    for k, rate in enumerate(written_interval_rates(s["time_s"], s["delivered_bytes"], every_s,
+                                                                    written, delivered)):
+                        row[f"written.{flow}.{k}"] = rate
         rows.append(row)
     extra = pd.DataFrame(rows, index=table.index)
     return pd.concat([table, extra], axis=1)
@@ -189,7 +196,17 @@ def run_experiment(
     table["__run_dir"] = [str(d) if d else "" for d in run_dirs] if run_dirs else []
     results = Results(table, parameters, (exp.interval_ps or 0) / 1e12)
     numbers = [evaluate_number(results, n, doc.tolerance, f"numbers[{i}]") for i, n in enumerate(exp.numbers)]
-    findings = [evaluate_finding(results, f, f"findings[{i}]") for i, f in enumerate(exp.findings)]
+    findings = []
+    for i, f in enumerate(exp.findings):
+        # The same finding on the runs of each variant (document 000's hosts limited to
+        # 130 Mb/s), right after it, each claim saying which runs it was scored on.
+        others = [(v, v.of(f)) for v in doc.variants]
+        others = [(v, o) for v, o in others if o is not None]
+        labels = [v.base_label for v, _ in others if v.base_label]
+        own = replace(f, claim=f"{f.claim} [{labels[0]}]") if labels else f
+        findings.append(evaluate_finding(results, own, f"findings[{i}]"))
+        for v, other in others:
+            findings.append(evaluate_finding(results, other, f"findings[{i}] ({v.label})"))
     target = outdir / exp.id
     target.mkdir(parents=True, exist_ok=True)
     figures = [draw_figure(results, fig, target) for fig in exp.figures]
@@ -208,6 +225,13 @@ def _run_wall_s(run_dir: Path) -> float:
         return float(json.loads((run_dir / "done.json").read_text(encoding="utf-8")).get("wall_s") or 0.0)
     except (OSError, ValueError, TypeError):
         return 0.0
+
+
+def _number(x: Any) -> Optional[float]:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
 
 
 def finite(x: Any) -> bool:
