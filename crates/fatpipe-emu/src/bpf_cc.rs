@@ -222,6 +222,18 @@ pub fn fill(program: &'static Program, mut object: Object, cc: &Value, hz: Optio
     }
     skip.extend(["algorithm", "variant"]);
     let values = cc.as_object().ok_or("cc is not a table")?;
+    // HighSpeed's and Scalable's Linux 2.4 switches (issue 25): the programs are the forms
+    // that count acknowledged segments and back off by their own decrease, so the switches
+    // at those defaults ask nothing of them; any other value has no variable and is refused
+    // by name below. Scalable's program is its paper form only.
+    for (key, default) in [("byte_counting", true), ("cwr_halves", false)] {
+        if values.get(key).and_then(Value::as_bool) == Some(default) {
+            skip.push(key);
+        }
+    }
+    if program.algorithm == "scalable" && cc.get("variant").and_then(Value::as_str).is_some_and(|v| v != "paper") {
+        return Err(format!("variant = {}: {} implements the paper form only", cc["variant"], program.file));
+    }
     params::fill(&mut object, values, &skip, program.file)?;
     Ok(Prepared { program, object, notes })
 }
