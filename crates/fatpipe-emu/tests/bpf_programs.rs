@@ -63,13 +63,15 @@ fn cc_of(p: &bpf_cc::Program) -> serde_json::Value {
 #[test]
 fn every_program_passes_the_verifier_and_unregisters_when_dropped() {
     require_bpf!();
-    let before = available();
+    // Only this test's own names are checked: other tests of this binary (threads of this
+    // process) and other processes may register and unregister names meanwhile.
     for p in &PROGRAMS {
         let (reg, _) =
             bpf_cc::register(p, &cc_of(p), bpf_cc::kernel_hz()).unwrap_or_else(|e| panic!("{}: {e}", p.file));
-        assert!(available().contains(&reg.name), "{} registered as {}", p.file, reg.name);
+        let name = reg.name.clone();
+        assert!(available().contains(&name), "{} registered as {name}", p.file);
         drop(reg);
-        assert_eq!(available(), before, "{} left something registered", p.file);
+        assert!(!available().contains(&name), "{} left {name} registered", p.file);
     }
 }
 
