@@ -304,7 +304,12 @@ pub fn send(
             let mut left = bytes.unwrap_or(u64::MAX);
             while left > 0 && !schedule.over(stop) && !schedule.stop_ps.is_some_and(|s| schedule.clock.reached(s)) {
                 let deadline = schedule.stop_ps.unwrap_or(schedule.end_ps).min(schedule.end_ps);
-                let n = write_some(stream, &buf[..(left.min(CHUNK_BYTES as u64)) as usize], schedule, deadline)?;
+                let n = match write_some(stream, &buf[..(left.min(CHUNK_BYTES as u64)) as usize], schedule, deadline) {
+                    // The measurement is over and the other end may have closed: on a loaded
+                    // machine this thread can wake past the end, after the peer's reset.
+                    Err(e) if peer_gone(&e) && schedule.clock.reached(schedule.end_ps) => break,
+                    other => other?,
+                };
                 left -= n;
                 counters.written.fetch_add(n, Ordering::Relaxed);
             }
@@ -352,11 +357,7 @@ pub fn send(
                     // failed test.
                     while pending > 0 {
                         let n = match send_now(stream, &buf[..(pending.min(CHUNK_BYTES as u64)) as usize]) {
-                            Err(e)
-                                if matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset) =>
-                            {
-                                0
-                            }
+                            Err(e) if peer_gone(&e) => 0,
                             other => other?,
                         };
                         if n == 0 {
@@ -370,6 +371,11 @@ pub fn send(
         }
     }
     Ok(())
+}
+
+/// A reset or a broken pipe: the other end closed the connection.
+fn peer_gone(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset)
 }
 
 /// Writes as much of `data` as the send buffer takes, waiting for room until `deadline`;
