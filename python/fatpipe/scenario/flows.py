@@ -394,7 +394,8 @@ def _normalize_flow(
             if flow[key] is not None:
                 raise _fail(
                     _join(path, key), flow[key],
-                    "not allowed with [flows.http]: HTTP opens its connections itself (http.version)",
+                    "transfers are bulk transfers, not with [flows.http]: HTTP opens its connections itself "
+                    "(http.version)",
                 )
         source = _normalize_http(flow, path, start_ps, stop_ps, mss)
     else:
@@ -531,8 +532,8 @@ def _expand_streams(parsed: List[Dict[str, Any]], flows: List[Dict[str, Any]]) -
         if source["transfers"] is not None:
             raise _fail(
                 f"flows[{i}].transfers", source["transfers"],
-                "not allowed with streams > 1: repeated transfers are one connection each (give each "
-                "stream a flow of its own)",
+                "repeated transfers are one connection each, not with streams > 1 (give each stream a "
+                "flow of its own)",
             )
         total = source["bytes"]
         if total is not None and total < n:
