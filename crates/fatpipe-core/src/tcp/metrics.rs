@@ -266,9 +266,8 @@ impl MetricsCache {
         // 4, but 2 on a path slower than 20 ms without a cached ssthresh, and at most ssthresh.
         let ssthresh = seed.ssthresh.unwrap_or(INFINITE_SSTHRESH);
         let srtt = (srtt8 >> 3) as Time;
-        seed.cwnd = Some(if o.mss_bytes > 1460 {
-            2
-        } else if ssthresh >= 0xFFFF && srtt > INIT_CWND_FAST_RTT_24 {
+        let slow_unknown_path = ssthresh >= 0xFFFF && srtt > INIT_CWND_FAST_RTT_24;
+        seed.cwnd = Some(if o.mss_bytes > 1460 || slow_unknown_path {
             2
         } else {
             (if o.mss_bytes > 1095 { 3 } else { 4 }).min(ssthresh)
@@ -305,7 +304,15 @@ mod tests {
     }
 
     fn opening() -> Opening {
-        Opening { srtt8: 0, mdev4: 0, rttvar4: 0, timestamps: true, reordering: 3, mss_bytes: 1448, min_rto: 200 * PS_PER_MS }
+        Opening {
+            srtt8: 0,
+            mdev4: 0,
+            rttvar4: 0,
+            timestamps: true,
+            reordering: 3,
+            mss_bytes: 1448,
+            min_rto: 200 * PS_PER_MS,
+        }
     }
 
     #[test]
@@ -355,7 +362,7 @@ mod tests {
         let faster = Closing { srtt8: 400 * MS, mdev4: 10 * MS, ..avoiding() };
         cache.update(0, 1, &cfg(kernel), &faster, 0);
         let e = cache.get(0, 1, kernel, 0).unwrap();
-        assert_eq!(e.rtt8, 800 * MS - (400 * MS >> 3), "m = 400 ms: rtt8 - m / 8");
+        assert_eq!(e.rtt8, 800 * MS - ((400 * MS) >> 3), "m = 400 ms: rtt8 - m / 8");
         // Deviation: m >> 1 = 200 ms below the cached 400 ms: a quarter of the way down.
         assert_eq!(e.rttvar4, 400 * MS - ((400 * MS - 200 * MS) >> 2));
         let slower = Closing { srtt8: 1600 * MS, ..avoiding() };
