@@ -68,7 +68,9 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
     flow = core["flows"][0]
     assert flow["name"] == "flow0"
     assert (flow["src"], flow["dst"]) == (0, 3)
-    assert flow["source"] == {"kind": "bulk", "start_ps": 0, "stop_ps": None, "bytes": None}
+    # One connection held to the end of the run (no transfers).
+    assert flow["source"] == {"kind": "bulk", "start_ps": 0, "stop_ps": None, "bytes": None, "transfers": None,
+                              "transfer_gap_ps": 0}
     assert flow["tcp"] == {
         "mss_bytes": 1448,  # 1500 - 40 - 12 (timestamps on by default)
         "initial_window_segments": 10,
@@ -113,6 +115,8 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "slow_timer_ps": None,  # BSD's coarse timers off: exact timers
         "fast_timer_ps": None,
         "max_send_rate_bps": None,  # the host keeps up with its interface
+        # Linux 6.x's per-destination metrics cache: on, without ssthresh (5.6 and later).
+        "metrics": {"kernel": "linux", "no_metrics_save": False, "no_ssthresh_metrics_save": True},
     }
     # Linux's default congestion control in Linux's form, with HyStart.
     assert flow["cc"]["algorithm"] == "cubic"
@@ -242,7 +246,8 @@ def test_reverse_flow_and_flow_options():
     flow = load_scenario(doc)["flows"][0]
     assert (flow["src"], flow["dst"]) == (3, 0)
     assert flow["name"] == "bulk"
-    assert flow["source"] == {"kind": "bulk", "start_ps": PS_PER_S, "stop_ps": 30 * PS_PER_S, "bytes": 100_000_000}
+    assert flow["source"] == {"kind": "bulk", "start_ps": PS_PER_S, "stop_ps": 30 * PS_PER_S, "bytes": 100_000_000,
+                              "transfers": None, "transfer_gap_ps": 0}
 
 
 def test_tcp_options():
@@ -269,6 +274,7 @@ def test_tcp_options():
         "rack": False, "tlp": False, "frto": False, "undo": False, "window_reduction": "prr",
         "adaptive_reordering": False, "max_reordering_segments": 300,
         "slow_timer_ps": None, "fast_timer_ps": 100 * PS_PER_MS, "max_send_rate_bps": 130_000_000,
+        "metrics": None,  # the RFC stack keeps nothing between connections
     }
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "fairness_deviation",
     "utilization_estimate",
     "flow_metrics",
+    "transfer_metrics",
     "fairness",
     "recovery_events",
     "regain_time",
@@ -148,6 +149,20 @@ def flow_metrics(flow: Mapping[str, Any], duration_ps: int) -> Dict[str, Any]:
     for key, at in (("recovery_time_s", "recovered_ps"), ("recovery_time_95_s", "recovered_95_ps")):
         t = flow.get(at)
         out[key] = _seconds(t - loss) if loss is not None and t is not None else math.nan
+    return out
+
+
+def transfer_metrics(flow: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """Each transfer of a flow with ``transfers`` (the core's records) with its goodput: the
+    payload it delivered over its own time, from its start to its connection's close (the
+    live one's: to the flow's last in-order delivery), as iperf reports each run."""
+    out = []
+    for t in flow["transfers"]:
+        entry = dict(t)
+        end = t["end_ps"] if t["end_ps"] is not None else flow.get("end_ps")
+        active_ps = int(end) - int(t["start_ps"]) if end is not None else 0
+        entry["goodput_bps"] = 8 * int(t["bytes_delivered"]) * PS_PER_S / active_ps if active_ps > 0 else 0.0
+        out.append(entry)
     return out
 
 

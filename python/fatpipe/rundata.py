@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 import numpy as np
 
 from .columns import Columns
-from .metrics import fairness, flow_metrics, regain
+from .metrics import fairness, flow_metrics, regain, transfer_metrics
 from .units import PS_PER_S
 from .version import version
 
@@ -272,6 +272,8 @@ class RunData:
             # delivery), so a flow that finished early or started late is not diluted by
             # idle time; the rest of docs/metrics.md's per-flow measures beside it.
             flow.update({k: _json_number(v) for k, v in flow_metrics(flow, duration_ps).items()})
+            if flow.get("transfers") is not None:
+                flow["transfers"] = transfer_metrics(flow)
             flows.append(flow)
         links = []
         for entry in core["links"]:

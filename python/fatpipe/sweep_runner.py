@@ -110,8 +110,9 @@ def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Any]:
     """A run's ``summary.json`` as one flat row: the run's scalar fields (events,
     duration_s, total_goodput_bps, fatpipe_version, ...), then ``flows.<name>.<key>`` for
     every field of every flow (goodput_bps, segments_retransmitted, timeouts, ...) and
-    ``links.<name>.<key>`` for every link (utilization, drops by cause, ...). The name and
-    seed are left out (the sweep's own columns say them)."""
+    ``links.<name>.<key>`` for every link (utilization, drops by cause, ...), and for a flow
+    with transfers ``flows.<name>.transfers.<n>.<key>`` per transfer. The name and seed are
+    left out (the sweep's own columns say them)."""
     row: Dict[str, Any] = {}
     for key, value in summary.items():
         if key not in ("name", "seed", "flows", "links") and not isinstance(value, (dict, list)):
@@ -121,6 +122,10 @@ def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Any]:
             for key, value in entry.items():
                 if key != "name" and not isinstance(value, (dict, list)):
                     row[f"{group}.{entry['name']}.{key}"] = value
+            # A flow with transfers: flows.<name>.transfers.<n>.<key>, n from 1.
+            for n, transfer in enumerate(entry.get("transfers") or [], start=1):
+                for key, value in transfer.items():
+                    row[f"{group}.{entry['name']}.transfers.{n}.{key}"] = value
     return row
 
 

@@ -34,6 +34,7 @@ use crate::source::burst::BurstStats;
 use crate::source::http::HttpSession;
 use crate::source::udp::{UdpFlow, UdpSchedule};
 use crate::source::SourceSpec;
+use crate::tcp::metrics::MetricsCache;
 use crate::tcp::send_delay::RandomSendDelay;
 use crate::tcp::{Handshake, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -44,9 +45,11 @@ use std::collections::VecDeque;
 mod build;
 mod hand_on;
 mod summary;
+mod transfers;
 mod workload;
 
 pub use summary::{CaptureSummary, FlowSummary, LinkSummary, Output, Summary, TcpFlowSummary, UdpFlowSummary};
+pub use transfers::TransferSummary;
 
 pub struct Flow {
     pub name: String,
@@ -81,6 +84,8 @@ pub struct Flow {
     max_ip_bytes: u32,
     /// In `iface`'s list of senders waiting for room.
     iface_waiting: bool,
+    /// A flow that repeats its transfer (`source.transfers`, `sim/transfers.rs`).
+    transfers: Option<Box<transfers::Transfers>>,
 }
 
 /// Packets of a flow lost in the network (queue overflow, early drop, impairments).
@@ -200,6 +205,9 @@ pub struct Simulation {
     pub hops_handed_on: u64,
     pub arrivals_direct: u64,
     direct_last_hop: bool,
+    /// Linux's per-destination metrics cache (`tcp/metrics.rs`): written when a connection
+    /// closes, read when one opens.
+    metrics: MetricsCache,
 }
 
 impl Simulation {
@@ -260,11 +268,15 @@ impl Simulation {
                 }
             }
             Event::SourceStop(f) => {
+                if self.stale_stop(f) {
+                    return;
+                }
                 // An HTTP client checks its stop time itself and completes the response under way.
                 let flow = &mut self.flows[f as usize];
                 if flow.http.is_none() {
                     flow.sender.stop_application();
                 }
+                self.end_transfer_if_done(f);
             }
             Event::Probe => {
                 self.sample();
@@ -282,10 +294,15 @@ impl Simulation {
     /// The application starts writing, on an established connection (unless its stop time
     /// passed while the connection was being opened).
     fn start_application(&mut self, f: u32) {
-        if self.flows[f as usize].source.stop_ps().is_some_and(|s| self.now >= s) {
+        let flow = &self.flows[f as usize];
+        let stop = flow.transfers.as_ref().map_or(flow.source.stop_ps(), |t| t.stop_ps);
+        if stop.is_some_and(|s| self.now >= s) {
             return;
         }
         self.grant_tx_budget(f);
+        if matches!(self.flows[f as usize].source, SourceSpec::Bulk(_)) {
+            self.open_from_metrics(f);
+        }
         let flow = &self.flows[f as usize];
         match &flow.source {
             SourceSpec::Bulk(b) => {
@@ -454,7 +471,12 @@ impl Simulation {
             PacketKind::Data => {
                 self.drive(f, false, Some(node), |flow, now, out| flow.receiver.on_segment(now, pkt, out))
             }
-            PacketKind::Ack => self.drive(f, false, Some(node), |flow, now, out| flow.sender.on_ack(now, pkt, out)),
+            PacketKind::Ack => {
+                self.drive(f, false, Some(node), |flow, now, out| flow.sender.on_ack(now, pkt, out));
+                if self.flows[f as usize].transfers.is_some() {
+                    self.end_transfer_if_done(f);
+                }
+            }
             PacketKind::Datagram => unreachable!("handled above"),
             PacketKind::Syn | PacketKind::SynAck | PacketKind::HandshakeAck | PacketKind::Request => {
                 self.on_connection_packet(node, pkt);

@@ -210,7 +210,13 @@ fn probe_rtt_every_ten_seconds_for_flows_sharing_a_queue() {
     let mut s = scenario(bbr(), 10 * bdp_packets_here(), duration);
     let mut second = s.flows[0].clone();
     second.name = "flow1".into();
-    second.source = SourceSpec::Bulk(BulkConfig { start_ps: 2 * PS_PER_S, stop_ps: None, bytes: None });
+    second.source = SourceSpec::Bulk(BulkConfig {
+        start_ps: 2 * PS_PER_S,
+        stop_ps: None,
+        bytes: None,
+        transfers: None,
+        transfer_gap_ps: 0,
+    });
     s.flows.push(second);
     let sim = run(s);
     let first = min_cwnd_episodes(&sim, 0);
@@ -246,7 +252,13 @@ fn same_seed_same_run() {
         let mut s = scenario(bbr(), bdp_packets_here(), 15 * PS_PER_S);
         let mut second = s.flows[0].clone();
         second.name = "flow1".into();
-        second.source = SourceSpec::Bulk(BulkConfig { start_ps: PS_PER_S, stop_ps: None, bytes: None });
+        second.source = SourceSpec::Bulk(BulkConfig {
+            start_ps: PS_PER_S,
+            stop_ps: None,
+            bytes: None,
+            transfers: None,
+            transfer_gap_ps: 0,
+        });
         s.flows.push(second);
         Simulation::new(s).unwrap().finish()
     };

@@ -272,7 +272,13 @@ fn parallel_streams_share_the_interface_and_a_late_one_is_woken_when_it_has_room
     second.name = "late".into();
     second.cc = Some(reno());
     let start = PS_PER_S;
-    second.source = SourceSpec::Bulk(BulkConfig { start_ps: start, stop_ps: None, bytes: None });
+    second.source = SourceSpec::Bulk(BulkConfig {
+        start_ps: start,
+        stop_ps: None,
+        bytes: None,
+        transfers: None,
+        transfer_gap_ps: 0,
+    });
     s.flows.push(second);
     let sum = summary(s);
     let (a, b) = (&sum["flows"][0], &sum["flows"][1]);

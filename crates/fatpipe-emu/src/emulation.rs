@@ -570,6 +570,12 @@ fn plan_flows(
                 "{label}: HTTP workloads cannot be emulated yet (bulk, burst and UDP sources can)"
             )));
         }
+        if matches!(&spec.source, SourceSpec::Bulk(b) if b.transfers.is_some()) {
+            return Err(Error::Scenario(format!(
+                "{label}: transfers cannot be emulated yet (one connection per flow; run the command again, \
+                 as iperf is rerun)"
+            )));
+        }
         let udp = spec.source.is_udp();
         let knobs = if udp {
             None

@@ -98,6 +98,9 @@ fn checked(setup: &TestSetup, available: &[String]) -> Result<Vec<FlowState>, St
         if matches!(spec.source, SourceSpec::Http(_)) {
             return Err(format!("{label}: HTTP workloads cannot be probed (bulk, burst and UDP sources can)"));
         }
+        if matches!(&spec.source, SourceSpec::Bulk(b) if b.transfers.is_some()) {
+            return Err(format!("{label}: transfers cannot be probed yet (one connection per flow)"));
+        }
         if udp == plan.tcp.is_some() {
             return Err(format!("{label}: a TCP flow has tcp options, a UDP flow none"));
         }

@@ -125,6 +125,7 @@ def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_p
             for flow, s in series.groupby("flow", sort=False, observed=True):
                 for k, rate in enumerate(interval_rates(s["time_s"], s["delivered_bytes"], every_s)):
                     row[f"interval.{flow}.{k}"] = rate
+                _transfer_intervals(row, summary, flow, s, every_s)
                 written = _number(summary.get(f"flows.{flow}.bytes_written"))
                 delivered = _number(summary.get(f"flows.{flow}.bytes_delivered"))
                 if finite(written) and finite(delivered):
@@ -134,6 +135,26 @@ def _interval_columns(table: Any, run_dirs: Sequence[Optional[Path]], interval_p
         rows.append(row)
     extra = pd.DataFrame(rows, index=table.index)
     return pd.concat([table, extra], axis=1)
+
+
+def _transfer_intervals(row: Dict[str, float], summary: Any, flow: str, series: Any, every_s: float) -> None:
+    """A flow with transfers: the payload delivered in each whole interval from transfer n's
+    own start to its close (iperf -i of that run), ``interval.<flow>.transfers.<n>.<k>``."""
+    import numpy as np
+
+    times = series["time_s"].to_numpy(dtype=np.float64)
+    delivered = series["delivered_bytes"].to_numpy(dtype=np.float64)
+    n = 1
+    while finite(start := _number(summary.get(f"flows.{flow}.transfers.{n}.start_ps"))):
+        end = _number(summary.get(f"flows.{flow}.transfers.{n}.end_ps"))
+        t0 = start / 1e12
+        t1 = end / 1e12 if finite(end) else float(times[-1])
+        k = 0
+        while t0 + (k + 1) * every_s <= t1 + 1e-9:
+            a, b = np.interp([t0 + k * every_s, t0 + (k + 1) * every_s], times, delivered)
+            row[f"interval.{flow}.transfers.{n}.{k}"] = float(b - a) * 8 / every_s
+            k += 1
+        n += 1
 
 
 def run_experiment(

@@ -11,7 +11,7 @@ from ..units import U64_MAX, format_duration, format_size
 from .congestion import CC_ALGORITHMS, PRESETS, CongestionControlChoice, stack_recovery
 from .kinds import Boolean, Choice, Duration, Integer, Name, Size
 from .network import Network
-from .profiles import flow_profile, resolve_cc, resolve_tcp_members
+from .profiles import flow_profile, metrics_cache, resolve_cc, resolve_tcp_members
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num
 from .sources import (
     _HTTP, _UDP_SOURCE_KINDS, IPV4_UDP_HEADER_BYTES, UDP_MODES, _normalize_http,
@@ -23,7 +23,10 @@ from .tcp import (
 )
 
 #: [[flows]] keys that belong to TCP flows only.
-TCP_ONLY_FLOW_KEYS = ("cc", "tcp", "bytes", "burst_size", "burst_period", "burst_carry_over", "http", "streams")
+TCP_ONLY_FLOW_KEYS = (
+    "cc", "tcp", "bytes", "burst_size", "burst_period", "burst_carry_over", "http", "streams", "transfers",
+    "transfer_gap",
+)
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,27 @@ _FLOW = FlowTable(
             "the application writes this many bytes, then stops",
             UNSET,
             "unset: no limit",
+        ),
+        Field(
+            "transfers",
+            Integer(minimum=1, maximum=10_000, example=2),
+            "run the transfer this many times, one after another, each on a new connection "
+            "between the same hosts (a user rerunning iperf): a transfer ends when its application "
+            "has written bytes (iperf -n), or written for stop - start (iperf -t), and every byte "
+            "is acknowledged; its connection then closes, leaving the sender's metrics in its "
+            "host's per-destination cache (tcp.no_metrics_save), and the next transfer starts "
+            "transfer_gap later from that cache. The summary gives each transfer (flows[].transfers). "
+            "Bulk transfers only",
+            UNSET,
+            "unset: one connection, held open to the end of the run (it never closes, so it saves "
+            "no metrics)",
+        ),
+        Field(
+            "transfer_gap",
+            Duration(positive=False, example="10s"),
+            "with transfers: the time from one transfer's close to the next one's start",
+            UNSET,
+            "0s with transfers: the next starts as the previous closes",
         ),
         Field(
             "burst_size",
@@ -366,6 +390,13 @@ def _normalize_flow(
             f"(RFC 7323: 65535 x 2^14 bytes, {MAX_WINDOW_BYTES // mss:,} segments); RFC 6928 suggests 10",
         )
     if flow["http"] is not None:
+        for key in ("transfers", "transfer_gap"):
+            if flow[key] is not None:
+                raise _fail(
+                    _join(path, key), flow[key],
+                    "transfers are bulk transfers, not with [flows.http]: HTTP opens its connections itself "
+                    "(http.version)",
+                )
         source = _normalize_http(flow, path, start_ps, stop_ps, mss)
     else:
         source = _normalize_source(flow, path, start_ps, stop_ps)
@@ -426,6 +457,7 @@ def _normalize_flow(
             "slow_timer_ps": tcp["slow_timer"],
             "fast_timer_ps": tcp["fast_timer"],
             "max_send_rate_bps": tcp["max_send_rate"],
+            "metrics": metrics_cache(profile, tcp),
         },
         "cc": algorithm.normalize(
             {k: v for k, v in cc.items() if k not in ("algorithm", "preset", "given", "table")}, _join(path, "cc")
@@ -496,6 +528,12 @@ def _expand_streams(parsed: List[Dict[str, Any]], flows: List[Dict[str, Any]]) -
             raise _fail(
                 f"flows[{i}].streams", n,
                 "parallel streams are bulk transfers; not with burst_size (pace each flow separately)",
+            )
+        if source["transfers"] is not None:
+            raise _fail(
+                f"flows[{i}].transfers", source["transfers"],
+                "repeated transfers are one connection each, not with streams > 1 (give each stream a "
+                "flow of its own)",
             )
         total = source["bytes"]
         if total is not None and total < n:

@@ -10,13 +10,14 @@ per value; `fatpipe algorithms` and docs/scenario.md print them from here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .schema import ScenarioError, _join, _toml_literal
 
 #: [flows.tcp] keys that only the Linux stack has (the RFC stack refuses them).
 LINUX_ONLY_KEYS = (
     "rack", "tlp", "frto", "undo", "window_reduction", "adaptive_reordering", "max_reordering",
+    "no_metrics_save", "no_ssthresh_metrics_save",
 )
 #: [flows.tcp] keys that only the RFC stack has.
 RFC_ONLY_KEYS = ("limited_transmit", "newreno_impatient", "ssthresh_every_timeout", "reno_recover_guard", "sack_variant")
@@ -44,6 +45,9 @@ class Profile:
     tcp: Mapping[str, Member]
     #: Per algorithm, [flows.cc] keys the profile sets, unless the flow sets them.
     cc: Mapping[str, Mapping[str, Member]] = field(default_factory=dict)
+    #: Whose per-destination metrics cache the profile's kernel keeps (the core's
+    #: MetricsKernel: "linux24" or "linux"); None: none modelled (tcp/metrics.rs).
+    metrics_kernel: Optional[str] = None
 
 
 _LINUX_6 = "Linux 6.x as shipped"
@@ -71,6 +75,13 @@ _PATCHES_CWR = (
     "document 001 Figure 12: the window after the interface's back-off is equal for all three algorithms"
 )
 
+#: Where net.ipv4.tcp_no_ssthresh_metrics_save comes from (the linux profile's member).
+_NO_SSTHRESH_SOURCE = (
+    "net.ipv4.tcp_no_ssthresh_metrics_save = 1 since Linux 5.6 (commit 65e6d90168f3, \"net-tcp: Disable TCP "
+    "ssthresh metrics cache by default\", Dec. 2019; this machine's 6.18 reads 1); ssthresh was cached "
+    "before it"
+)
+
 PROFILES: Dict[str, Profile] = {
     "linux": Profile(
         "linux",
@@ -91,6 +102,8 @@ PROFILES: Dict[str, Profile] = {
             "rto_estimator": Member("linux", "tcp_input.c tcp_rtt_estimator, tcp_set_rto"),
             "fack": Member(False, "FACK removed in Linux 4.15 (RACK replaces it)"),
             "initial_window": Member(10, "RFC 6928; Linux default since 2.6.39"),
+            "no_metrics_save": Member(False, "net.ipv4.tcp_no_metrics_save = 0 (tcp_metrics.c tcp_update_metrics)"),
+            "no_ssthresh_metrics_save": Member(True, _NO_SSTHRESH_SOURCE),
             **_LINUX_RTO,
         },
         {
@@ -110,6 +123,7 @@ PROFILES: Dict[str, Profile] = {
                 ),
             },
         },
+        metrics_kernel="linux",
     ),
     "linux-2.4": Profile(
         "linux-2.4",
@@ -132,6 +146,9 @@ PROFILES: Dict[str, Profile] = {
             "rto_estimator": Member("linux", "Linux 2.4 tcp_input.c tcp_rtt_estimator (the same estimator)"),
             "fack": Member(True, "Linux 2.4 net.ipv4.tcp_fack = 1"),
             "initial_window": Member("rfc3390", "Linux 2.4 tcp_init_cwnd: min(4 MSS, max(2 MSS, 4380))"),
+            "no_metrics_save": Member(False, "Linux 2.4 tcp_input.c tcp_update_metrics: metrics saved in the "
+                                      "route cache at every close (sysctl_tcp_nometrics_save = 0 in 2.4.27; "
+                                      "`ip route flush cache` empties it)"),
             **_LINUX_RTO,
         },
         {
@@ -167,6 +184,7 @@ PROFILES: Dict[str, Profile] = {
                 "cwr_halves": Member(True, _PATCHES_CWR),
             },
         },
+        metrics_kernel="linux24",
     ),
     "rfc": Profile(
         "rfc",
@@ -292,10 +310,17 @@ def resolve_tcp_members(
                 "ssthresh_every_timeout": "the Linux stack lowers ssthresh once per loss episode (tcp_enter_loss)",
                 "reno_recover_guard": "the Linux stack recovers as NewReno without SACK (tcp_fastretrans_alert)",
                 "sack_variant": "the Linux stack runs its own SACK recovery (RACK, PRR, undo)",
+                "no_metrics_save": _NO_CACHE.get(profile.name, _NO_CACHE["rfc"]),
+                "no_ssthresh_metrics_save": _NO_CACHE.get(profile.name, _NO_CACHE["rfc"]),
             }.get(key, "it belongs to the Linux stack")
             raise ScenarioError(
                 f'{sub}: not allowed with profile = "{profile.name}": {why}; set profile = {stacks}', sub
             )
+    if tcp.get("no_ssthresh_metrics_save") is not None and "no_ssthresh_metrics_save" not in profile.tcp:
+        sub = _join(tcp_path, "no_ssthresh_metrics_save")
+        raise ScenarioError(
+            f'{sub}: not allowed with profile = "{profile.name}": its kernel has no such switch (Linux 5.6 '
+            'added it); its cache keeps ssthresh unless no_metrics_save = true; set profile = "linux"', sub)
     resolved = dict(tcp)
     for key, member in profile.tcp.items():
         if resolved.get(key) is None:
@@ -326,6 +351,27 @@ def resolve_tcp_members(
         sub = _join(tcp_path, "slow_timer")
         raise ScenarioError(f'{sub}: missing; required with rto_estimator = "bsd" (4.4BSD: "500ms")', sub)
     return resolved
+
+
+#: Why a profile on the RFC stack has no per-destination metrics cache.
+_NO_CACHE = {
+    "rfc": "the RFC stack keeps nothing between connections (RFC 2140's sharing is not modelled)",
+    "bsd-4.4": "4.4BSD keeps its own cache in the route (tcp_close saves rtt, rttvar and ssthresh in "
+               "rt_metrics once more than 16 send buffers of data were sent; tcp_mss reads them), not modelled",
+    "ns2": "ns-2's agents keep nothing between connections",
+}
+
+
+def metrics_cache(profile: Profile, tcp: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The normalized ``tcp.metrics``: the cache the profile's kernel keeps with the flow's
+    switches, or None when the profile has none modelled."""
+    if profile.metrics_kernel is None:
+        return None
+    return {
+        "kernel": profile.metrics_kernel,
+        "no_metrics_save": bool(tcp["no_metrics_save"]),
+        "no_ssthresh_metrics_save": bool(tcp["no_ssthresh_metrics_save"]),
+    }
 
 
 def resolve_cc(profile: Profile, cc: Dict[str, Any]) -> Dict[str, Any]:

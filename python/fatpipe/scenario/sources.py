@@ -217,10 +217,30 @@ def _normalize_http(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: Opt
 
 def _normalize_source(flow: Dict[str, Any], path: str, start_ps: int, stop_ps: Optional[int]) -> Dict[str, Any]:
     """The flow's application: bulk, or paced bursts when burst_size is given."""
+    transfers, gap = flow["transfers"], flow["transfer_gap"]
+    if gap is not None and transfers is None:
+        raise ScenarioError(
+            f"{path}.transfer_gap: set without transfers; it is the time between transfers (set transfers = 2 or more)",
+            f"{path}.transfer_gap",
+        )
     if flow["burst_size"] is None:
         if flow["burst_period"] is not None:
             raise ScenarioError(f"{path}.burst_period: set without burst_size; give both or neither", f"{path}.burst_period")
-        return {"kind": "bulk", "start_ps": start_ps, "stop_ps": stop_ps, "bytes": flow["bytes"]}
+        if transfers is not None and flow["bytes"] is None and stop_ps is None:
+            raise _fail(
+                f"{path}.transfers", transfers,
+                "each transfer must end: set bytes (each transfer writes that many, iperf -n) or stop "
+                "(each writes for stop - start, iperf -t)",
+            )
+        return {
+            "kind": "bulk", "start_ps": start_ps, "stop_ps": stop_ps, "bytes": flow["bytes"],
+            "transfers": transfers, "transfer_gap_ps": gap or 0,
+        }
+    if transfers is not None:
+        raise _fail(
+            f"{path}.transfers", transfers,
+            "repeated transfers are bulk transfers; not with burst_size (a paced application writes until stop)",
+        )
     if flow["burst_period"] is None:
         raise ScenarioError(f"{path}.burst_period: missing; required with burst_size", f"{path}.burst_period")
     if flow["bytes"] is not None:

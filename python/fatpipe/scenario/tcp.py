@@ -210,6 +210,26 @@ _TCP = Table(
             "Linux net.ipv4.tcp_max_reordering = 300; Linux 2.4 TCP_MAX_REORDERING 127",
         ),
         Field(
+            "no_metrics_save",
+            Boolean(),
+            "Linux's per-destination metrics cache off: a closing connection saves nothing (a new "
+            "one still starts from what is cached). On, a connection that closes (a flow with "
+            "transfers) leaves its RTT, RTT variation, ssthresh and reordering degree for the next "
+            "connection from its host to the same destination, as the profile's kernel did "
+            "(linux-2.4: tcp_input.c, SRTT and mdev seeded, FACK off with a cached reordering; "
+            "linux: tcp_metrics.c, the first RTO only, entries stale after an hour). Linux stack only",
+            Derived("by profile: false (linux, linux-2.4)"),
+            "Linux net.ipv4.tcp_no_metrics_save = 0; Linux 2.4 tcp_update_metrics, tcp_init_metrics",
+        ),
+        Field(
+            "no_ssthresh_metrics_save",
+            Boolean(),
+            "the metrics cache neither saves nor reads ssthresh (the rest as no_metrics_save says). "
+            'profile = "linux" only: Linux 5.6 added it',
+            Derived("by profile: true (linux)"),
+            "Linux net.ipv4.tcp_no_ssthresh_metrics_save = 1 (5.6 and later, commit 65e6d90168f3)",
+        ),
+        Field(
             "rto_estimator",
             Choice(("linux", "rfc6298", "bsd")),
             "the retransmission timeout: linux (tcp_rtt_estimator: RTO = SRTT + max(4 mdev, "

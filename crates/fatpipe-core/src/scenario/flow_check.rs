@@ -126,6 +126,15 @@ impl FlowSpec {
             SourceSpec::Bulk(b) if b.bytes == Some(0) => {
                 return Err(".source.bytes: 0 is not allowed: must be positive".into());
             }
+            SourceSpec::Bulk(b) if b.transfers == Some(0) => {
+                return Err(
+                    ".source.transfers: 0 is not allowed: must be at least 1 (or null: one connection held open)"
+                        .into(),
+                );
+            }
+            SourceSpec::Bulk(b) if b.transfers.is_some() && b.bytes.is_none() && b.stop_ps.is_none() => {
+                return Err(".source.transfers: a transfer must end: set bytes or stop_ps".into());
+            }
             SourceSpec::Http(h) => {
                 if h.objects_bytes.is_empty() || h.objects_bytes.contains(&0) || h.requests == 0 {
                     return Err(".source: http needs objects_bytes (each positive) and requests > 0".into());

@@ -41,6 +41,7 @@ impl Simulation {
                     iface: routes.get(f.src, f.dst).expect("validated: every flow has a route"),
                     max_ip_bytes: f.tcp().header_bytes() + f.tcp().mss_bytes,
                     iface_waiting: false,
+                    transfers: transfers::Transfers::of(&f.source),
                     udp: UdpSchedule::of(&f.source).map(|schedule| {
                         // The sending host's line: the first link of the route (validated to exist).
                         let line = &links[routes.get(f.src, f.dst).expect("validated route") as usize].spec;
@@ -136,6 +137,7 @@ impl Simulation {
             hops_handed_on: 0,
             arrivals_direct: 0,
             direct_last_hop: true,
+            metrics: MetricsCache::default(),
         };
         sim.set_capture_clock();
         Ok(sim)

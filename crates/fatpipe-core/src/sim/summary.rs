@@ -142,6 +142,10 @@ pub struct TcpFlowSummary {
     /// HTTP flows; None otherwise.
     pub requests_completed: Option<u64>,
     pub request_retransmissions: Option<u64>,
+    /// A flow with `transfers`: each transfer, its connection's own counters and the metrics
+    /// it started from (`sim/transfers.rs`); `connections` counts them. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfers: Option<Vec<super::TransferSummary>>,
 }
 
 /// A UDP flow: none of the TCP keys. sent = received + lost + in flight.
@@ -265,9 +269,16 @@ impl CaptureSummary {
 impl Simulation {
     /// The summary of the run so far.
     pub fn report(&self) -> Summary {
-        let flows = self.flows.iter().zip(&self.scenario.flows).map(|(f, spec)| match &f.udp {
+        let flows = self.flows.iter().zip(&self.scenario.flows).enumerate().map(|(i, (f, spec))| match &f.udp {
             Some(udp) => FlowSummary::Udp(udp_summary(f, udp)),
-            None => FlowSummary::Tcp(Box::new(self.tcp_summary(f, spec.group.clone()))),
+            None => {
+                let mut tcp = self.tcp_summary(f, spec.group.clone());
+                tcp.transfers = self.transfer_summaries(i as u32);
+                if let Some(t) = &tcp.transfers {
+                    tcp.connections = t.len() as u64;
+                }
+                FlowSummary::Tcp(Box::new(tcp))
+            }
         });
         let links = self.links.iter().map(|l| LinkSummary::of(l, self.now));
         let captures = self.captures.iter().map(CaptureSummary::of);
@@ -350,6 +361,7 @@ impl Simulation {
             synack_retransmits,
             requests_completed: http.map(|h| h.records.len() as u64),
             request_retransmissions: http.map(|h| h.request_retransmissions),
+            transfers: None,
         }
     }
 

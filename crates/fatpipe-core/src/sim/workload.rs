@@ -14,6 +14,9 @@ impl Simulation {
     /// The application starts: an HTTP client with its first request; a flow that models the
     /// handshake opens its connection and writes once it is established.
     pub(super) fn on_source_start(&mut self, f: u32) {
+        if self.flows[f as usize].transfers.is_some() {
+            self.begin_transfer(f);
+        }
         let flow = &mut self.flows[f as usize];
         if flow.http.is_some() {
             self.next_request(f);
@@ -251,11 +254,11 @@ impl Simulation {
         self.sync_timers(f);
     }
 
-    /// HTTP/1.0's next connection: fresh endpoints with the next connection number; the
-    /// closed connection's totals are kept for the reports.
-    fn reset_connection(&mut self, f: u32) {
+    /// HTTP/1.0's next connection, or a repeating flow's next transfer: fresh endpoints with
+    /// the next connection number; the closed connection's totals are kept for the reports.
+    pub(super) fn reset_connection(&mut self, f: u32) {
         let spec = &self.scenario.flows[f as usize];
-        debug_assert!(matches!(spec.source, SourceSpec::Http(_)));
+        debug_assert!(matches!(spec.source, SourceSpec::Http(_) | SourceSpec::Bulk(_)));
         let flow = &mut self.flows[f as usize];
         let closed = &mut flow.closed;
         closed.delivered_bytes += flow.receiver.rcv_nxt;

@@ -217,6 +217,10 @@ pub struct TcpConfig {
     /// its next tick instead of `delayed_ack_timeout` after the segment. None: per segment.
     #[serde(default)]
     pub fast_timer_ps: Option<Time>,
+    /// The per-destination metrics cache as the profile's kernel kept it (`tcp/metrics.rs`);
+    /// None: the profile's stack has none (or none is modelled).
+    #[serde(default)]
+    pub metrics: Option<super::metrics::MetricsConfig>,
 }
 
 fn max_reordering() -> u32 {

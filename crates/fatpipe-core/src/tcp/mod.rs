@@ -5,6 +5,7 @@ pub mod ack_timing;
 pub mod bsd_timers;
 pub mod config;
 pub mod handshake;
+pub mod metrics;
 pub mod milestones;
 pub mod persist;
 pub mod ranges;

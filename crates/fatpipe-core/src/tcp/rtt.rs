@@ -133,6 +133,59 @@ impl RttEstimator {
         self.backoff = 0;
     }
 
+    /// Linux's estimator state on its own scales (8 x SRTT, `tp->srtt`; 4 x mean deviation,
+    /// `tp->mdev`; the RTO's variation term, `tp->rttvar`), picoseconds; zeros before the
+    /// first sample. An RFC 6298 estimator gives its SRTT and 4 RTTVAR on the same scales, so
+    /// a metrics cache reads either.
+    pub fn linux_scaled(&self) -> (i64, i64, i64) {
+        if self.srtt8 != 0 {
+            return (self.srtt8, self.mdev4, self.rttvar4);
+        }
+        match self.srtt {
+            Some(s) => {
+                let var4 = (self.rttvar.min(i64::MAX as Time / 4) as i64) << 2;
+                ((s.min(i64::MAX as Time / 8) as i64) << 3, var4, var4)
+            }
+            None => (0, 0, 0),
+        }
+    }
+
+    /// Linux 2.4 `tcp_init_metrics`: SRTT raised to a destination's cached one, mdev to its
+    /// cached deviation (then `mdev_max` and `rttvar` at least min_rto), and the RTO computed
+    /// again from them (`tcp_set_rto`: SRTT + rttvar).
+    pub fn seed_linux24(&mut self, srtt8: i64, mdev4: i64) {
+        if srtt8 > self.srtt8 {
+            self.srtt8 = srtt8;
+        }
+        if mdev4 > self.mdev4 {
+            self.mdev4 = mdev4;
+            self.rttvar4 = mdev4.max(self.min_rto as i64);
+            self.mdev_max4 = self.rttvar4;
+        }
+        self.srtt = (self.srtt8 > 0).then_some((self.srtt8 >> 3) as Time);
+        self.rttvar = (self.rttvar4 / 4) as Time;
+        self.rto_base = (self.srtt8 >> 3) as Time + self.rttvar4 as Time;
+    }
+
+    /// Linux 2.4 `tcp_init_metrics`' reset ("FORGET ALL AND RESET!"): no SRTT, and mdev,
+    /// rttvar and the RTO at `timeout` (TCP_TIMEOUT_INIT).
+    pub fn forget(&mut self, timeout: Time) {
+        let t = timeout.min(i64::MAX as Time) as i64;
+        self.srtt8 = 0;
+        self.srtt = None;
+        self.mdev4 = t;
+        self.mdev_max4 = t;
+        self.rttvar4 = t;
+        self.rttvar = timeout / 4;
+        self.rto_base = timeout;
+    }
+
+    /// The RTO before the first sample, the estimator left as it is (Linux 3.6 and later
+    /// `tcp_init_metrics`: a cached RTT "only influences the first RTO").
+    pub fn set_first_rto(&mut self, rto: Time) {
+        self.rto_base = rto;
+    }
+
     /// A sample for the minimum RTT only.
     pub fn note_min_rtt(&mut self, rtt: Time) {
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));

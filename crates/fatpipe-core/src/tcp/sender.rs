@@ -19,11 +19,12 @@
 //! (Linux `tcp_retransmit_skb` lets SND.UNA go beyond the window).
 
 use super::config::TcpConfig;
+use super::metrics::{Closing, Opening, RttSeed, Seed};
 use super::send_delay::RandomSendDelay;
 use super::stack::{Stack, TcpStack};
 pub use super::stats::SenderStats;
 use super::tcb::Tcb;
-use crate::cc::CongestionControl;
+use crate::cc::{CaState, CongestionControl};
 use crate::packet::{Packet, PacketKind};
 use crate::time::Time;
 
@@ -146,6 +147,62 @@ impl TcpSender {
         }
         if retransmits > 1 && !self.tcb.controls {
             self.tcb.cc_state.cwnd = 1;
+        }
+    }
+
+    /// What Linux's `tcp_update_metrics` reads of this connection as it closes.
+    pub fn closing_metrics(&self) -> Closing {
+        let t = &self.tcb;
+        let (srtt8, mdev4, _) = t.rtt.linux_scaled();
+        let open = match &self.stack {
+            Stack::Linux(s) => t.ca_state == CaState::Open && !s.disorder,
+            Stack::Rfc(_) => t.ca_state == CaState::Open,
+        };
+        Closing {
+            backed_off: t.rtt.backoff > 0,
+            srtt8,
+            mdev4,
+            cwnd: t.cc_state.cwnd,
+            ssthresh: t.cc_state.ssthresh,
+            open,
+            reordering: self.reordering_segments(),
+            default_reordering: t.cfg.dupack_threshold,
+        }
+    }
+
+    /// What Linux's `tcp_init_metrics` reads of this connection as it opens.
+    pub fn opening_metrics(&self) -> Opening {
+        let t = &self.tcb;
+        let (srtt8, mdev4, rttvar4) = t.rtt.linux_scaled();
+        Opening {
+            srtt8,
+            mdev4,
+            rttvar4,
+            timestamps: t.cfg.timestamps,
+            reordering: self.reordering_segments(),
+            mss_bytes: t.cfg.mss_bytes,
+            min_rto: t.rtt.min_rto(),
+        }
+    }
+
+    /// Starts this connection from a destination's cached metrics (Linux `tcp_init_metrics`),
+    /// before any data is sent.
+    pub fn apply_metrics(&mut self, seed: &Seed) {
+        let t = &mut self.tcb;
+        if let Some(ssthresh) = seed.ssthresh {
+            t.cc_state.ssthresh = ssthresh;
+        }
+        if let (Some(r), Stack::Linux(s)) = (seed.reordering, &mut self.stack) {
+            s.loss.seed_reordering(r, seed.disable_fack);
+        }
+        match seed.rtt {
+            RttSeed::Keep => {}
+            RttSeed::Raise { srtt8, mdev4 } => t.rtt.seed_linux24(srtt8, mdev4),
+            RttSeed::Forget { timeout } => t.rtt.forget(timeout),
+            RttSeed::FirstRto(rto) => t.rtt.set_first_rto(rto),
+        }
+        if let (Some(cwnd), false) = (seed.cwnd, t.controls) {
+            t.cc_state.cwnd = cwnd;
         }
     }
 

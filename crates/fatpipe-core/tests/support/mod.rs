@@ -55,6 +55,7 @@ pub fn tcp_config() -> TcpConfig {
         max_reordering_segments: 300,
         slow_timer_ps: None,
         fast_timer_ps: None,
+        metrics: None,
         max_send_rate_bps: None,
     }
 }
@@ -107,7 +108,13 @@ pub fn dumbbell(rate_bps: u64, rtt: Time, queue_packets: u64, duration: Time, tc
             name: "flow0".into(),
             src: 0,
             dst: 3,
-            source: SourceSpec::Bulk(BulkConfig { start_ps: 0, stop_ps: None, bytes: None }),
+            source: SourceSpec::Bulk(BulkConfig {
+                start_ps: 0,
+                stop_ps: None,
+                bytes: None,
+                transfers: None,
+                transfer_gap_ps: 0,
+            }),
             tcp: Some(tcp),
             cc: Some(reno()),
             group: None,

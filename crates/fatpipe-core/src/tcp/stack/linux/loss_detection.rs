@@ -69,6 +69,15 @@ impl LossDetection {
         tcb.stats.reordering_events += 1;
     }
 
+    /// A reordering degree from the destination's metrics cache (`tcp/metrics.rs`, Linux
+    /// `tcp_init_metrics`); Linux 2.4 turns FACK off with it (`tp->sack_ok &= ~2`).
+    pub fn seed_reordering(&mut self, reordering: u32, disable_fack: bool) {
+        self.reordering = reordering;
+        if disable_fack {
+            self.fack = false;
+        }
+    }
+
     /// Linux `tcp_add_reno_sack`: without SACK a duplicate ACK counts one segment out of
     /// order; more than the flight could hold shows reordering. Returns the segments newly
     /// counted as delivered.
