@@ -141,6 +141,12 @@ pub struct Regions {
     _tables: Vec<Vec<u32>>,
 }
 
+// SAFETY: the pointers are into the owning machine's region bytes (refreshed at each run)
+// and into `_tables`, which this value owns; a machine moves between threads whole, and
+// nothing reads them through a shared reference (`run` takes `&mut`).
+unsafe impl Send for Regions {}
+unsafe impl Sync for Regions {}
+
 impl Regions {
     pub fn new(regions: &[Region]) -> Regions {
         let mut tables = Vec::new();
