@@ -82,6 +82,7 @@ impl Memory {
         errors::fault(addr, size, what)
     }
 
+    #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), allow(dead_code))]
     pub(crate) fn regions_mut(&mut self) -> &mut [Region] {
         &mut self.regions
     }

@@ -8,6 +8,9 @@
 //! region's bytes, the host calls seen, and the error text.
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+// Opcodes are written class | operation | source, as the specification composes them, the
+// operation 0 (add) included.
+#![allow(clippy::identity_op)]
 
 use fatpipe_bpf::insn::*;
 use fatpipe_bpf::vm::{self, Host, Machine, Memory, Region};

@@ -15,6 +15,9 @@
 //! program that both exhausts MAX_INSNS and faults in the same block reports the budget
 //! where the interpreter reports the fault. Programs the kernel's verifier accepts do neither.
 
+// Without the JIT the context and region table are defined but not used.
+#![cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), allow(dead_code))]
+
 use crate::insn::Insn;
 use crate::read::Error;
 use crate::vm::{Host, Memory, Region};

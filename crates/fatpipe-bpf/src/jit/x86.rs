@@ -392,7 +392,8 @@ mod tests {
     /// displacement) and the byte-register REX.
     #[test]
     fn encodings() {
-        let cases: Vec<(Box<dyn Fn(&mut Asm)>, &[u8])> = vec![
+        type Emit = Box<dyn Fn(&mut Asm)>;
+        let cases: Vec<(Emit, &[u8])> = vec![
             (Box::new(|a| a.alu_rr(Alu::Add, true, RBX, R12)), &[0x4c, 0x01, 0xe3]),
             (Box::new(|a| a.alu_ri(Alu::Sub, false, R9, -2)), &[0x41, 0x81, 0xe9, 0xfe, 0xff, 0xff, 0xff]),
             (
