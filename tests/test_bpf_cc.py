@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,11 +72,7 @@ FORMS = {
 def test_each_program_implements_its_builtin_algorithm(form, tmp_path):
     """The programs `fatpipe emulate` registers, with the flow's parameters written in as
     the emulator writes them, run in the simulator: the built-in algorithm's summary."""
-    cc = load({**BASE, "flows": [{"name": "f", "cc": FORMS[form]}]}).core["flows"][0]["cc"]
-    _, obj = fatpipe._core.bpf_program_object(json.dumps(cc), cc.get("kernel_hz", 250))
-    path = tmp_path / "program.o"
-    path.write_bytes(obj)
-    builtin, program = summary(FORMS[form]), summary({"bpf": str(path), "kernel_hz": cc.get("kernel_hz", 250)})
+    builtin, program = summary(FORMS[form]), summary(_program_object(FORMS[form], tmp_path))
     if form != "htcp":
         assert program == builtin
         return
@@ -82,6 +80,36 @@ def test_each_program_implements_its_builtin_algorithm(form, tmp_path):
     # BPF (which has no floating point): the windows part by a segment now and then.
     assert program["goodput_bps"] == pytest.approx(builtin["goodput_bps"], rel=1e-3)
     assert program["segments_retransmitted"] == pytest.approx(builtin["segments_retransmitted"], rel=0.02)
+
+
+def _program_object(cc, tmp_path: Path) -> dict:
+    """The BPF program for built-in algorithm `cc`, as `fatpipe emulate` writes its parameters."""
+    cc = load({**BASE, "flows": [{"name": "f", "cc": cc}]}).core["flows"][0]["cc"]
+    _, obj = fatpipe._core.bpf_program_object(json.dumps(cc), cc.get("kernel_hz", 250))
+    path = tmp_path / "program.o"
+    path.write_bytes(obj)
+    return {"bpf": str(path), "kernel_hz": cc.get("kernel_hz", 250)}
+
+
+JIT = pytest.mark.skipif(not (sys.platform.startswith("linux") and platform.machine() == "x86_64"),
+                         reason="fatpipe's BPF JIT exists only for x86-64 Linux")
+
+
+@JIT
+@pytest.mark.parametrize("form", ["reno.bpf.c", "cubic_linux.bpf.c", *FORMS])
+def test_every_program_gives_the_same_summary_jit_compiled_as_interpreted(form, tmp_path):
+    """Every program under bpf/ (the FORMS cover them all, with reno and cubic as shipped),
+    run by the JIT (jit = true): the interpreter's summary, byte for byte."""
+    cc = {"bpf": str(BPF_DIR / form)} if form.endswith(".c") else _program_object(FORMS[form], tmp_path)
+    assert summary({**cc, "jit": True}) == summary(cc)
+
+
+def test_jit_takes_a_boolean_and_refuses_anything_else_in_one_line():
+    reno = str(BPF_DIR / "reno.bpf.c")
+    with pytest.raises(ScenarioError, match=r"flows\[0\]\.cc\.jit") as err:
+        load({**BASE, "flows": [{"name": "f", "cc": {"bpf": reno, "jit": "yes"}}]})
+    assert "\n" not in str(err.value)
+    assert load({**BASE, "flows": [{"name": "f", "cc": {"bpf": reno}}]}).core["flows"][0]["cc"]["jit"] is False
 
 
 def program(tmp_path: Path, body: str) -> Path:
@@ -128,14 +156,15 @@ def test_a_parameter_the_program_lacks_and_a_source_that_does_not_compile_are_on
     assert "\n" not in str(err.value)
 
 
-def test_a_program_that_faults_while_running_ends_the_run_in_one_line(tmp_path):
-    # Reads 4 KiB past the socket: the kernel's verifier refuses this; the interpreter stops
-    # it at the first loss, when ssthresh runs.
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=JIT)])
+def test_a_program_that_faults_while_running_ends_the_run_in_one_line(tmp_path, jit):
+    # Reads 4 KiB past the socket: the kernel's verifier refuses this; the interpreter (and
+    # the JIT's inline check) stops it at the first loss, when ssthresh runs.
     src = program(tmp_path, """
 FP_OP(__u32, mine_ssthresh, struct sock *, sk) { return *(volatile __u32 *)((char *)sk + 4096); }
 """ + RENO_OPS)
     with pytest.raises(ScenarioError) as err:
-        fatpipe.run({**BASE, "flows": [{"name": "f", "cc": {"bpf": str(src)}}]})
+        fatpipe.run({**BASE, "flows": [{"name": "f", "cc": {"bpf": str(src), "jit": jit}}]})
     message = str(err.value)
     assert "\n" not in message
     assert message.startswith("BPF congestion control mine: mine_ssthresh: a read of 4 bytes"), message

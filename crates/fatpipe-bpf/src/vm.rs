@@ -12,9 +12,14 @@
 //! at load time) go to the [`Host`]; BPF-to-BPF calls push a frame (r6-r9 and the frame
 //! pointer r10 are kept). A run stops after [`MAX_INSNS`] instructions: the kernel's
 //! verifier proves that programs end; here an endless one is an error instead.
+//!
+//! A program added with [`Machine::add_compiled`] runs as machine code from `jit.rs` (x86-64
+//! Linux) instead: the same memory, checks and errors (`errors`), faster.
 
 use crate::insn::{self, Insn};
+use crate::jit;
 use crate::read::Error;
+use std::sync::Arc;
 
 /// Bytes of stack per frame (the kernel's MAX_BPF_STACK) and frames (MAX_CALL_FRAMES).
 pub const STACK_FRAME: usize = 512;
@@ -43,13 +48,43 @@ pub struct Memory {
     regions: Vec<Region>,
 }
 
-impl Memory {
-    fn fault(addr: u64, size: usize, what: &str) -> Error {
+/// The errors a run ends with, the interpreter's and the JIT's alike.
+pub(crate) mod errors {
+    use super::{Error, MAX_FRAMES, MAX_INSNS};
+
+    pub fn fault(addr: u64, size: usize, what: &str) -> Error {
         Error::new(format!(
             "{what} of {size} bytes at {:#x}:{:#x} is outside the memory the program may use",
             addr >> 32,
             addr as u32
         ))
+    }
+
+    pub fn too_long() -> Error {
+        Error::new(format!("ran more than {MAX_INSNS} instructions (an endless loop?)"))
+    }
+
+    pub fn too_deep() -> Error {
+        Error::new(format!("calls nest deeper than {MAX_FRAMES} frames"))
+    }
+
+    pub fn atomic_op(op: i32) -> Error {
+        Error::new(format!("atomic operation {op:#x} is not supported"))
+    }
+
+    pub fn past_end() -> Error {
+        Error::new("ran past its last instruction")
+    }
+}
+
+impl Memory {
+    fn fault(addr: u64, size: usize, what: &str) -> Error {
+        errors::fault(addr, size, what)
+    }
+
+    #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), allow(dead_code))]
+    pub(crate) fn regions_mut(&mut self) -> &mut [Region] {
+        &mut self.regions
     }
 
     #[inline]
@@ -115,11 +150,14 @@ pub trait Host {
 pub struct Program {
     pub name: String,
     insns: Vec<Insn>,
+    code: Option<Arc<jit::Code>>,
 }
 
 pub struct Machine {
     pub memory: Memory,
     programs: Vec<Program>,
+    /// The regions as compiled code sees them, once a compiled program is added.
+    jit_regions: Option<jit::Regions>,
 }
 
 impl Machine {
@@ -132,14 +170,25 @@ impl Machine {
             Region { bytes: vec![0; 6 * 8], writable: Some(Vec::new()) },
         ];
         all.extend(regions);
-        Machine { memory: Memory { regions: all }, programs: Vec::new() }
+        Machine { memory: Memory { regions: all }, programs: Vec::new(), jit_regions: None }
     }
 
     /// Adds a program; returns its index for [`Machine::run`]. Every instruction is checked
     /// for what this machine can execute.
     pub fn add(&mut self, name: &str, insns: Vec<Insn>) -> Result<usize, Error> {
         check_program(name, &insns)?;
-        self.programs.push(Program { name: name.to_string(), insns });
+        self.programs.push(Program { name: name.to_string(), insns, code: None });
+        Ok(self.programs.len() - 1)
+    }
+
+    /// Adds a program with its machine code (`jit::compile` of the same instructions); it
+    /// runs compiled.
+    pub fn add_compiled(&mut self, name: &str, insns: Vec<Insn>, code: Arc<jit::Code>) -> Result<usize, Error> {
+        check_program(name, &insns)?;
+        if self.jit_regions.is_none() {
+            self.jit_regions = Some(jit::Regions::new(&self.memory.regions));
+        }
+        self.programs.push(Program { name: name.to_string(), insns, code: Some(code) });
         Ok(self.programs.len() - 1)
     }
 
@@ -151,7 +200,11 @@ impl Machine {
             self.memory.regions[CTX as usize].bytes[i * 8..i * 8 + 8].copy_from_slice(&a.to_le_bytes());
         }
         let program = &self.programs[index];
-        execute(&program.insns, &mut self.memory, host, ctx).map_err(|e| Error::new(format!("{}: {e}", program.name)))
+        match (&program.code, &mut self.jit_regions) {
+            (Some(code), Some(regions)) => jit::run(code, &mut self.memory, regions, host, ctx),
+            _ => execute(&program.insns, &mut self.memory, host, ctx),
+        }
+        .map_err(|e| Error::new(format!("{}: {e}", program.name)))
     }
 }
 
@@ -159,12 +212,51 @@ impl Machine {
 /// and calls inside the program.
 pub fn check_program(name: &str, insns: &[Insn]) -> Result<(), Error> {
     let mut pc = 0;
+    // The second halves of 64-bit loads: no jump or call may land there.
+    let mut halves = vec![false; insns.len()];
     while pc < insns.len() {
         let i = &insns[pc];
         check(i, pc, insns.len()).map_err(|e| Error::new(format!("{name}: instruction {pc}: {e}")))?;
+        if i.is_ld_imm64() {
+            halves[pc + 1] = true;
+            pc += 2;
+        } else {
+            pc += 1;
+        }
+    }
+    pc = 0;
+    while pc < insns.len() {
+        let i = &insns[pc];
+        if let Some(t) = target(i, pc).filter(|&t| halves[t]) {
+            return Err(Error::new(format!(
+                "{name}: instruction {pc}: a jump into the second half of the 64-bit load at {}",
+                t - 1
+            )));
+        }
         pc += if i.is_ld_imm64() { 2 } else { 1 };
     }
     Ok(())
+}
+
+/// Where jump or call `i` at `pc` goes (checked to be inside the program).
+pub(crate) fn target(i: &Insn, pc: usize) -> Option<usize> {
+    use insn::*;
+    if !matches!(i.class(), JMP | JMP32) {
+        return None;
+    }
+    let op = i.code & 0xf0;
+    let rel = match op {
+        EXIT => return None,
+        CALL if i.class() == JMP => {
+            if i.src != PSEUDO_CALL {
+                return None;
+            }
+            i.imm as i64
+        }
+        JA if i.class() == JMP32 => i.imm as i64,
+        _ => i.off as i64,
+    };
+    Some((pc as i64 + rel + 1) as usize)
 }
 
 /// What the interpreter cannot execute, found before running.
@@ -217,7 +309,7 @@ fn check(i: &Insn, pc: usize, len: usize) -> Result<(), String> {
 }
 
 #[inline]
-fn alu(op: u8, dst: u64, src: u64, off: i16, wide: bool) -> u64 {
+pub(crate) fn alu(op: u8, dst: u64, src: u64, off: i16, wide: bool) -> u64 {
     if wide {
         match op {
             0x00 => dst.wrapping_add(src),
@@ -357,9 +449,9 @@ fn execute(insns: &[Insn], mem: &mut Memory, host: &mut dyn Host, ctx: u64) -> R
     loop {
         count += 1;
         if count > MAX_INSNS {
-            return Err(Error::new(format!("ran more than {MAX_INSNS} instructions (an endless loop?)")));
+            return Err(errors::too_long());
         }
-        let i = insns[pc];
+        let Some(&i) = insns.get(pc) else { return Err(errors::past_end()) };
         pc += 1;
         let class = i.class();
         let (dst, src) = (i.dst as usize, i.src as usize);
@@ -421,7 +513,7 @@ fn execute(insns: &[Insn], mem: &mut Memory, host: &mut dyn Host, ctx: u64) -> R
                         match i.src {
                             PSEUDO_CALL => {
                                 if depth + 1 >= MAX_FRAMES {
-                                    return Err(Error::new("calls nest deeper than 8 frames"));
+                                    return Err(errors::too_deep());
                                 }
                                 frames[depth] = Some(Frame { ret: pc, saved: [r[6], r[7], r[8], r[9]], fp: r[10] });
                                 depth += 1;
@@ -475,7 +567,7 @@ fn atomic(mem: &mut Memory, r: &mut [u64; 11], addr: u64, size: usize, src: usiz
             r[0] = old;
             return Ok(());
         }
-        op => return Err(Error::new(format!("atomic operation {op:#x} is not supported"))),
+        op => return Err(errors::atomic_op(op)),
     };
     mem.store(addr, size, new & mask)?;
     if imm & FETCH != 0 || imm & !FETCH == 0xe0 {

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-from .kinds import Duration, Integer
+from .kinds import Boolean, Duration, Integer
 from .schema import Field, Kind, ScenarioError, Table, _fail, _join
 from ..units import UnitError
 
@@ -129,10 +129,16 @@ BPF_TABLE = Table(
               "jiffies per second of the clock the program reads (bpf_jiffies64, lsndtime) in the "
               "simulator; the kernel's own in fatpipe emulate", 250,
               "Linux CONFIG_HZ: kernel/Kconfig.hz defaults to HZ_250"),
+        Field("jit", Boolean(), "run the program as x86-64 machine code compiled by fatpipe's BPF JIT "
+              "instead of interpreting it in fatpipe run: the same results, less time per ACK (x86-64 "
+              "Linux only; elsewhere true is refused); fatpipe emulate leaves the program to the kernel, "
+              "which has its own JIT", False,
+              "the interpreter, which runs on every platform (the JIT, x86-64 Linux only, gives the "
+              "same summaries when asked for: tests/test_bpf_cc.py)"),
     ),
     doc="A congestion control written as a BPF struct_ops program (struct tcp_congestion_ops), "
     'cc = { bpf = "algo.bpf.c" } (algorithm = "bpf" may be left out): run by the core\'s eBPF interpreter '
-    "in fatpipe run and registered with the kernel by fatpipe emulate (docs/emulation.md).",
+    "(or, with jit = true, its x86-64 JIT) in fatpipe run and registered with the kernel by fatpipe emulate (docs/emulation.md).",
 )
 
 
@@ -144,4 +150,5 @@ def normalize_bpf(values: Dict[str, Any], path: str) -> Dict[str, Any]:
         "source": source,
         "parameters": dict(values["parameters"] or {}),
         "kernel_hz": int(values["kernel_hz"]),
+        "jit": bool(values["jit"]),
     }

@@ -1,7 +1,8 @@
 //! A congestion control written as a BPF struct_ops program (`struct tcp_congestion_ops`, as
-//! the Linux kernel takes it), run in the simulator by fatpipe-bpf's interpreter: the same
-//! object `fatpipe emulate` registers with the kernel. A flow names it
-//! `cc = { bpf = "algo.bpf.o" }` (docs/emulation.md, "Writing a BPF congestion control").
+//! the Linux kernel takes it), run in the simulator by fatpipe-bpf's interpreter, or its JIT
+//! with `jit = true` (x86-64 Linux): the same object `fatpipe emulate` registers with the
+//! kernel. A flow names it `cc = { bpf = "algo.bpf.o" }` (docs/emulation.md, "Writing a BPF
+//! congestion control").
 //!
 //! The program sees the socket through `view.rs`: the core's `CcState` written into the
 //! fields of `struct tcp_sock` it reads, relocated by BTF (CO-RE) as the kernel relocates it
@@ -24,7 +25,7 @@ use super::{cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcS
 use crate::time::{Time, PS_PER_US};
 use fatpipe_bpf::insn::{self, Insn};
 use fatpipe_bpf::vm::{self, Host, Machine, Memory, Region};
-use fatpipe_bpf::{Error, Object};
+use fatpipe_bpf::{jit, Error, Object};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -66,6 +67,10 @@ pub struct BpfConfig {
     /// program's `kernel_hz` variable, if it has one, is set to it.
     #[serde(default = "default_kernel_hz")]
     pub kernel_hz: u32,
+    /// Run the program as x86-64 machine code (fatpipe_bpf::jit) instead of interpreting it:
+    /// the same results (crates/fatpipe-bpf/tests/jit.rs, tests/test_bpf_cc.py), less time.
+    #[serde(default)]
+    pub jit: bool,
     /// The file the scenario named, when `object` was compiled from it (for messages).
     #[serde(default)]
     pub source: Option<String>,
@@ -80,6 +85,9 @@ pub struct BpfConfig {
 #[derive(Debug)]
 pub struct Prototype {
     programs: Vec<(String, Vec<Insn>)>,
+    /// The programs compiled, in the same order, when the flow asks for the JIT (shared by
+    /// every flow: the code holds no flow's addresses).
+    compiled: Vec<Arc<jit::Code>>,
     /// Program index per operation of `OPS`.
     ops: [Option<usize>; OPS.len()],
     data: Vec<(Vec<u8>, bool)>,
@@ -99,6 +107,9 @@ impl BpfConfig {
 }
 
 fn load(cfg: &BpfConfig) -> Result<Prototype, String> {
+    if cfg.jit && !jit::AVAILABLE {
+        return Err(format!("jit = true: {}; allowed here: false", jit::unavailable()));
+    }
     let bytes = std::fs::read(&cfg.object).map_err(|e| format!("object: {}: {e}", cfg.object))?;
     // Messages name the file the user wrote (a .c compiled into `object`).
     let path = cfg.source.as_ref().unwrap_or(&cfg.object);
@@ -155,8 +166,18 @@ fn load(cfg: &BpfConfig) -> Result<Prototype, String> {
         }
         *slot = index_of[p];
     }
+    let compiled = if cfg.jit {
+        programs
+            .iter()
+            .map(|(name, insns)| jit::compile(name, insns).map(Arc::new))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("object: {path}: {e}"))?
+    } else {
+        Vec::new()
+    };
     Ok(Prototype {
         programs,
+        compiled,
         ops: slots,
         data: object.data.iter().map(|d| (d.bytes.clone(), d.read_only)).collect(),
         name: ops.ops_name.clone().unwrap_or_default(),
@@ -204,8 +225,12 @@ pub fn build(cfg: &BpfConfig) -> Box<dyn CongestionControl> {
         regions.push(Region { bytes: bytes.clone(), writable: if *read_only { Some(Vec::new()) } else { None } });
     }
     let mut machine = Machine::new(regions);
-    for (name, insns) in &proto.programs {
-        machine.add(name, insns.clone()).expect("checked when loaded");
+    for (k, (name, insns)) in proto.programs.iter().enumerate() {
+        match proto.compiled.get(k) {
+            Some(code) => machine.add_compiled(name, insns.clone(), code.clone()),
+            None => machine.add(name, insns.clone()),
+        }
+        .expect("checked when loaded");
     }
     Box::new(BpfCc {
         name: proto.name.clone(),
