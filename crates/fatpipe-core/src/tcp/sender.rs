@@ -24,7 +24,7 @@ use super::send_delay::RandomSendDelay;
 use super::stack::{Stack, TcpStack};
 pub use super::stats::SenderStats;
 use super::tcb::Tcb;
-use crate::cc::{CaState, CongestionControl};
+use crate::cc::CongestionControl;
 use crate::packet::{Packet, PacketKind};
 use crate::time::Time;
 
@@ -154,10 +154,7 @@ impl TcpSender {
     pub fn closing_metrics(&self) -> Closing {
         let t = &self.tcb;
         let (srtt8, mdev4, _) = t.rtt.linux_scaled();
-        let open = match &self.stack {
-            Stack::Linux(s) => t.ca_state == CaState::Open && !s.disorder,
-            Stack::Rfc(_) => t.ca_state == CaState::Open,
-        };
+        let open = self.stack.undisturbed_open(t);
         Closing {
             backed_off: t.rtt.backoff > 0,
             srtt8,
@@ -192,8 +189,8 @@ impl TcpSender {
         if let Some(ssthresh) = seed.ssthresh {
             t.cc_state.ssthresh = ssthresh;
         }
-        if let (Some(r), Stack::Linux(s)) = (seed.reordering, &mut self.stack) {
-            s.loss.seed_reordering(r, seed.disable_fack);
+        if let Some(r) = seed.reordering {
+            self.stack.seed_reordering(r, seed.disable_fack);
         }
         match seed.rtt {
             RttSeed::Keep => {}

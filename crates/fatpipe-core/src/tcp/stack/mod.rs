@@ -25,6 +25,7 @@ pub mod rfc;
 
 use super::config::StackKind;
 use super::tcb::Tcb;
+use crate::cc::CaState;
 use crate::packet::Packet;
 use crate::time::Time;
 use linux::LinuxStack;
@@ -50,6 +51,16 @@ pub trait TcpStack {
     /// The reordering degree the stack judges losses against, segments (Linux
     /// `tp->reordering`; the duplicate-ACK threshold of the RFC stack).
     fn reordering_segments(&self, tcb: &Tcb) -> u32;
+
+    /// In state Open with nothing dubious (Linux `tcp_update_metrics` trusts cwnd only
+    /// then): the RFC stack has no Disorder state, so Open alone.
+    fn undisturbed_open(&self, tcb: &Tcb) -> bool {
+        tcb.ca_state == CaState::Open
+    }
+
+    /// Starts from a destination's cached reordering degree (Linux `tcp_init_metrics`);
+    /// the RFC stack has no such degree to seed.
+    fn seed_reordering(&mut self, _reordering: u32, _disable_fack: bool) {}
 
     /// A send pass (what the application's writes, the ACKs and the timers end in): the
     /// application tops up the send buffer, slow start after idle, the stack's segments,
@@ -123,6 +134,14 @@ impl TcpStack for Stack {
 
     fn reordering_segments(&self, tcb: &Tcb) -> u32 {
         on_each_stack!(self, s => s.reordering_segments(tcb))
+    }
+
+    fn undisturbed_open(&self, tcb: &Tcb) -> bool {
+        on_each_stack!(self, s => s.undisturbed_open(tcb))
+    }
+
+    fn seed_reordering(&mut self, reordering: u32, disable_fack: bool) {
+        on_each_stack!(self, s => s.seed_reordering(reordering, disable_fack))
     }
 
     /// Chooses once per pass: the whole pass runs in the stack's own (monomorphized) code.

@@ -235,6 +235,15 @@ impl TcpStack for LinuxStack {
     fn reordering_segments(&self, _tcb: &Tcb) -> u32 {
         self.loss.reordering
     }
+
+    /// Open and not in Disorder (SACKed, lost or retransmitted segments outstanding).
+    fn undisturbed_open(&self, tcb: &Tcb) -> bool {
+        tcb.ca_state == CaState::Open && !self.disorder
+    }
+
+    fn seed_reordering(&mut self, reordering: u32, disable_fack: bool) {
+        self.loss.seed_reordering(reordering, disable_fack);
+    }
 }
 
 impl LinuxStack {
