@@ -84,3 +84,20 @@ def test_the_window_after_a_local_back_off_is_equal_for_the_three_algorithms():
         after[cc] = cut["ssthresh_segments"]
         assert after[cc] == pytest.approx(before / 2, abs=40), f"{cc}: ssthresh {after[cc]} after cwnd {before}"
     assert after["highspeed"] == after["sack"] and after["scalable-doc001"] == after["sack"], after
+
+
+def test_a_fresh_connection_starts_at_two_segments_and_grows_one_per_ack():
+    """Linux 2.4's tcp_v4_init_sock sets snd_cwnd = 2, and tcp_init_metrics replaces it only
+    when the route cache holds an RTT for the destination (2.4.27 tcp_input.c): a fresh
+    connection sends 2 segments of 1448 bytes in its first round trip, not RFC 3390's 3. The
+    one delayed ACK that covers them adds one segment (one per ACK in 2.4's slow start)."""
+    r = fatpipe.run({"duration": "0.35s", "output": {"sample_interval": "10ms"},
+                     "topology": {"bottleneck_rate": "100Mbps", "rtt": "100ms"},
+                     "flows": [{"tcp": {"profile": "linux-2.4"}}]})
+    mss = r.scenario["flows"][0]["tcp"]["mss_bytes"]
+    s = r.flow_series
+    first_rtt = s[s["time_s"] < 0.095]
+    assert set(first_rtt["cwnd_bytes"]) == {2 * mss}
+    assert first_rtt["sent_bytes"].max() == 2 * mss
+    second_rtt = s[(s["time_s"] > 0.115) & (s["time_s"] < 0.195)]
+    assert set(second_rtt["cwnd_bytes"]) == {3 * mss}

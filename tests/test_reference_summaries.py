@@ -75,13 +75,24 @@ FIX_CHANGES: Dict[Tuple[str, str], Tuple[Any, Any]] = {
 # whose timestamps give the sender Eifel's evidence sooner (the recovery is undone on the
 # partial ACK instead of by DSACK) and the RTT the slow pipe really has (srtt 108 -> 118 ms
 # at 3 s; over its 30 s the example moves from 42.9 to 41.7 Mb/s, 3,054 to 2,667 fast
-# retransmits, all but 5 and 6 undone).
+# retransmits, all but 5 and 6 undone; at 3 s 32.7 Mb/s, 41 fast retransmits, 39 undone).
+# Issue 25 (2026-11-28): the linux-2.4 profile started at RFC 3390's 3 segments; Linux 2.4
+# starts a fresh connection at 2 (tcp_v4_init_sock sets snd_cwnd = 2, and 2.4.27's
+# tcp_init_metrics replaces it only when the route cache holds an RTT for the destination).
+# Slow start then reaches each window about 0.58 RTT later (log2 of 3/2), so the first 3 s
+# carry less: the two linux-2.4 examples with a 1500-byte MTU move (the jumbo-frame ones
+# started at 2 already, RFC 3390 giving 2 segments of 8,948 bytes). The values below are
+# after every fix listed.
 FIX_REWRITES: Dict[str, Dict[str, Tuple[Any, Any]]] = {
     "reordering-3-paths.toml": {
-        "flows[0].goodput_bps": (33941433.95675936, 32749397.967999954),
-        "flows[0].fast_retransmits": (134, 41),
-        "flows[0].undos": (131, 39),
-        "flows[0].srtt_ps": (108229839395, 117879529010),
+        "flows[0].goodput_bps": (33941433.95675936, 31415885.70491678),
+        "flows[0].fast_retransmits": (134, 26),
+        "flows[0].undos": (131, 24),
+        "flows[0].srtt_ps": (108229839395, 111339006796),
+    },
+    "outage-griddt.toml": {
+        "flows[0].goodput_bps": (250307674.34038752, 212647828.6901746),
+        "flows[0].bytes_delivered": (93865152, 79742808),
     },
 }
 FIXED = Path(__file__).resolve().parent / "data" / "reference_summaries_fixed.json"

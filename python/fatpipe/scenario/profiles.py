@@ -145,7 +145,10 @@ PROFILES: Dict[str, Profile] = {
             "max_reordering": Member(127, "Linux 2.4 TCP_MAX_REORDERING 127"),
             "rto_estimator": Member("linux", "Linux 2.4 tcp_input.c tcp_rtt_estimator (the same estimator)"),
             "fack": Member(True, "Linux 2.4 net.ipv4.tcp_fack = 1"),
-            "initial_window": Member("rfc3390", "Linux 2.4 tcp_init_cwnd: min(4 MSS, max(2 MSS, 4380))"),
+            "initial_window": Member(2, "Linux 2.4 tcp_ipv4.c tcp_v4_init_sock: snd_cwnd = 2; tcp_input.c "
+                                     "tcp_init_metrics replaces it (tcp_init_cwnd) only when the route cache "
+                                     "holds an RTT for the destination (2.4.27), so a fresh connection starts "
+                                     "at 2 segments"),
             "no_metrics_save": Member(False, "Linux 2.4 tcp_input.c tcp_update_metrics: metrics saved in the "
                                       "route cache at every close (sysctl_tcp_nometrics_save = 0 in 2.4.27; "
                                       "`ip route flush cache` empties it)"),
