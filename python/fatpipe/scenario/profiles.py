@@ -66,6 +66,16 @@ _RENO_INPUT = "4.3BSD-Reno tcp_input.c 7.25 (CSRG, 1990-06-30)"
 _RENO_TIMER = "4.3BSD-Reno tcp_timer.c 7.18 (CSRG, 1990-06-28)"
 _LITE2_INPUT = "4.4BSD-Lite2 tcp_input.c 8.12 (CSRG, 1995-05-24)"
 
+def _bsd_growth(source: str, eighth: Member) -> Dict[str, Dict[str, Member]]:
+    """A BSD profile's Reno: tcp_input.c's window in bytes (read at ``source``), with or
+    without 4.3BSD-Reno's eighth of a segment per ACK."""
+    return {"reno": {
+        "variant": Member("bsd", f"{source}: the window in bytes, maxseg per ACK while snd_cwnd <= "
+                          "snd_ssthresh, maxseg * maxseg / snd_cwnd above"),
+        "eighth": eighth,
+    }}
+
+
 #: What both BSD profiles share: BSD's loss recovery, timers and window bookkeeping, which did
 #: not change between 4.3BSD-Reno (1990) and 4.4BSD-Lite2 (1995) in what they model.
 _BSD_TCP = {
@@ -233,16 +243,12 @@ PROFILES: Dict[str, Profile] = {
         "rfc",
         Member("reno", f"{_RENO_INPUT}: fast retransmit and fast recovery, no SACK"),
         _BSD_TCP,
-        {
-            "reno": {
-                "variant": Member("bsd", f"{_RENO_INPUT} lines 919-934: the window in bytes, maxseg per ACK "
-                                  "while snd_cwnd <= snd_ssthresh, maxseg * maxseg / snd_cwnd above"),
-                "eighth": Member(True, f"{_RENO_INPUT} line 932: incr = incr * incr / cw + incr / 8, added in "
-                                 "7.23 (1990-06-28, 'faster window opening in linear mode (add 1/8 packet, "
-                                 "was 146 bytes)'), kept to 8.6 (1994-08-05), removed in 8.7 (1994-10-27, "
-                                 "'per Van via Sally Floyd')"),
-            },
-        },
+        _bsd_growth(
+            f"{_RENO_INPUT} lines 919-934",
+            Member(True, f"{_RENO_INPUT} line 932: incr = incr * incr / cw + incr / 8, added in 7.23 "
+                   "(1990-06-28, 'faster window opening in linear mode (add 1/8 packet, was 146 bytes)'), "
+                   "kept to 8.6 (1994-08-05), removed in 8.7 (1994-10-27, 'per Van via Sally Floyd')"),
+        ),
     ),
     "bsd-4.4": Profile(
         "bsd-4.4",
@@ -252,15 +258,11 @@ PROFILES: Dict[str, Profile] = {
         "rfc",
         Member("reno", f"{_LITE2_INPUT}: fast retransmit and fast recovery (4.3BSD-Reno's), no SACK"),
         _BSD_TCP,
-        {
-            "reno": {
-                "variant": Member("bsd", f"{_LITE2_INPUT}: the window in bytes, maxseg per ACK while "
-                                  "snd_cwnd <= snd_ssthresh, maxseg * maxseg / snd_cwnd above"),
-                "eighth": Member(False, "CSRG tcp_input.c 8.7 (1994-10-27): 'per Van via Sally Floyd, do not "
-                                 "add the constant maxseg/8 to the congestion window on each new ack in "
-                                 "congestion avoidance'"),
-            },
-        },
+        _bsd_growth(
+            _LITE2_INPUT,
+            Member(False, "CSRG tcp_input.c 8.7 (1994-10-27): 'per Van via Sally Floyd, do not add the "
+                   "constant maxseg/8 to the congestion window on each new ack in congestion avoidance'"),
+        ),
     ),
 }
 
