@@ -31,13 +31,19 @@ def error(d):
     return str(info.value)
 
 
-# ---- bsd-4.4 --------------------------------------------------------------------------------
+# ---- bsd-4.3-reno and bsd-4.4 -----------------------------------------------------------------
 
 
-def test_bsd_profile_is_reno_on_the_rfc_stack_with_bsds_timers():
-    flow = load_scenario(doc(tcp={"profile": "bsd-4.4"}))["flows"][0]
+@pytest.mark.parametrize("profile, eighth", [("bsd-4.3-reno", True), ("bsd-4.4", False)])
+def test_bsd_profile_is_reno_on_the_rfc_stack_with_bsds_timers(profile, eighth):
+    flow = load_scenario(doc(tcp={"profile": profile}))["flows"][0]
     tcp = flow["tcp"]
-    assert flow["cc"] == {"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": False}
+    # BSD's growth in bytes; 4.3BSD-Reno's eighth of a segment per ACK (tcp_input.c 7.23 to
+    # 8.6), gone in 4.4BSD-Lite2 (8.7 on).
+    assert flow["cc"] == {"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": False, "variant": "bsd",
+                          "eighth": eighth}
+    # tcp_timer.c TCPT_REXMT halves min(snd_wnd, snd_cwnd) at every expiry.
+    assert tcp["ssthresh_every_timeout"] and tcp["bsd_window"]
     assert (tcp["stack"], tcp["recovery"], tcp["rto_estimator"]) == ("rfc", "reno", "bsd")
     # 4.4BSD: PR_SLOWHZ 2, PR_FASTHZ 5, TCPTV_MIN 2 ticks, TCPTV_REXMTMAX 128 ticks, a first
     # timeout of 12 ticks, one-segment initial window, no SACK, D-SACK or limited transmit.
@@ -49,7 +55,9 @@ def test_bsd_profile_is_reno_on_the_rfc_stack_with_bsds_timers():
 
 def test_other_profiles_keep_exact_timers_and_their_rto_bounds():
     for profile in ("linux", "linux-2.4", "rfc"):
-        tcp = load_scenario(doc(tcp={"profile": profile}))["flows"][0]["tcp"]
+        flow = load_scenario(doc(tcp={"profile": profile}))["flows"][0]
+        tcp = flow["tcp"]
+        assert not tcp["bsd_window"] and flow["cc"].get("variant", "rfc") != "bsd", profile
         assert (tcp["slow_timer_ps"], tcp["fast_timer_ps"]) == (None, None), profile
         assert (tcp["min_rto_ps"], tcp["max_rto_ps"], tcp["initial_rto_ps"]) == (
             200 * PS_PER_MS, 120 * PS_PER_S, PS_PER_S), profile
@@ -63,7 +71,7 @@ def test_a_flow_overrides_a_bsd_member():
 @pytest.mark.parametrize("tcp, message", [
     ({"profile": "linux", "rto_estimator": "bsd"},
      'flows[0].tcp.rto_estimator: "bsd" is not allowed with profile = "linux": BSD\'s timers run on the RFC stack; '
-     'set profile = "bsd-4.4" (or "rfc")'),
+     'set profile = "bsd-4.3-reno" or "bsd-4.4" (or "rfc")'),
     ({"profile": "rfc", "slow_timer": "500ms"},
      'flows[0].tcp.slow_timer: not allowed with rto_estimator = "rfc6298": the slow timer is BSD\'s retransmission '
      'clock; set rto_estimator = "bsd"'),
@@ -76,6 +84,26 @@ def test_a_flow_overrides_a_bsd_member():
 ])
 def test_bsd_timer_errors(tcp, message):
     assert error(doc(tcp=tcp)) == message
+
+
+@pytest.mark.parametrize("cc, message", [
+    ({"algorithm": "reno", "variant": "bsd", "a": 2},
+     'flows[0].cc.a: 2.0 is not allowed with variant = "bsd": BSD adds one segment per window of ACKs (a = 1)'),
+    ({"algorithm": "reno", "variant": "bsd", "byte_counting": True},
+     'flows[0].cc.byte_counting: true is not allowed with variant = "bsd": BSD opens the window per ACK'),
+    ({"algorithm": "reno", "eighth": True},
+     'flows[0].cc.eighth: not used with variant = "rfc"; only with variant = "bsd"'),
+])
+def test_bsd_growth_errors(cc, message):
+    d = doc(tcp={"profile": "rfc", "recovery": "reno"})
+    d["flows"][0]["cc"] = cc
+    assert error(d) == message
+
+
+def test_a_flow_on_bsd_4_3_reno_may_turn_the_eighth_off():
+    d = doc(tcp={"profile": "bsd-4.3-reno", "recovery": "reno"})
+    d["flows"][0]["cc"] = {"algorithm": "reno", "eighth": False}
+    assert load_scenario(d)["flows"][0]["cc"]["eighth"] is False
 
 
 def test_bsd_timeouts_come_on_slow_ticks_through_the_core():
@@ -139,3 +167,16 @@ def test_a_capped_sender_stays_under_its_cap():
     # 20 Mb/s of 1500-byte IP packets carry 20 x 1448 / 1500 Mb/s of payload.
     assert 0.9 * 20e6 * 1448 / 1500 < flow["goodput_bps"] <= 20e6 * 1448 / 1500
     assert flow["segments_retransmitted"] == 0
+
+
+def test_fatpipe_algorithms_lists_bsd_4_3_reno_with_every_member_and_its_source():
+    from fatpipe.scenario.profiles import PROFILES, format_profiles
+
+    text = format_profiles()
+    profile = PROFILES["bsd-4.3-reno"]
+    sources = next(line for line in text.splitlines() if line.startswith("- `bsd-4.3-reno`: cc reno:"))
+    for key, member in profile.tcp.items():
+        assert f"{key} " in sources and member.source in sources, key
+    for key, member in profile.cc["reno"].items():
+        assert f"reno {key} " in sources and member.source in sources, key
+    assert "tcp_input.c 7.25" in sources and "line 932" in sources

@@ -54,18 +54,20 @@ def test_a_flow_overrides_an_ns2_member_and_other_profiles_keep_theirs():
     # Another estimator drops the profile's tick (it clocks BSD's estimator only).
     tcp = load_scenario(_doc(rto_estimator="rfc6298"))["flows"][0]["tcp"]
     assert (tcp["rto_estimator"], tcp["slow_timer_ps"]) == ("rfc6298", None)
-    for profile in ("linux", "linux-2.4", "rfc", "bsd-4.4"):
+    for profile in ("linux", "linux-2.4", "rfc", "bsd-4.3-reno", "bsd-4.4"):
         doc = _doc(profile=profile)
         doc["flows"][0]["cc"] = "newreno"
         tcp = load_scenario(doc)["flows"][0]["tcp"]
         assert tcp["delayed_ack"] is True and tcp["timestamps"] is True, profile
         assert tcp["handshake"] is False, profile
-        assert not (tcp["newreno_impatient"] or tcp["ssthresh_every_timeout"] or tcp["reno_recover_guard"]), profile
+        assert not (tcp["newreno_impatient"] or tcp["reno_recover_guard"]), profile
+        # BSD's tcp_timers halves at every expiry too (tcp_timer.c 7.18 TCPT_REXMT).
+        assert tcp["ssthresh_every_timeout"] is profile.startswith("bsd"), profile
         assert tcp["sack_variant"] == "rfc6675", profile
 
 
 @pytest.mark.parametrize("key, value", [("newreno_impatient", True), ("ssthresh_every_timeout", True),
-                                        ("reno_recover_guard", True), ("sack_variant", "sack1")])
+                                        ("bsd_window", True), ("reno_recover_guard", True), ("sack_variant", "sack1")])
 def test_the_rfc_stacks_recovery_members_are_refused_on_the_linux_stack(key, value):
     doc = _doc(profile="linux", **{key: value})
     doc["flows"][0]["cc"] = "newreno"

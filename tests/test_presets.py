@@ -44,7 +44,7 @@ def test_no_name_moves_a_flow_to_another_stack():
     # default profile included) they are refused, saying what to write; never moved.
     message = error(cc="tahoe")
     assert message == ('flows[0].cc: "tahoe" is not allowed with profile = "linux" (the default): Tahoe recovery '
-                       'runs on the RFC stack: set [flows.tcp] profile = "rfc" (or "bsd-4.4", "ns2"); on Linux '
+                       'runs on the RFC stack: set [flows.tcp] profile = "rfc" (or "bsd-4.3-reno", "bsd-4.4", "ns2"); on Linux '
                        'write "reno" (with SACK) or "newreno" (without SACK)'), message
     for recovery, what in (("reno", "classic Reno"), ("tahoe", "Tahoe")):
         message = error(tcp={"profile": "linux-2.4", "recovery": recovery})

@@ -101,6 +101,7 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "stack": "linux",
         "limited_transmit": False,  # by construction in the Linux stack
         "ssthresh_every_timeout": False,  # Linux lowers ssthresh once per loss episode
+        "bsd_window": False,  # BSD's window bookkeeping: the RFC stack's BSD profiles only
         "reno_recover_guard": False,  # Linux recovers as NewReno without SACK
         "sack_variant": "rfc6675",  # unused by the Linux stack
         "rto_estimator": "linux",
@@ -127,7 +128,7 @@ def test_the_rfc_profile_normalizes_as_before_profiles():
     # NewReno on the RFC stack, every Linux member at the core's off values: the runs of
     # scenarios written before profiles existed, with profile = "rfc", are byte-identical.
     flow = load_scenario(scenario(tcp={"profile": "rfc"}))["flows"][0]
-    assert flow["cc"] == {"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": False}
+    assert flow["cc"] == {"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": False, "variant": "rfc", "eighth": False}
     assert isinstance(flow["cc"]["a"], float) and isinstance(flow["cc"]["b"], float)
     tcp = flow["tcp"]
     assert (tcp["stack"], tcp["recovery"], tcp["rto_estimator"], tcp["dsack"]) == ("rfc", "newreno", "rfc6298", False)
@@ -270,7 +271,7 @@ def test_tcp_options():
         "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
         "max_ssthresh_segments": 100, "initial_ssthresh_segments": None, "receiver_drain_rate_bps": None, "pacing_gain": 1.25, "handshake": True,
         "slow_start_after_idle": False, "ecn": True, "random_send_delay_ps": 250 * 10**6,
-        "stack": "rfc", "limited_transmit": True, "ssthresh_every_timeout": False, "reno_recover_guard": False, "sack_variant": "rfc6675", "rto_estimator": "linux", "dsack": True,
+        "stack": "rfc", "limited_transmit": True, "ssthresh_every_timeout": False, "bsd_window": False, "reno_recover_guard": False, "sack_variant": "rfc6675", "rto_estimator": "linux", "dsack": True,
         "rack": False, "tlp": False, "frto": False, "undo": False, "window_reduction": "prr",
         "adaptive_reordering": False, "max_reordering_segments": 300,
         "slow_timer_ps": None, "fast_timer_ps": 100 * PS_PER_MS, "max_send_rate_bps": 130_000_000,
@@ -287,7 +288,7 @@ def test_recovery_must_be_known():
 def test_cc_shorthand_and_table():
     assert load_scenario(scenario(flow={"cc": "reno"}))["flows"][0]["cc"]["algorithm"] == "reno"
     cc = load_scenario(scenario(flow={"cc": {"algorithm": "reno", "a": 2, "b": 0.125, "byte_counting": True}}))["flows"][0]["cc"]
-    assert cc == {"algorithm": "reno", "a": 2.0, "b": 0.125, "byte_counting": True}
+    assert cc == {"algorithm": "reno", "a": 2.0, "b": 0.125, "byte_counting": True, "variant": "rfc", "eighth": False}
     # The algorithm defaults to reno inside a table too.
     assert load_scenario(scenario(flow={"cc": {"b": 0.3}}))["flows"][0]["cc"]["b"] == 0.3
 

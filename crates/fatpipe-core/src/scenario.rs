@@ -110,6 +110,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     stack: crate::tcp::config::StackKind::Rfc,
     limited_transmit: false,
     ssthresh_every_timeout: false,
+    bsd_window: false,
     reno_recover_guard: false,
     sack_variant: crate::tcp::config::SackVariant::Rfc6675,
     rto_estimator: crate::tcp::config::RtoEstimator::Rfc6298,

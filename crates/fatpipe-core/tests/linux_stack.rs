@@ -36,7 +36,7 @@ fn linux() -> TcpConfig {
 
 /// Reno counting acknowledged segments, as Linux's `tcp_reno_cong_avoid`.
 fn reno() -> CcSpec {
-    CcSpec::Reno(RenoConfig { a: 1.0, b: 0.5, byte_counting: true })
+    CcSpec::Reno(RenoConfig { byte_counting: true, ..RenoConfig::default() })
 }
 
 /// Drops the first transmission of the given segments (numbered from 0).

@@ -115,8 +115,10 @@ fn after_a_timeout_segments_sacked_before_it_do_not_open_the_window() {
     tcp.initial_window_segments = 40;
     tcp.rcv_buffer_bytes = 40 * mss;
     // Reno counting acknowledged segments, as Linux's tcp_reno_cong_avoid does.
-    let reno =
-        fatpipe_core::cc::CcSpec::Reno(fatpipe_core::cc::reno::RenoConfig { a: 1.0, b: 0.5, byte_counting: true });
+    let reno = fatpipe_core::cc::CcSpec::Reno(fatpipe_core::cc::reno::RenoConfig {
+        byte_counting: true,
+        ..fatpipe_core::cc::reno::RenoConfig::default()
+    });
     let mut h = Harness::new(tcp, reno, rtt, drop);
     h.start(None);
     while h.sender.tcb.stats.timeouts == 0 {

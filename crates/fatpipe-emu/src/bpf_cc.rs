@@ -226,13 +226,17 @@ pub fn fill(program: &'static Program, mut object: Object, cc: &Value, hz: Optio
     // that count acknowledged segments and back off by their own decrease, so the switches
     // at those defaults ask nothing of them; any other value has no variable and is refused
     // by name below. Scalable's program is its paper form only.
-    for (key, default) in [("byte_counting", true), ("cwr_halves", false)] {
+    // Reno's BSD growth (issue 25) likewise: off, it asks nothing of the program.
+    for (key, default) in [("byte_counting", true), ("cwr_halves", false), ("eighth", false)] {
         if values.get(key).and_then(Value::as_bool) == Some(default) {
             skip.push(key);
         }
     }
     if program.algorithm == "scalable" && cc.get("variant").and_then(Value::as_str).is_some_and(|v| v != "paper") {
         return Err(format!("variant = {}: {} implements the paper form only", cc["variant"], program.file));
+    }
+    if program.algorithm == "reno" && cc.get("variant").and_then(Value::as_str).is_some_and(|v| v != "rfc") {
+        return Err(format!("variant = {}: {} implements RFC 5681's growth only", cc["variant"], program.file));
     }
     params::fill(&mut object, values, &skip, program.file)?;
     Ok(Prepared { program, object, notes })

@@ -414,6 +414,10 @@ fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &st
             checks.push(("b", num("b").unwrap_or(0.5), 0.5));
             // tcp_reno_cong_avoid grows by the segments an ACK covers: byte counting.
             checks.push(("byte_counting", f64::from(u8::from(flag("byte_counting").unwrap_or(false))), 1.0));
+            // BSD's growth in bytes, and 4.3BSD-Reno's eighth of a segment per ACK: Linux has neither.
+            let bsd = cc.get("variant").and_then(Value::as_str) == Some("bsd");
+            checks.push(("variant", f64::from(u8::from(bsd)), 0.0));
+            checks.push(("eighth", f64::from(u8::from(flag("eighth").unwrap_or(false))), 0.0));
         }
         "cubic" => {
             // net/ipv4/tcp_cubic.c: beta = 717/1024, C = bic_scale x 10 / 1024 (41: 0.40).
@@ -488,6 +492,8 @@ fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &st
         .filter(|(_, asked, linux)| (asked - linux).abs() > 0.01 * linux.abs().max(1e-9))
         .map(|(p, asked, linux)| match p {
             "byte_counting" => "byte_counting = false: Linux's reno grows by the segments each ACK covers (byte counting, RFC 3465)".to_string(),
+            "variant" => "reno variant = \"bsd\": Linux's reno grows in segments, not BSD's bytes".to_string(),
+            "eighth" => "reno eighth = true: Linux's reno has no 4.3BSD-Reno eighth of a segment per ACK".to_string(),
             "hystart" => format!(
                 "cubic hystart = {}: the kernel's cubic runs {} (module parameter hystart = {linux}, machine-wide, not changed)",
                 cc.get("hystart").unwrap_or(&Value::Null),

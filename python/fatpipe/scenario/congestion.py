@@ -48,6 +48,25 @@ _RENO = Table(
             False,
             "RFC 5681 grows cwnd per ACK; RFC 3465 byte counting is experimental",
         ),
+        Field(
+            "variant",
+            Choice(("rfc", "bsd")),
+            "which growth: rfc (RFC 5681, in segments) or bsd (BSD's tcp_input.c, in bytes: one "
+            "maxseg per ACK while cwnd <= ssthresh, maxseg^2 / cwnd per ACK above it, so a little "
+            "under one segment per window of ACKs; needs a = 1 and byte_counting = false)",
+            "rfc",
+            "RFC 5681 section 3.1 (profiles bsd-4.3-reno and bsd-4.4 set bsd: CSRG sys/netinet/tcp_input.c, "
+            "4.3BSD-Reno 7.25 to 4.4BSD-Lite2 8.12)",
+        ),
+        Field(
+            "eighth",
+            Boolean(),
+            "with variant = \"bsd\": add maxseg / 8 bytes per ACK in congestion avoidance, as "
+            "4.3BSD-Reno did, about W / 8 more segments per round trip at a window of W segments",
+            Derived('false with variant = "bsd" (by profile: true with bsd-4.3-reno)'),
+            "CSRG tcp_input.c 7.23 (1990-06-28, 'faster window opening in linear mode') to 8.6; "
+            "removed in 8.7 (1994-10-27, 'per Van via Sally Floyd')",
+        ),
     ),
     doc="Standard TCP congestion control: slow start, then AIMD(a, b) congestion avoidance "
     "(RFC 5681, Jacobson 1988).",
@@ -55,11 +74,24 @@ _RENO = Table(
 
 
 def _normalize_reno(params: Dict[str, Any], path: str) -> Dict[str, Any]:
+    values = dict(params)
+    _fill_by_variant(values, path, {"eighth": {"bsd": False}})
+    if values["variant"] == "bsd":
+        # BSD's tcp_input.c has neither a nor byte counting: refuse them rather than ignore them.
+        for key, allowed, why in (("a", 1.0, "BSD adds one segment per window of ACKs (a = 1)"),
+                                  ("byte_counting", False, "BSD opens the window per ACK")):
+            if values[key] != allowed:
+                raise ScenarioError(
+                    f'{_join(path, key)}: {_toml_literal(values[key])} is not allowed with variant = "bsd": {why}',
+                    _join(path, key),
+                )
     return {
         "algorithm": "reno",
-        "a": float(params["a"]),
-        "b": float(params["b"]),
-        "byte_counting": bool(params["byte_counting"]),
+        "a": float(values["a"]),
+        "b": float(values["b"]),
+        "byte_counting": bool(values["byte_counting"]),
+        "variant": values["variant"],
+        "eighth": bool(values["eighth"]),
     }
 
 
@@ -527,7 +559,7 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
 # recovers from loss. On the Linux stack every algorithm recovers with Linux's SACK recovery
 # (RACK, PRR, undo); ``newreno`` is Reno without SACK (net.ipv4.tcp_sack = 0, where Linux
 # recovers as RFC 6582 NewReno); so ``reno`` there is Linux's reno (tcp_reno_cong_avoid).
-# The RFC stack (profiles rfc, bsd-4.4, ns2) is where the classic recoveries live: there the
+# The RFC stack (profiles rfc, bsd-4.3-reno, bsd-4.4, ns2) is where the classic recoveries live: there the
 # four Reno versions of document 003 name their recovery (``tahoe``, ``reno``: RFC 5681's
 # classic Reno, ``newreno``, ``sack``) and every other algorithm recovers with SACK.
 # ``[flows.tcp] recovery`` names a recovery explicitly on either stack.
@@ -545,7 +577,7 @@ class Preset:
     documents compare them (document 003's eight versions; documents 001 and 004's tunings)."""
 
     algorithm: str
-    #: The loss recovery on the RFC stack (profiles rfc, bsd-4.4, ns2).
+    #: The loss recovery on the RFC stack (profiles rfc, bsd-4.3-reno, bsd-4.4, ns2).
     recovery: str
     doc: str
     source: str
@@ -606,7 +638,7 @@ PRESETS: Dict[str, Preset] = {
 #: [flows.cc] table with algorithm = "reno" there must say which (``[flows.tcp] recovery``).
 RENO_VERSIONS = tuple(name for name, p in PRESETS.items() if p.algorithm == "reno")
 #: The RFC-stack profiles, as users write them in messages (profiles.py defines them).
-RFC_STACK_PROFILES_TEXT = '"rfc" (or "bsd-4.4", "ns2")'
+RFC_STACK_PROFILES_TEXT = '"rfc" (or "bsd-4.3-reno", "bsd-4.4", "ns2")'
 
 
 def stack_recovery(
@@ -697,7 +729,7 @@ NAMING_RULE = (
     "flow recovers from loss. On the Linux stack (`linux`, `linux-2.4`) every algorithm recovers with "
     "Linux's SACK recovery, so `reno` is Linux's reno (tcp_reno_cong_avoid) and `sack` the same; "
     "`newreno` is Reno without SACK (net.ipv4.tcp_sack = 0). The classic recoveries live on the RFC "
-    "stack (`rfc`, `bsd-4.4`, `ns2`): there document 003's four Reno versions name theirs (`tahoe`, "
+    "stack (`rfc`, `bsd-4.3-reno`, `bsd-4.4`, `ns2`): there document 003's four Reno versions name theirs (`tahoe`, "
     "`reno` with RFC 5681's classic fast recovery, `newreno`, `sack`) and every other algorithm "
     "recovers with SACK. `[flows.tcp] recovery` names a recovery explicitly; a request a stack cannot "
     "run is refused, saying what to write instead."
@@ -707,7 +739,7 @@ NAMING_RULE = (
 def format_presets() -> str:
     """The presets as a Markdown table (for the reference and `fatpipe algorithms`)."""
     rows = [
-        "| preset | algorithm | recovery on the RFC stack (rfc, bsd-4.4, ns2) | on the Linux stack (linux, linux-2.4) "
+        "| preset | algorithm | recovery on the RFC stack (rfc, bsd-4.3-reno, bsd-4.4, ns2) | on the Linux stack (linux, linux-2.4) "
         "| settings | what it is | source |",
         "|---|---|---|---|---|---|---|",
     ]

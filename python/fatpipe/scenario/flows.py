@@ -442,6 +442,7 @@ def _normalize_flow(
             "stack": profile.stack,
             "limited_transmit": bool(tcp["limited_transmit"]),
             "ssthresh_every_timeout": bool(tcp["ssthresh_every_timeout"]),
+            "bsd_window": bool(tcp["bsd_window"]),
             "reno_recover_guard": bool(tcp["reno_recover_guard"]),
             "sack_variant": tcp["sack_variant"] or "rfc6675",
             "rto_estimator": tcp["rto_estimator"],

@@ -20,7 +20,9 @@ LINUX_ONLY_KEYS = (
     "no_metrics_save", "no_ssthresh_metrics_save",
 )
 #: [flows.tcp] keys that only the RFC stack has.
-RFC_ONLY_KEYS = ("limited_transmit", "newreno_impatient", "ssthresh_every_timeout", "reno_recover_guard", "sack_variant")
+RFC_ONLY_KEYS = (
+    "limited_transmit", "newreno_impatient", "ssthresh_every_timeout", "bsd_window", "reno_recover_guard", "sack_variant",
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,46 @@ _LINUX_RTO = {
 #: 4.4BSD-Lite (netinet/tcp_timer.h, tcp_timer.c, tcp_input.c, tcp_output.c); Stevens, TCP/IP
 #: Illustrated vol. 2 (1995), chapters 25 to 29.
 _BSD = "4.4BSD"
+#: The CSRG SCCS history of sys/netinet (read in the jonathangray/csrg git conversion): the
+#: versions of tcp_input.c and tcp_timer.c each BSD profile follows, with their dates.
+_RENO_INPUT = "4.3BSD-Reno tcp_input.c 7.25 (CSRG, 1990-06-30)"
+_RENO_TIMER = "4.3BSD-Reno tcp_timer.c 7.18 (CSRG, 1990-06-28)"
+_LITE2_INPUT = "4.4BSD-Lite2 tcp_input.c 8.12 (CSRG, 1995-05-24)"
+
+def _bsd_growth(source: str, eighth: Member) -> Dict[str, Dict[str, Member]]:
+    """A BSD profile's Reno: tcp_input.c's window in bytes (read at ``source``), with or
+    without 4.3BSD-Reno's eighth of a segment per ACK."""
+    return {"reno": {
+        "variant": Member("bsd", f"{source}: the window in bytes, maxseg per ACK while snd_cwnd <= "
+                          "snd_ssthresh, maxseg * maxseg / snd_cwnd above"),
+        "eighth": eighth,
+    }}
+
+
+#: What both BSD profiles share: BSD's loss recovery, timers and window bookkeeping, which did
+#: not change between 4.3BSD-Reno (1990) and 4.4BSD-Lite2 (1995) in what they model.
+_BSD_TCP = {
+    "rto_estimator": Member("bsd", f"{_BSD} tcp_input.c tcp_xmit_timer: SRTT and RTTVAR in slow ticks"),
+    "slow_timer": Member("500ms", f"{_BSD} tcp_slowtimo, PR_SLOWHZ = 2"),
+    "fast_timer": Member("200ms", f"{_BSD} tcp_fasttimo, PR_FASTHZ = 5 (TF_DELACK)"),
+    "min_rto": Member("1s", f"{_BSD} TCPTV_MIN = 2 slow ticks (t_rttmin)"),
+    "max_rto": Member("64s", f"{_BSD} TCPTV_REXMTMAX = 128 slow ticks"),
+    "initial_rto": Member("6s", f"{_BSD} TCPTV_SRTTDFLT 3 s: first timeout (6 << 2) >> 1 = 12 ticks"),
+    "initial_window": Member(1, f"{_BSD} tcp_mss: snd_cwnd = one segment"),
+    "limited_transmit": Member(False, "RFC 3042 came in 2001"),
+    "newreno_impatient": Member(False, "BSD has no NewReno: its Reno recovery ends on the first new ACK"),
+    "ssthresh_every_timeout": Member(True, f"{_RENO_TIMER} lines 237-243, TCPT_REXMT: on every expiry "
+                                     "ssthresh = max(2, min(snd_wnd, snd_cwnd) / 2 / maxseg) segments and "
+                                     "snd_cwnd = maxseg; the same in 8.1 (1993) and 8.2 (1995)"),
+    "bsd_window": Member(True, f"{_RENO_INPUT} lines 853-861 (ssthresh from min(snd_wnd, snd_cwnd) on the "
+                         "third duplicate ACK), 885-887 (the window retracted to ssthresh only when "
+                         "t_dupacks > tcprexmtthresh), 919-934 (the window opened on that ACK too); "
+                         f"the same in {_LITE2_INPUT}"),
+    "reno_recover_guard": Member(False, f"{_RENO_INPUT} line 853: three duplicate ACKs always retransmit"),
+    "sack_variant": Member("rfc6675", "BSD has no SACK (RFC 2018 came in 1996); RFC 6675 when set"),
+    "dsack": Member(False, "RFC 2883 came in 2000"),
+    "fack": Member(False, "no SACK (RFC 2018 came in 1996)"),
+}
 
 #: Linux 2.4's window growth, which the 2.4.19 HighSpeed and Scalable patches kept: once per
 #: ACK (document 001: HighSpeed "uses the same slow start" as Standard TCP).
@@ -131,7 +173,7 @@ PROFILES: Dict[str, Profile] = {
         "adaptive reordering, rate halving; no PRR, RACK, TLP, F-RTO or HyStart; Reno "
         "congestion control (2.4 had no other), and HighSpeed and Scalable as document 001's "
         "2.4.19 patches ran them: growth counted per ACK, Linux's forms, and a reduction without "
-        "loss that halves for every algorithm; initial window by RFC 3390",
+        "loss that halves for every algorithm; a fresh connection starts at 2 segments (tcp_v4_init_sock)",
         "linux",
         Member("sack", "Linux 2.4 tcp_input.c: Reno congestion control with SACK (net.ipv4.tcp_sack = 1)"),
         {
@@ -201,6 +243,7 @@ PROFILES: Dict[str, Profile] = {
             "limited_transmit": Member(False, "off, as before profiles; RFC 3042 when set"),
             "newreno_impatient": Member(False, "Slow-but-Steady, as before profiles; RFC 6582 section 4 allows either"),
             "ssthresh_every_timeout": Member(False, "RFC 5681 section 3.1: only the first timeout of a congestion event"),
+            "bsd_window": Member(False, "RFC 5681 3.1 eq. 4: ssthresh from the flight (cwnd without inflation)"),
             "reno_recover_guard": Member(False, "RFC 5681 3.2: classic Reno, as before profiles"),
             "sack_variant": Member("rfc6675", "RFC 6675, as before profiles"),
             "dsack": Member(False, "off, as before profiles; RFC 2883 when set"),
@@ -209,31 +252,38 @@ PROFILES: Dict[str, Profile] = {
             **_LINUX_RTO,
         },
     ),
+    "bsd-4.3-reno": Profile(
+        "bsd-4.3-reno",
+        "4.3BSD-Reno (1990), whose TCP IRIX 5.2, the hosts of document 002, was based on: Reno "
+        "fast retransmit and recovery without NewReno or SACK, the window opened by maxseg^2 / "
+        "cwnd plus maxseg / 8 bytes per ACK in congestion avoidance (about W / 8 segments more "
+        "per round trip), ssthresh = half of min(peer's window, cwnd) at a fast retransmit and at "
+        "every timeout, one-segment initial window, and the coarse timers: the retransmission "
+        "timer counts 500 ms ticks of the slow timer, delayed ACKs go out on the 200 ms ticks of "
+        "the fast timer",
+        "rfc",
+        Member("reno", f"{_RENO_INPUT}: fast retransmit and fast recovery, no SACK"),
+        _BSD_TCP,
+        _bsd_growth(
+            f"{_RENO_INPUT} lines 919-934",
+            Member(True, f"{_RENO_INPUT} line 932: incr = incr * incr / cw + incr / 8, added in 7.23 "
+                   "(1990-06-28, 'faster window opening in linear mode (add 1/8 packet, was 146 bytes)'), "
+                   "kept to 8.6 (1994-08-05), removed in 8.7 (1994-10-27, 'per Van via Sally Floyd')"),
+        ),
+    ),
     "bsd-4.4": Profile(
         "bsd-4.4",
-        "4.4BSD Reno, the BSD stack of document 002's hosts (IRIX 5.2, BSD Reno with RFC 1323): "
-        "fast retransmit and Reno fast recovery without SACK, one-segment initial window, and "
-        "the coarse timers: the retransmission timer counts 500 ms ticks of the slow timer, "
-        "delayed ACKs go out on the 200 ms ticks of the fast timer",
+        "4.4BSD-Lite2 (1995): bsd-4.3-reno without the eighth of a segment per ACK (tcp_input.c "
+        "8.7 removed it in 1994), so congestion avoidance grows a little under one segment per "
+        "round trip; 4.4BSD (1993) and 4.4BSD-Lite (1994) still had it",
         "rfc",
-        Member("reno", f"{_BSD} tcp_input.c: fast retransmit and fast recovery (4.3BSD Reno), no SACK"),
-        {
-            "rto_estimator": Member("bsd", f"{_BSD} tcp_input.c tcp_xmit_timer: SRTT and RTTVAR in slow ticks"),
-            "slow_timer": Member("500ms", f"{_BSD} tcp_slowtimo, PR_SLOWHZ = 2"),
-            "fast_timer": Member("200ms", f"{_BSD} tcp_fasttimo, PR_FASTHZ = 5 (TF_DELACK)"),
-            "min_rto": Member("1s", f"{_BSD} TCPTV_MIN = 2 slow ticks (t_rttmin)"),
-            "max_rto": Member("64s", f"{_BSD} TCPTV_REXMTMAX = 128 slow ticks"),
-            "initial_rto": Member("6s", f"{_BSD} TCPTV_SRTTDFLT 3 s: first timeout (6 << 2) >> 1 = 12 ticks"),
-            "initial_window": Member(1, f"{_BSD} tcp_mss: snd_cwnd = one segment"),
-            "limited_transmit": Member(False, "RFC 3042 came in 2001"),
-            "newreno_impatient": Member(False, f"{_BSD} has no NewReno: its Reno recovery ends on the first new ACK"),
-            "ssthresh_every_timeout": Member(False, "as before this member existed (4.4BSD tcp_timers TCPT_REXMT "
-                                             "halves min(snd_wnd, snd_cwnd) on every expiry: not yet modelled)"),
-            "reno_recover_guard": Member(False, f"{_BSD} tcp_input.c: three duplicate ACKs always retransmit"),
-            "sack_variant": Member("rfc6675", f"{_BSD} has no SACK (RFC 2018 came in 1996); RFC 6675 when set"),
-            "dsack": Member(False, "RFC 2883 came in 2000"),
-            "fack": Member(False, "no SACK (RFC 2018 came in 1996)"),
-        },
+        Member("reno", f"{_LITE2_INPUT}: fast retransmit and fast recovery (4.3BSD-Reno's), no SACK"),
+        _BSD_TCP,
+        _bsd_growth(
+            _LITE2_INPUT,
+            Member(False, "CSRG tcp_input.c 8.7 (1994-10-27): 'per Van via Sally Floyd, do not add the "
+                   "constant maxseg/8 to the congestion window on each new ack in congestion avoidance'"),
+        ),
     ),
 }
 
@@ -268,6 +318,8 @@ _NS2_PROFILE = Profile(
         "ssthresh_every_timeout": Member(True, "ns-2 tcp.cc TcpAgent::timeout: slowdown(CLOSE_SSTHRESH_HALF|"
                                          "CLOSE_CWND_RESTART) on every expiry, half of cwnd_ (which holds "
                                          "recovery's inflation apart, in dupwnd_), at least 2"),
+        "bsd_window": Member(False, "ns-2 tcp.cc slowdown: half of cwnd_ (without dupwnd_), never of the "
+                             "peer's window"),
         "reno_recover_guard": Member(True, f"{_NS2} Agent/TCP set bug_fix_ true: tcp-reno.cc dupack_action "
                                      "retransmits again only past recover_ once recovery was left "
                                      "(last_cwnd_action_ EXITED)"),
@@ -311,6 +363,7 @@ def resolve_tcp_members(
                 "limited_transmit": "the Linux stack always clocks out new data on duplicate ACKs (SACKed segments leave the flight)",
                 "newreno_impatient": "the Linux stack rearms the retransmission timer on every ACK of new data (tcp_rearm_rto)",
                 "ssthresh_every_timeout": "the Linux stack lowers ssthresh once per loss episode (tcp_enter_loss)",
+                "bsd_window": "it is BSD's window bookkeeping; Linux reduces the window its own way",
                 "reno_recover_guard": "the Linux stack recovers as NewReno without SACK (tcp_fastretrans_alert)",
                 "sack_variant": "the Linux stack runs its own SACK recovery (RACK, PRR, undo)",
                 "no_metrics_save": _NO_CACHE.get(profile.name, _NO_CACHE["rfc"]),
@@ -344,7 +397,7 @@ def resolve_tcp_members(
         sub = _join(tcp_path, "rto_estimator")
         raise ScenarioError(
             f'{sub}: "bsd" is not allowed with profile = "{profile.name}": BSD\'s timers run on the RFC stack; '
-            'set profile = "bsd-4.4" (or "rfc")', sub)
+            'set profile = "bsd-4.3-reno" or "bsd-4.4" (or "rfc")', sub)
     if resolved.get("slow_timer") is not None and resolved.get("rto_estimator") != "bsd":
         sub = _join(tcp_path, "slow_timer")
         raise ScenarioError(
@@ -363,6 +416,8 @@ _NO_CACHE = {
                "rt_metrics once more than 16 send buffers of data were sent; tcp_mss reads them), not modelled",
     "ns2": "ns-2's agents keep nothing between connections",
 }
+# BSD's cache in the route is modelled for neither BSD profile; the message names 4.4BSD's.
+_NO_CACHE["bsd-4.3-reno"] = _NO_CACHE["bsd-4.4"]
 
 
 def metrics_cache(profile: Profile, tcp: Mapping[str, Any]) -> Optional[Dict[str, Any]]:

@@ -101,7 +101,7 @@ def _walk_variants(header_text: str, child: str, doc: str, kind: Tagged) -> List
 #: The [flows.tcp] keys that modify how any algorithm runs (listed by `fatpipe algorithms`).
 MODIFIER_KEYS = (
     "profile", "recovery", "rack", "tlp", "frto", "undo", "dsack", "window_reduction", "adaptive_reordering",
-    "max_reordering", "rto_estimator", "limited_transmit", "newreno_impatient", "ssthresh_every_timeout", "reno_recover_guard", "sack_variant", "fack", "dcr_div", "max_ssthresh", "pacing_gain",
+    "max_reordering", "rto_estimator", "limited_transmit", "newreno_impatient", "ssthresh_every_timeout", "bsd_window", "reno_recover_guard", "sack_variant", "fack", "dcr_div", "max_ssthresh", "pacing_gain",
     "initial_window", "no_metrics_save", "no_ssthresh_metrics_save",
 )
 

@@ -62,7 +62,7 @@ _TCP = Table(
             InitialWindow(),
             'initial congestion window, segments; "rfc3390" for min(4 MSS, max(2 MSS, 4380 '
             'bytes)) (3 segments of 1448 bytes)',
-            Derived('by profile: 10 (linux, rfc), "rfc3390" (linux-2.4), 1 (bsd-4.4), 2 (ns2)'),
+            Derived('by profile: 10 (linux, rfc), "rfc3390" (linux-2.4), 1 (bsd-4.3-reno, bsd-4.4), 2 (ns2)'),
             "RFC 6928; Linux default since 2.6.39; Linux 2.4 tcp_init_cwnd (RFC 3390); 4.4BSD "
             "tcp_mss (one segment); ns-2 windowInit_",
         ),
@@ -99,14 +99,14 @@ _TCP = Table(
             "timestamps",
             Boolean(),
             "RFC 7323 timestamps option: 12 header bytes per segment, an RTT sample from every ACK",
-            Derived("by profile: true (linux, linux-2.4, rfc, bsd-4.4), false (ns2)"),
+            Derived("by profile: true (linux, linux-2.4, rfc, bsd-4.3-reno, bsd-4.4), false (ns2)"),
             "Linux net.ipv4.tcp_timestamps = 1",
         ),
         Field(
             "delayed_ack",
             Boolean(),
             "delay ACKs: acknowledge every ack_every full segments or after delayed_ack_timeout",
-            Derived("by profile: true (linux, linux-2.4, rfc, bsd-4.4), false (ns2: TCPSink ACKs every packet)"),
+            Derived("by profile: true (linux, linux-2.4, rfc, bsd-4.3-reno, bsd-4.4), false (ns2: TCPSink ACKs every packet)"),
             "RFC 1122 section 4.2.3.2, RFC 5681 section 4.2",
         ),
         Field(
@@ -132,11 +132,11 @@ _TCP = Table(
         ),
         Field(
             "profile",
-            Choice(("linux", "linux-2.4", "rfc", "bsd-4.4", "ns2")),
+            Choice(("linux", "linux-2.4", "rfc", "bsd-4.3-reno", "bsd-4.4", "ns2")),
             "stack profile: a coherent set of TCP behaviours as a kernel ships them (linux: Linux 6.x; "
             "linux-2.4: the documents' Linux 2.4/2.6 hosts; rfc: the RFC reference stack, fatpipe's "
-            "behaviour before profiles; bsd-4.4: 4.4BSD Reno with its coarse timers, document "
-            "002's hosts; ns2: ns-2's one-way Agent/TCP and TCPSink, document 003's simulator). Each member below can still be set on its own; the "
+            "behaviour before profiles; bsd-4.3-reno: 4.3BSD-Reno with its coarse timers, document "
+            "002's IRIX 5.2 hosts; bsd-4.4: 4.4BSD-Lite2, the same without Reno's faster linear growth; ns2: ns-2's one-way Agent/TCP and TCPSink, document 003's simulator). Each member below can still be set on its own; the "
             "profiles and what they set: `fatpipe algorithms`",
             Derived('"linux"; "rfc" for the tahoe and reno presets (classic recoveries only the RFC stack has)'),
             "Linux 6.x as shipped: the kernel users run",
@@ -182,7 +182,7 @@ _TCP = Table(
             Boolean(),
             "the receiver reports duplicate segments with D-SACK (RFC 2883); the Linux stack uses "
             "them to undo and to widen RACK's reordering window",
-            Derived("by profile: true (linux, linux-2.4), false (rfc, bsd-4.4, ns2)"),
+            Derived("by profile: true (linux, linux-2.4), false (rfc, bsd-4.3-reno, bsd-4.4, ns2)"),
             "Linux net.ipv4.tcp_dsack = 1",
         ),
         Field(
@@ -237,7 +237,7 @@ _TCP = Table(
             "clamped at min_rto) or bsd (4.4BSD tcp_xmit_timer: RTTs counted in ticks of "
             "slow_timer, SRTT + 4 RTTVAR ticks in BSD's fixed point, at least min_rto, doubled per "
             "backoff up to 64 times, the timer expiring on a tick; RFC stack only)",
-            Derived("by profile: linux (linux, linux-2.4), rfc6298 (rfc), bsd (bsd-4.4, ns2)"),
+            Derived("by profile: linux (linux, linux-2.4), rfc6298 (rfc), bsd (bsd-4.3-reno, bsd-4.4, ns2)"),
             "Linux tcp_input.c tcp_rtt_estimator, tcp_set_rto; RFC 6298 section 2; 4.4BSD "
             "tcp_input.c tcp_xmit_timer, tcp_timer.c (Stevens, TCP/IP Illustrated vol. 2, ch. 25)",
         ),
@@ -247,7 +247,7 @@ _TCP = Table(
             "with rto_estimator = \"bsd\": the period of BSD's slow timer (tcp_slowtimo): the "
             "retransmission timer counts its ticks and expires on one (k ticks: between k - 1 "
             "and k periods after it was set), and RTTs are measured in ticks",
-            Derived("by profile: 500ms (bsd-4.4), 10ms (ns2: tcpTick_); unset otherwise"),
+            Derived("by profile: 500ms (bsd-4.3-reno, bsd-4.4), 10ms (ns2: tcpTick_); unset otherwise"),
             "4.4BSD PR_SLOWHZ = 2 (netinet/tcp_timer.h): two ticks a second",
         ),
         Field(
@@ -256,7 +256,7 @@ _TCP = Table(
             "delayed ACKs go out on the next tick of a clock of this period (BSD's fast timer, "
             "tcp_fasttimo) instead of delayed_ack_timeout after the segment, so an ACK waits 0 to "
             "one period",
-            Derived("by profile: 200ms (bsd-4.4); unset otherwise"),
+            Derived("by profile: 200ms (bsd-4.3-reno, bsd-4.4); unset otherwise"),
             "4.4BSD PR_FASTHZ = 5 (netinet/tcp_timer.h): five ticks a second",
         ),
         Field(
@@ -264,18 +264,29 @@ _TCP = Table(
             Boolean(),
             "RFC 3042: the first two duplicate ACKs each send a new segment. RFC stack only (the "
             "Linux stack does it by counting SACKed segments out of the flight)",
-            Derived("by profile: false (rfc, bsd-4.4), true (ns2: singledup_)"),
+            Derived("by profile: false (rfc, bsd-4.3-reno, bsd-4.4), true (ns2: singledup_)"),
             "RFC 3042",
         ),
         Field(
             "ssthresh_every_timeout",
             Boolean(),
             "every retransmission timeout halves ssthresh from the window (without fast "
-            "recovery's inflation), also during recovery and after a backed-off timeout (ssthresh "
+            "recovery's inflation unless bsd_window), also during recovery and after a backed-off timeout (ssthresh "
             "then falls to 2); false lowers it only on a timeout that starts a congestion event. "
             "RFC stack only (Linux lowers it once per loss episode)",
-            Derived("by profile: false (rfc, bsd-4.4), true (ns2: TcpAgent::timeout)"),
+            Derived("by profile: false (rfc), true (bsd-4.3-reno, bsd-4.4: tcp_timers; ns2: TcpAgent::timeout)"),
             "RFC 5681 section 3.1 (false)",
+        ),
+        Field(
+            "bsd_window",
+            Boolean(),
+            "BSD's window bookkeeping: a fast retransmit and a timeout halve min(the peer's "
+            "window, cwnd), cwnd as it stands (a timeout during fast recovery takes the inflated "
+            "window), and the ACK that ends fast recovery deflates cwnd only after more than "
+            "three duplicate ACKs, then opens it as any new ACK does; false reduces cwnd alone "
+            "(without the inflation). RFC stack only",
+            Derived("by profile: true (bsd-4.3-reno, bsd-4.4), false (rfc, ns2)"),
+            "4.3BSD-Reno tcp_input.c 7.25 and tcp_timer.c 7.18 (CSRG, 1990)",
         ),
         Field(
             "reno_recover_guard",
@@ -284,7 +295,7 @@ _TCP = Table(
             "outstanding at the last one (recover), as NewReno does; false is classic Reno, whose "
             "three further duplicate ACKs start another recovery in the same window. RFC stack "
             "only (Linux recovers as NewReno without SACK)",
-            Derived("by profile: false (rfc, bsd-4.4), true (ns2: bug_fix_)"),
+            Derived("by profile: false (rfc, bsd-4.3-reno, bsd-4.4), true (ns2: bug_fix_)"),
             "RFC 5681 3.2 (false); RFC 6582 3.2 step 2 (true)",
         ),
         Field(
@@ -295,7 +306,7 @@ _TCP = Table(
             "scoreboard) or sack1 (ns-2's Agent/TCP/Sack1: every hole below the highest SACK is "
             "retransmitted, holes before new data, and pipe is a counter: outstanding minus the "
             "duplicate ACKs at the start, one less per ACK, one more per segment sent). RFC stack only",
-            Derived("by profile: rfc6675 (rfc, bsd-4.4), sack1 (ns2)"),
+            Derived("by profile: rfc6675 (rfc, bsd-4.3-reno, bsd-4.4), sack1 (ns2)"),
             "RFC 6675; ns-2 tcp-sack1.cc (Fall and Floyd 1996)",
         ),
         Field(
@@ -317,7 +328,7 @@ _TCP = Table(
             "with recovery = sack: forward acknowledgment loss detection (Mathis and Mahdavi "
             "1996): every hole more than dupack_threshold segments below the highest SACKed "
             "byte is lost (the Linux stack: only with rack = false)",
-            Derived("by profile: false (linux, rfc, bsd-4.4, ns2), true (linux-2.4)"),
+            Derived("by profile: false (linux, rfc, bsd-4.3-reno, bsd-4.4, ns2), true (linux-2.4)"),
             "RFC 6675 detects loss by the SACKed bytes above a hole; Linux 2.4 net.ipv4.tcp_fack = 1; "
             "Linux dropped FACK in 4.15",
         ),
@@ -387,7 +398,7 @@ _TCP = Table(
             "timer only on the first partial ACK; false is the Slow-but-Steady variant, which "
             "restarts it on every partial ACK. RFC stack only (Linux rearms the timer on every "
             "ACK of new data)",
-            Derived("by profile: false (rfc, bsd-4.4), true (ns2: newreno_changes1_)"),
+            Derived("by profile: false (rfc, bsd-4.3-reno, bsd-4.4), true (ns2: newreno_changes1_)"),
             "RFC 6582 section 4 (either variant)",
         ),
         Field(
@@ -407,14 +418,14 @@ _TCP = Table(
             "min_rto",
             Duration(positive=True, example="200ms"),
             "lower bound of the retransmission timeout",
-            Derived('by profile: "200ms" (linux, linux-2.4, rfc, ns2), "1s" (bsd-4.4)'),
+            Derived('by profile: "200ms" (linux, linux-2.4, rfc, ns2), "1s" (bsd-4.3-reno, bsd-4.4)'),
             "Linux TCP_RTO_MIN; RFC 6298 section 2.4 says 1 s; 4.4BSD TCPTV_MIN (2 slow ticks)",
         ),
         Field(
             "max_rto",
             Duration(positive=True, example="120s"),
             "upper bound of the retransmission timeout (at least min_rto)",
-            Derived('by profile: "120s" (linux, linux-2.4, rfc), "64s" (bsd-4.4), "60s" (ns2)'),
+            Derived('by profile: "120s" (linux, linux-2.4, rfc), "64s" (bsd-4.3-reno, bsd-4.4), "60s" (ns2)'),
             "Linux TCP_RTO_MAX; RFC 6298 section 2.5 allows any maximum of at least 60 s; "
             "4.4BSD TCPTV_REXMTMAX",
         ),
@@ -422,7 +433,7 @@ _TCP = Table(
             "initial_rto",
             Duration(positive=True, example="1s"),
             "retransmission timeout before the first RTT sample",
-            Derived('by profile: "1s" (linux, linux-2.4, rfc), "6s" (bsd-4.4), "3s" (ns2)'),
+            Derived('by profile: "1s" (linux, linux-2.4, rfc), "6s" (bsd-4.3-reno, bsd-4.4), "3s" (ns2)'),
             "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT; 4.4BSD's first timeout, "
             "(TCPTV_SRTTDFLT << 2) >> 1 = 12 slow ticks",
         ),

@@ -318,7 +318,12 @@ pub type Westwood = WestwoodFamily<PerAckFilter>;
 pub type WestwoodPlus = WestwoodFamily<PerRttFilter>;
 
 fn reno(byte_counting: bool) -> Reno {
-    Reno::new(RenoConfig { a: RENO_INCREASE_SEGMENTS_PER_RTT, b: RENO_DECREASE_FRACTION, byte_counting })
+    Reno::new(RenoConfig {
+        a: RENO_INCREASE_SEGMENTS_PER_RTT,
+        b: RENO_DECREASE_FRACTION,
+        byte_counting,
+        ..RenoConfig::default()
+    })
 }
 
 impl Westwood {

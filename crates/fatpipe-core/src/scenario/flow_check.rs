@@ -157,14 +157,9 @@ impl FlowSpec {
             }
             _ => {}
         }
-        if let CcSpec::Reno(r) = cc {
-            if r.a.is_nan() || r.a <= 0.0 || !(r.b > 0.0 && r.b < 1.0) {
-                return Err(".cc: reno needs a > 0 and 0 < b < 1".into());
-            }
-        }
         // Every algorithm's parameters; exhaustive, so a new algorithm cannot skip its checks.
         let cc_params = match cc {
-            CcSpec::Reno(_) => Ok(()),
+            CcSpec::Reno(c) => c.validate(),
             CcSpec::Vegas(c) => c.validate(),
             CcSpec::Westwood(c) => c.validate(),
             CcSpec::WestwoodPlus(c) => c.validate(),

@@ -170,6 +170,15 @@ pub struct TcpConfig {
     /// a congestion event lowers it (RFC 5681 section 3.1, eq. 4).
     #[serde(default)]
     pub ssthresh_every_timeout: bool,
+    /// RFC stack: BSD's window bookkeeping (4.3BSD-Reno and 4.4BSD tcp_input.c, tcp_timer.c).
+    /// A fast retransmit and a timeout reduce the window min(snd_wnd, snd_cwnd) -- the peer's
+    /// window bounds it, and a timeout during fast recovery takes the inflated window as it
+    /// stands -- where otherwise cwnd alone is reduced (without the inflation, as ns-2's
+    /// `cwnd_`). The ACK that ends fast recovery deflates cwnd to ssthresh only after more
+    /// than three duplicate ACKs (`t_dupacks > tcprexmtthresh`), and then opens the window
+    /// as every new ACK does.
+    #[serde(default)]
+    pub bsd_window: bool,
     /// RFC stack: Reno starts another fast retransmit only once the cumulative ACK passes
     /// `recover`, as NewReno does (RFC 6582 3.2 step 2; ns-2's `bug_fix_`, which its
     /// RenoTcpAgent applies once it has left fast recovery). False: classic Reno, whose three

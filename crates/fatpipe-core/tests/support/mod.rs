@@ -42,6 +42,7 @@ pub fn tcp_config() -> TcpConfig {
         stack: fatpipe_core::tcp::config::StackKind::Rfc,
         limited_transmit: false,
         ssthresh_every_timeout: false,
+        bsd_window: false,
         reno_recover_guard: false,
         sack_variant: fatpipe_core::tcp::config::SackVariant::Rfc6675,
         rto_estimator: fatpipe_core::tcp::config::RtoEstimator::Rfc6298,
@@ -61,7 +62,7 @@ pub fn tcp_config() -> TcpConfig {
 }
 
 pub fn reno() -> CcSpec {
-    CcSpec::Reno(RenoConfig { a: 1.0, b: 0.5, byte_counting: false })
+    CcSpec::Reno(RenoConfig::default())
 }
 
 /// sender -> r1 -> (bottleneck) -> r2 -> receiver, and back; access links 10x faster with

@@ -59,7 +59,7 @@ impl LinuxWestwood {
         LinuxWestwood {
             clock,
             min_window: clock.at(cfg.min_sample_interval_ps),
-            reno: Reno::new(RenoConfig { a: 1.0, b: 0.5, byte_counting: true }),
+            reno: Reno::new(RenoConfig { byte_counting: true, ..RenoConfig::default() }),
             bw_ns_est: 0,
             bw_est: 0,
             rtt_win_sx: 0,

@@ -166,16 +166,17 @@ impl TcpStack for RfcStack {
             // After a first timeout only: a repeated timeout must not lower ssthresh again
             // (RFC 5681 eq. 4 applies to the first retransmission), and in fast recovery it
             // was already reduced for this congestion event.
-            tcb.cc_state.ssthresh = tcb.cc.ssthresh(&tcb.cc_state);
+            tcb.cc_state.ssthresh = reduced_ssthresh(tcb);
         } else if tcb.cfg.ssthresh_every_timeout && tcb.ca_state != CaState::Cwr {
             // ns-2 halves on every timeout (but not in an ECN reduction's window), from
             // cwnd_, which holds Reno's and NewReno's inflation apart (dupwnd_): in recovery
             // the window is ssthresh, after a timeout the slow-start window (1 after a
-            // back-off, so ssthresh falls to 2).
-            if tcb.ca_state == CaState::Recovery && !tcb.controls {
+            // back-off, so ssthresh falls to 2). BSD's tcp_timers (TCPT_REXMT) halves
+            // min(snd_wnd, snd_cwnd) as it stands, inflation included (`bsd_window`).
+            if tcb.ca_state == CaState::Recovery && !tcb.controls && !tcb.cfg.bsd_window {
                 tcb.cc_state.cwnd = tcb.cc_state.cwnd.min(tcb.cc_state.ssthresh);
             }
-            tcb.cc_state.ssthresh = tcb.cc.ssthresh(&tcb.cc_state);
+            tcb.cc_state.ssthresh = reduced_ssthresh(tcb);
         }
         // Loss window of one segment, then slow start (RFC 5681 3.1).
         tcb.cc_state.cwnd = 1;
@@ -255,6 +256,25 @@ impl TcpStack for RfcStack {
     fn reordering_segments(&self, tcb: &Tcb) -> u32 {
         tcb.cfg.dupack_threshold
     }
+}
+
+/// ssthresh after a congestion signal: the algorithm's, from cwnd, or with `bsd_window` from
+/// min(snd_wnd, snd_cwnd) in whole segments, as BSD computes `win = min(tp->snd_wnd,
+/// tp->snd_cwnd) / 2 / tp->t_maxseg` (at least 2) on the third duplicate ACK (CSRG
+/// tcp_input.c 7.25, 1990-06-30, lines 853-861; the same through 8.12, 4.4BSD-Lite2) and on
+/// every expiry of the retransmission timer (tcp_timer.c 7.18, 1990-06-28, lines 237-242; the
+/// same in 8.1, 1993, and 8.2, 1995). Reno's b = 0.5 of that window is BSD's halving; the
+/// bytes of cwnd past its last whole segment do not change the half's whole segments.
+fn reduced_ssthresh(tcb: &mut Tcb) -> u32 {
+    if !tcb.cfg.bsd_window {
+        return tcb.cc.ssthresh(&tcb.cc_state);
+    }
+    let cwnd = tcb.cc_state.cwnd;
+    let peer = (tcb.rwnd / tcb.cfg.mss_bytes.max(1) as u64).min(u32::MAX as u64) as u32;
+    tcb.cc_state.cwnd = cwnd.min(peer);
+    let ssthresh = tcb.cc.ssthresh(&tcb.cc_state);
+    tcb.cc_state.cwnd = cwnd;
+    ssthresh
 }
 
 impl RfcStack {
@@ -385,7 +405,14 @@ impl RfcStack {
             CaState::Recovery => {
                 let full = self.recover.is_some_and(|r| ack >= r);
                 match tcb.cfg.recovery {
-                    Recovery::Reno => self.reno_on_new_ack(tcb, now),
+                    Recovery::Reno => {
+                        self.reno_on_new_ack(tcb, now);
+                        if tcb.cfg.bsd_window && !controls {
+                            // BSD opens the window on the ACK that ends recovery too (tcp_input.c
+                            // 7.25 lines 885-934: the retraction, then "open the congestion window").
+                            tcb.cc.cong_avoid(&mut tcb.cc_state, &sample);
+                        }
+                    }
                     Recovery::Newreno | Recovery::Tahoe => {
                         restart_timer =
                             self.newreno_on_new_ack(tcb, now, full, sample.acked_segments, acked_bytes, out);
@@ -467,7 +494,7 @@ impl RfcStack {
         let dupthresh = self.dupthresh(tcb);
         if tcb.ca_state != CaState::Cwr {
             tcb.prior_cwnd = tcb.cc_state.cwnd;
-            tcb.cc_state.ssthresh = tcb.cc.ssthresh(&tcb.cc_state);
+            tcb.cc_state.ssthresh = reduced_ssthresh(tcb);
             tcb.ecn_cwr_pending = tcb.cfg.ecn;
         }
         // From CWR the window was reduced for this window of data already: ssthresh stays

@@ -28,9 +28,12 @@ impl RfcStack {
         }
     }
 
-    /// Step 6: the first new ACK ends recovery; deflate to ssthresh.
+    /// Step 6: the first new ACK ends recovery; deflate to ssthresh. BSD retracts the window
+    /// only after more than three duplicate ACKs (`t_dupacks > tcprexmtthresh`, tcp_input.c
+    /// 7.25 lines 885-887): after exactly three it keeps ssthresh + 3 segments.
     pub(crate) fn reno_on_new_ack(&mut self, tcb: &mut Tcb, now: Time) {
-        if !tcb.controls {
+        let retract = !tcb.cfg.bsd_window || self.dupacks > tcb.cfg.dupack_threshold;
+        if !tcb.controls && retract {
             tcb.cc_state.cwnd = tcb.cc_state.ssthresh;
         }
         self.exit_recovery(tcb, now);
