@@ -155,7 +155,7 @@ def test_linux_24_profile_members():
     tcp = load_scenario(scenario(tcp={"profile": "linux-2.4"}))["flows"][0]["tcp"]
     assert (tcp["stack"], tcp["rack"], tcp["fack"], tcp["window_reduction"], tcp["frto"]) == (
         "linux", False, True, "rate_halving", False)
-    assert tcp["initial_window_segments"] == 3  # RFC 3390 with a 1448-byte MSS
+    assert tcp["initial_window_segments"] == 2  # Linux 2.4 tcp_v4_init_sock: snd_cwnd = 2 on a fresh connection
     message = error(scenario(tcp={"profile": "linux", "fack": True}))
     assert message.startswith("flows[0].tcp.fack: true is not allowed with rack = true"), message
 
