@@ -225,3 +225,12 @@ def test_the_cores_tests_read_the_tables_defaults():
     # Every algorithm's defaults are a configuration the core accepts.
     for name, cc in core_defaults().items():
         assert errors(scenario_schema()["$defs"]["CcSpec"] | {"$defs": scenario_schema()["$defs"]}, cc) == [], name
+
+
+def test_the_tables_and_the_core_name_the_same_algorithms():
+    """CC_ALGORITHMS (the scenario's tables) and the core's CcSpec list the algorithms on
+    each side of the contract: an algorithm added to one only fails here."""
+    from fatpipe.scenario.congestion import CC_ALGORITHMS
+
+    core = [o["properties"]["algorithm"]["const"] for o in scenario_schema()["$defs"]["CcSpec"]["oneOf"]]
+    assert sorted(core) == sorted(CC_ALGORITHMS)
