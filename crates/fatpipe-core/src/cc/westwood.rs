@@ -585,7 +585,8 @@ mod tests {
                 "westwood",
             ),
             (
-                r#"{"algorithm": "westwood_plus", "min_sample_interval_ps": 50000000000, "byte_counting": false}"#,
+                r#"{"algorithm": "westwood_plus", "variant": "paper", "min_sample_interval_ps": 50000000000,
+                    "byte_counting": false, "kernel_hz": 100}"#,
                 "westwood_plus",
             ),
         ] {

@@ -402,10 +402,13 @@ fn config_checks() {
     assert!(BbrConfig { cwnd_gain: 0.0, ..Default::default() }.validate().is_err());
     assert!(BbrConfig { bw_window_rounds: 0, ..Default::default() }.validate().is_err());
     assert!(BbrConfig { min_rtt_window_ps: 0, ..Default::default() }.validate().is_err());
-    let json = r#"{"high_gain": 2.885, "cwnd_gain": 2.0, "bw_window_rounds": 10,
-        "min_rtt_window_ps": 10000000000000, "probe_rtt_duration_ps": 200000000000}"#;
+    let json = r#"{"variant": "draft", "high_gain": 2.5, "cwnd_gain": 2.0, "bw_window_rounds": 10,
+        "min_rtt_window_ps": 7000000000000, "probe_rtt_duration_ps": 200000000000}"#;
     let cfg: BbrConfig = serde_json::from_str(json).unwrap();
-    assert_eq!(cfg.min_rtt_window_ps, BbrConfig::default().min_rtt_window_ps);
+    assert_eq!(cfg.min_rtt_window_ps, 7 * PS_PER_S);
+    // The core has no defaults: a parameter left out is refused by name.
+    let e = serde_json::from_str::<BbrConfig>(&json.replace(r#""variant": "draft", "#, "")).unwrap_err();
+    assert!(e.to_string().contains("missing field `variant`"), "{e}");
     assert!(serde_json::from_str::<BbrConfig>(r#"{"high_gain": 3}"#).is_err());
 }
 
