@@ -168,3 +168,69 @@ def test_red_automatic_parameters_come_from_the_core(real_output):
 
 def test_examples_read_by_the_test_suite_exist():
     assert len(EXAMPLES) >= 10 and all(read_scenario_file(p) for p in EXAMPLES)
+
+
+# ---- one owner per default (issue 24) -----------------------------------------------------
+# The scenario's tables (fatpipe/scenario/*.py) own every default and its source, and give the
+# core every value: the core's types carry none. A default that reappears in a serde type
+# (#[serde(default = ...)]) shows in the generated schema as "default": this fails then.
+# Absent optional values (an Option's None, an empty list of captures) are "nothing", not a
+# default; what may be absent is listed here, each with why.
+ABSENT_MEANS_NOTHING = {
+    "Scenario.captures": "no packet capture",
+    "Scenario.routes": "no explicit route",
+    "Scenario.splits": "no parallel paths",
+    "LinkSpec.impairments": "no losses",
+}
+
+
+def _schema_defaults(node, where, out):
+    if isinstance(node, dict):
+        for key, value in (node.get("properties") or {}).items():
+            if isinstance(value, dict) and "default" in value:
+                out[f"{where}.{key}"] = value["default"]
+        for key, value in node.items():
+            _schema_defaults(value, where if key != "$defs" else where, out)
+    elif isinstance(node, list):
+        for value in node:
+            _schema_defaults(value, where, out)
+    return out
+
+
+def test_the_core_defines_no_defaults():
+    schema = scenario_schema()
+    found = _schema_defaults({k: v for k, v in schema.items() if k != "$defs"}, "Scenario", {})
+    for name, definition in schema["$defs"].items():
+        found.update(_schema_defaults(definition, name, {}))
+    values = {k: v for k, v in found.items() if k not in ABSENT_MEANS_NOTHING}
+    assert values == {}, (
+        "the core's types define defaults (a #[serde(default)]); the scenario's tables own every "
+        f"default and fill every value: {values}"
+    )
+
+
+def test_the_cores_tests_read_the_tables_defaults():
+    """The core's tests build algorithms' configs from fatpipe/schemas/cc-defaults.json
+    (crates/fatpipe-core/src/cc/mod.rs, scenario_defaults): it must be what the tables give.
+    Regenerate with FATPIPE_UPDATE_SCHEMAS=1 pytest tests/test_contract.py."""
+    import os
+
+    from fatpipe.scenario.congestion import core_defaults
+
+    path = Path(fatpipe.__file__).parent / "schemas" / "cc-defaults.json"
+    generated = json.dumps(core_defaults(), indent=2) + "\n"
+    if os.environ.get("FATPIPE_UPDATE_SCHEMAS"):
+        path.write_text(generated, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == generated, f"{path} is out of date: FATPIPE_UPDATE_SCHEMAS=1 pytest {__file__}"
+    # Every algorithm's defaults are a configuration the core accepts.
+    for name, cc in core_defaults().items():
+        assert errors(scenario_schema()["$defs"]["CcSpec"] | {"$defs": scenario_schema()["$defs"]}, cc) == [], name
+
+
+def test_the_tables_and_the_core_name_the_same_algorithms():
+    """CC_ALGORITHMS (the scenario's tables) and the core's CcSpec list the algorithms on
+    each side of the contract: an algorithm added to one only fails here."""
+    from fatpipe.scenario.congestion import CC_ALGORITHMS
+
+    core = [o["properties"]["algorithm"]["const"] for o in scenario_schema()["$defs"]["CcSpec"]["oneOf"]]
+    assert sorted(core) == sorted(CC_ALGORITHMS)

@@ -352,3 +352,22 @@ def test_docs_reproductions_md_documents_the_current_format():
         "docs/reproductions.md is out of date: run fatpipe reproduce all -o runs/reproduce --docs docs/reproductions.md")
     for name in DOCUMENTS:
         assert f"(`fatpipe reproduce {name}`)" in page
+
+
+def test_document_002s_sweeps_are_what_their_generator_writes():
+    """The four router builds and the windows of E2.1 to E2.3 are written once, in
+    scripts/ansnet_sweeps.py; the committed files must hold exactly what it writes (run it
+    after changing either)."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "ansnet_sweeps.py"
+    spec = importlib.util.spec_from_file_location("ansnet_sweeps", script)
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    for name, flows, max_window in generator.EXPERIMENTS:
+        text = (generator.ANSNET / f"{name}.toml").read_text(encoding="utf-8")
+        assert text == generator.with_sweeps(text, generator.sweeps(flows, max_window)), (
+            f"{name}.toml differs from what scripts/ansnet_sweeps.py writes: run it"
+        )
+        assert text.count('discipline = "') == 4 * len(generator.BUILDS), name

@@ -8,7 +8,7 @@
 //! (docs/benchmarks.md); these say where the time of one packet goes.
 
 use divan::{black_box, Bencher};
-use fatpipe_core::cc::{AckSample, CcSpec, CcState};
+use fatpipe_core::cc::{scenario_defaults, AckSample, CcSpec, CcState};
 use fatpipe_core::event::{Event, EventQueue, TimerKind};
 use fatpipe_core::net::link::{Link, LinkSpec, Offered};
 use fatpipe_core::net::queue::QueueSpec;
@@ -106,7 +106,7 @@ fn link_spec(queue: &str) -> LinkSpec {
 
 const DROPTAIL: &str = r#"{"discipline": "droptail", "limit_packets": 1000}"#;
 const RED: &str = r#"{"discipline": "red", "limit_packets": 1000, "max_p": 0.1, "gentle": true,
-    "byte_mode": false, "mean_packet_bytes": 1500, "wait": true, "target_delay_ps": 5000000000}"#;
+    "byte_mode": false, "mean_packet_bytes": 1500, "wait": true, "target_delay_ps": 5000000000, "ecn": false}"#;
 
 /// A link at 1 Gb/s, 50 ms: packets offered a little faster than it serializes (so a queue
 /// builds and drains), and every packet due at the far end taken off. One iteration = one
@@ -199,33 +199,35 @@ fn rack_per_ack(bencher: Bencher, window: u64) {
     });
 }
 
-const ALGORITHMS: &[&str] = &[
-    r#"{"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": true}"#,
-    r#"{"algorithm": "cubic", "variant": "linux", "c": 0.4, "beta": 0.7, "fast_convergence": true, "tcp_friendliness": true, "hystart": "linux", "hystart_detect": "both", "hystart_low_window": 16, "hystart_ack_delta_ps": 2000000000, "kernel_hz": 250}"#,
-    r#"{"algorithm": "bbr", "variant": "linux", "high_gain": 2.885, "cwnd_gain": 2.0, "bw_window_rounds": 10, "min_rtt_window_ps": 10000000000000, "probe_rtt_duration_ps": 200000000000}"#,
-    r#"{"algorithm": "vegas", "variant": "linux", "alpha": 2.0, "beta": 4.0, "gamma": 1.0}"#,
-    r#"{"algorithm": "westwood", "filter_time_constant_ps": 1000000000000, "byte_counting": false}"#,
-    r#"{"algorithm": "westwood_plus", "variant": "linux", "min_sample_interval_ps": 50000000000, "byte_counting": true, "kernel_hz": 250}"#,
-    r#"{"algorithm": "highspeed", "variant": "linux", "low_window": 38, "high_window": 83000, "high_p": 1e-07, "high_decrease": 0.1}"#,
-    r#"{"algorithm": "scalable", "a": 0.01, "b": 0.125, "low_window": 16}"#,
-    r#"{"algorithm": "htcp", "delta_l_ps": 1000000000000, "beta_min": 0.5, "beta_max": 0.8, "adaptive_backoff": true, "rtt_scaling": false}"#,
-    r#"{"algorithm": "bic", "max_increment": 16, "low_window": 14, "beta": 0.7998046875, "smooth_part": 20, "fast_convergence": true}"#,
-    r#"{"algorithm": "fast", "alpha": 200.0, "beta": 212.0, "gamma": 0.5, "update_interval_ps": 0, "slow_start_exit_packets": 1.0}"#,
-    r#"{"algorithm": "griddt", "mss_ref_bytes": 1500, "rtt_ref_ps": 10000000000, "cwnd_decr": 2, "byte_counting": false}"#,
-    r#"{"algorithm": "nocc", "cwnd_segments": null}"#,
+/// Each algorithm at the scenario's defaults (its tables' cc-defaults.json) with these
+/// parameters changed: the forms the linux profile runs, where Linux has one.
+const ALGORITHMS: &[(&str, &str)] = &[
+    ("reno", r#"{"byte_counting": true}"#),
+    ("cubic", r#"{"variant": "linux", "hystart": "linux"}"#),
+    ("bbr", r#"{"variant": "linux"}"#),
+    ("vegas", r#"{"variant": "linux", "alpha": 2.0, "beta": 4.0}"#),
+    ("westwood", "{}"),
+    ("westwood_plus", r#"{"variant": "linux", "byte_counting": true}"#),
+    ("highspeed", r#"{"variant": "linux"}"#),
+    ("scalable", "{}"),
+    ("htcp", "{}"),
+    ("bic", "{}"),
+    ("fast", "{}"),
+    ("griddt", "{}"),
+    ("nocc", "{}"),
 ];
-
-fn algorithm_name(spec: &str) -> &str {
-    spec.split('"').nth(3).expect("algorithm field first")
-}
 
 /// Each congestion control's on-ACK path in congestion avoidance: an ACK of two segments
 /// with an RTT sample and a delivery rate, through `pkts_acked` and then `cong_control`
 /// or `cong_avoid`, as the sender calls them. One iteration = one ACK.
-#[divan::bench(args = ALGORITHMS.iter().map(|s| algorithm_name(s)))]
+#[divan::bench(args = ALGORITHMS.iter().map(|(name, _)| *name))]
 fn cc_on_ack(bencher: Bencher, name: &str) {
-    let text = ALGORITHMS.iter().find(|s| algorithm_name(s) == name).expect("listed");
-    let spec: CcSpec = serde_json::from_str(text).expect("cc spec");
+    let (_, changed) = ALGORITHMS.iter().find(|(n, _)| *n == name).expect("listed");
+    let mut cc: serde_json::Value = scenario_defaults(name);
+    let changed: serde_json::Map<String, serde_json::Value> = serde_json::from_str(changed).expect("parameters");
+    cc.as_object_mut().expect("a table").extend(changed);
+    cc["algorithm"] = name.into();
+    let spec: CcSpec = serde_json::from_value(cc).expect("cc spec");
     let mut cc = spec.build();
     let mut s = CcState::new(1000, 800, MSS as u32);
     cc.init(&mut s);

@@ -65,17 +65,13 @@ pub struct FlowSpec {
     pub dst: u32,
     pub source: SourceSpec,
     /// TCP flows only: a flow with a UDP source has neither (absent or null).
-    #[serde(default)]
     pub tcp: Option<TcpConfig>,
-    #[serde(default)]
     pub cc: Option<CcSpec>,
     /// The flow is one of parallel streams (iperf -P) reported together under this name.
-    #[serde(default)]
     pub group: Option<String>,
     /// The source starts a uniform random time on [0, this] after its `start_ps`, drawn from
     /// the scenario seed and the flow's name, so that replications with different seeds do
-    /// not start in lockstep. 0: exactly at `start_ps` (the default; nothing is drawn).
-    #[serde(default)]
+    /// not start in lockstep. 0: exactly at `start_ps` (nothing is drawn).
     pub start_jitter_ps: Time,
 }
 

@@ -10,8 +10,9 @@
 //! as Linux's `initial_ssthresh` of BIC and CUBIC) checks the algorithms on their own.
 
 mod support;
-use fatpipe_core::cc::{bic::BicConfig, cubic::CubicConfig, highspeed::HighSpeedConfig, htcp::HtcpConfig};
-use fatpipe_core::cc::{scalable::ScalableConfig, CcSpec};
+use fatpipe_core::cc::highspeed::HighSpeedConfig;
+use fatpipe_core::cc::scenario_defaults;
+use fatpipe_core::cc::CcSpec;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
 use fatpipe_core::Simulation;
 use support::*;
@@ -76,58 +77,61 @@ fn assert_fills_the_pipe(cc: CcSpec, initial_ssthresh: Option<u32>) {
 
 #[test]
 fn highspeed_fills_a_100mbps_40ms_path() {
-    assert_fills_the_pipe(CcSpec::Highspeed(HighSpeedConfig::default()), None);
+    assert_fills_the_pipe(CcSpec::Highspeed(scenario_defaults("highspeed")), None);
 }
 
 #[test]
 fn linux_highspeed_fills_a_100mbps_40ms_path() {
-    let linux = HighSpeedConfig { variant: fatpipe_core::cc::highspeed::HighSpeedVariant::Linux, ..Default::default() };
+    let linux = HighSpeedConfig {
+        variant: fatpipe_core::cc::highspeed::HighSpeedVariant::Linux,
+        ..scenario_defaults("highspeed")
+    };
     assert_fills_the_pipe(CcSpec::Highspeed(linux), None);
 }
 
 #[test]
 fn scalable_fills_a_100mbps_40ms_path() {
-    assert_fills_the_pipe(CcSpec::Scalable(ScalableConfig::default()), None);
+    assert_fills_the_pipe(CcSpec::Scalable(scenario_defaults("scalable")), None);
 }
 
 #[test]
 fn htcp_fills_a_100mbps_40ms_path() {
-    assert_fills_the_pipe(CcSpec::Htcp(HtcpConfig::default()), None);
+    assert_fills_the_pipe(CcSpec::Htcp(scenario_defaults("htcp")), None);
 }
 
 #[test]
 fn bic_fills_a_100mbps_40ms_path() {
-    assert_fills_the_pipe(CcSpec::Bic(BicConfig::default()), None);
+    assert_fills_the_pipe(CcSpec::Bic(scenario_defaults("bic")), None);
 }
 
 #[test]
 fn cubic_fills_a_100mbps_40ms_path() {
-    assert_fills_the_pipe(CcSpec::Cubic(CubicConfig::default()), None);
+    assert_fills_the_pipe(CcSpec::Cubic(scenario_defaults("cubic")), None);
 }
 
 #[test]
 fn highspeed_fills_the_path_without_a_slow_start_overshoot() {
-    assert_fills_the_pipe(CcSpec::Highspeed(HighSpeedConfig::default()), Some(INITIAL_SSTHRESH));
+    assert_fills_the_pipe(CcSpec::Highspeed(scenario_defaults("highspeed")), Some(INITIAL_SSTHRESH));
 }
 
 #[test]
 fn scalable_fills_the_path_without_a_slow_start_overshoot() {
-    assert_fills_the_pipe(CcSpec::Scalable(ScalableConfig::default()), Some(INITIAL_SSTHRESH));
+    assert_fills_the_pipe(CcSpec::Scalable(scenario_defaults("scalable")), Some(INITIAL_SSTHRESH));
 }
 
 #[test]
 fn htcp_fills_the_path_without_a_slow_start_overshoot() {
-    assert_fills_the_pipe(CcSpec::Htcp(HtcpConfig::default()), Some(INITIAL_SSTHRESH));
+    assert_fills_the_pipe(CcSpec::Htcp(scenario_defaults("htcp")), Some(INITIAL_SSTHRESH));
 }
 
 #[test]
 fn bic_fills_the_path_without_a_slow_start_overshoot() {
-    assert_fills_the_pipe(CcSpec::Bic(BicConfig::default()), Some(INITIAL_SSTHRESH));
+    assert_fills_the_pipe(CcSpec::Bic(scenario_defaults("bic")), Some(INITIAL_SSTHRESH));
 }
 
 #[test]
 fn cubic_fills_the_path_without_a_slow_start_overshoot() {
-    assert_fills_the_pipe(CcSpec::Cubic(CubicConfig::default()), Some(INITIAL_SSTHRESH));
+    assert_fills_the_pipe(CcSpec::Cubic(scenario_defaults("cubic")), Some(INITIAL_SSTHRESH));
 }
 
 #[test]
@@ -140,31 +144,38 @@ fn scenarios_name_the_new_algorithms_and_check_their_parameters() {
                        "queue":{{"discipline":"droptail","limit_packets":100,"limit_bytes":null}}}},
                      {{"name":"ba","from":1,"to":0,"rate_bps":1000000,"delay_ps":0,"framing_bytes":38,"mtu_bytes":1500,
                        "queue":{{"discipline":"droptail","limit_packets":100,"limit_bytes":null}}}}],
-            "flows":[{{"name":"f","src":0,"dst":1,"source":{{"kind":"bulk","start_ps":0,"stop_ps":null,"bytes":null}},
+            "flows":[{{"name":"f","src":0,"dst":1,"start_jitter_ps":0,"source":{{"kind":"bulk","start_ps":0,"stop_ps":null,"bytes":null}},
                        "tcp":{{"mss_bytes":1448,"initial_window_segments":10,"rcv_buffer_bytes":65536,"snd_buffer_bytes":65536,
                                "window_scaling":true,"timestamps":true,"delayed_ack":true,"delayed_ack_timeout_ps":40000000000,
                                "ack_every_segments":2,"dupack_threshold":3,"newreno_impatient":false,
                                "recovery":"sack","fack":false,"dcr_div":null,"max_ssthresh_segments":0,"pacing_gain":null,
-                               "min_rto_ps":200000000000,"max_rto_ps":120000000000000,"initial_rto_ps":1000000000000}},
+                               "min_rto_ps":200000000000,"max_rto_ps":120000000000000,"initial_rto_ps":1000000000000,
+                               "ecn":false,"handshake":false,"slow_start_after_idle":true,"random_send_delay_ps":0,"stack":"rfc",
+                               "limited_transmit":false,"ssthresh_every_timeout":false,"reno_recover_guard":false,
+                               "sack_variant":"rfc6675","rto_estimator":"rfc6298","dsack":false,"rack":false,"tlp":false,
+                               "frto":false,"undo":false,"window_reduction":"prr","adaptive_reordering":false,
+                               "max_reordering_segments":300}},
                        "cc":{cc}}}]}}"#
         )
     };
-    for cc in [
-        r#"{"algorithm":"highspeed","low_window":38,"high_window":83000,"high_p":1e-7,"high_decrease":0.1}"#,
-        r#"{"algorithm":"scalable","a":0.01,"b":0.125,"low_window":16}"#,
-        r#"{"algorithm":"htcp","delta_l_ps":1000000000000,"beta_min":0.5,"beta_max":0.8,"adaptive_backoff":true,"rtt_scaling":false}"#,
-        r#"{"algorithm":"bic","max_increment":16,"low_window":14,"beta":0.7998046875,"smooth_part":20,"fast_convergence":true}"#,
-        r#"{"algorithm":"cubic","c":0.4,"beta":0.7,"fast_convergence":true,"tcp_friendliness":true}"#,
-    ] {
-        let sim = Simulation::from_json(&json(cc)).unwrap_or_else(|e| panic!("{cc}: {e}"));
-        assert!(cc.contains(sim.flows[0].sender.algorithm()));
+    // Each algorithm at the scenario's defaults (the tables' cc-defaults.json).
+    let cc = |algorithm: &str| {
+        let mut cc: serde_json::Value = scenario_defaults(algorithm);
+        cc["algorithm"] = algorithm.into();
+        cc
+    };
+    for algorithm in ["highspeed", "scalable", "htcp", "bic", "cubic"] {
+        let sim =
+            Simulation::from_json(&json(&cc(algorithm).to_string())).unwrap_or_else(|e| panic!("{algorithm}: {e}"));
+        assert_eq!(sim.flows[0].sender.algorithm(), algorithm);
     }
-    let err = Simulation::from_json(&json(
-        r#"{"algorithm":"cubic","c":0.4,"beta":1.5,"fast_convergence":true,"tcp_friendliness":true}"#,
-    ))
-    .err()
-    .unwrap();
+    let mut cubic = cc("cubic");
+    cubic["beta"] = 1.5.into();
+    let err = Simulation::from_json(&json(&cubic.to_string())).err().unwrap();
     assert_eq!(err, "flows[0].cc.beta: 1.5 is not allowed: must be in (0, 1)");
-    let err = Simulation::from_json(&json(r#"{"algorithm":"scalable","a":0.01,"b":0.125}"#)).err().unwrap();
+    // The core has no defaults: a parameter left out is refused by name.
+    let mut scalable = cc("scalable");
+    scalable.as_object_mut().unwrap().remove("low_window");
+    let err = Simulation::from_json(&json(&scalable.to_string())).err().unwrap();
     assert!(err.contains("low_window"), "missing field named: {err}");
 }

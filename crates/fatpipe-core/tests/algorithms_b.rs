@@ -9,6 +9,7 @@ mod support;
 use fatpipe_core::cc::fast::FastConfig;
 use fatpipe_core::cc::griddt::GridDtConfig;
 use fatpipe_core::cc::nocc::{NoccConfig, UNLIMITED_WINDOW_SEGMENTS};
+use fatpipe_core::cc::scenario_defaults;
 use fatpipe_core::cc::vegas::{VegasConfig, VegasVariant};
 use fatpipe_core::cc::westwood::{WestwoodConfig, WestwoodPlusConfig};
 use fatpipe_core::cc::{CaState, CcSpec};
@@ -99,7 +100,7 @@ fn westwood_plus() -> CcSpec {
     CcSpec::WestwoodPlus(WestwoodPlusConfig {
         min_sample_interval_ps: 50 * PS_PER_MS,
         byte_counting: false,
-        ..Default::default()
+        ..scenario_defaults("westwood_plus")
     })
 }
 
@@ -401,7 +402,7 @@ fn westwood_plus_sets_ssthresh_to_the_bdp() {
         CcSpec::WestwoodPlus(WestwoodPlusConfig {
             min_sample_interval_ps: 50 * PS_PER_MS,
             byte_counting: true,
-            ..Default::default()
+            ..scenario_defaults("westwood_plus")
         }),
     );
 }

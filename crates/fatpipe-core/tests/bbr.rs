@@ -7,7 +7,8 @@
 //! the bottleneck's.
 
 mod support;
-use fatpipe_core::cc::{bbr::BbrConfig, AckSample, CcSpec, CcState, CongestionControl};
+use fatpipe_core::cc::scenario_defaults;
+use fatpipe_core::cc::{AckSample, CcSpec, CcState, CongestionControl};
 use fatpipe_core::scenario::Scenario;
 use fatpipe_core::source::{bulk::BulkConfig, SourceSpec};
 use fatpipe_core::tcp::config::Recovery;
@@ -37,7 +38,7 @@ fn payload_rate_bps() -> f64 {
 }
 
 fn bbr() -> CcSpec {
-    CcSpec::Bbr(BbrConfig::default())
+    CcSpec::Bbr(scenario_defaults("bbr"))
 }
 
 /// One bulk flow with SACK on the dumbbell, sampled every 5 ms.

@@ -11,6 +11,7 @@
 mod support;
 use fatpipe_core::cc::cubic::hystart::HyStartMode;
 use fatpipe_core::cc::cubic::{CubicConfig, CubicVariant};
+use fatpipe_core::cc::scenario_defaults;
 use fatpipe_core::cc::CcSpec;
 use fatpipe_core::tcp::config::Recovery;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
@@ -38,7 +39,7 @@ fn first_slow_start(variant: CubicVariant, hystart: HyStartMode) -> SlowStart {
     let mut tcp = tcp_config();
     tcp.recovery = Recovery::Sack;
     let mut scenario = dumbbell(RATE_BPS, RTT, bdp, DURATION, tcp);
-    scenario.flows[0].cc = Some(CcSpec::Cubic(CubicConfig { variant, hystart, ..Default::default() }));
+    scenario.flows[0].cc = Some(CcSpec::Cubic(CubicConfig { variant, hystart, ..scenario_defaults("cubic") }));
     let mut sim = Simulation::new(scenario).unwrap();
     let mut exit_cwnd = None;
     let mut t = 0;

@@ -36,7 +36,7 @@ fn linux() -> TcpConfig {
 
 /// Reno counting acknowledged segments, as Linux's `tcp_reno_cong_avoid`.
 fn reno() -> CcSpec {
-    CcSpec::Reno(RenoConfig { byte_counting: true, ..RenoConfig::default() })
+    CcSpec::Reno(RenoConfig::aimd(1.0, 0.5, true))
 }
 
 /// Drops the first transmission of the given segments (numbered from 0).

@@ -2,9 +2,9 @@
 //! sender host's interface queue (txqueuelen, document 001 E1.2 and E1.5) and ECN (RFC 3168).
 
 mod support;
-use fatpipe_core::cc::highspeed::HighSpeedConfig;
 use fatpipe_core::cc::nocc::NoccConfig;
 use fatpipe_core::cc::scalable::ScalableConfig;
+use fatpipe_core::cc::scenario_defaults;
 use fatpipe_core::cc::{CaState, CcSpec};
 use fatpipe_core::net::queue::{droptail::DropTailConfig, red::RedConfig, tx_ring::TxRingSpec, QueueSpec};
 use fatpipe_core::packet::{Ecn, Packet};
@@ -102,13 +102,13 @@ fn ssthresh_after_refusal(cc: CcSpec, cwnd: u32) -> u32 {
 #[test]
 fn highspeed_and_scalable_back_off_by_their_own_decrease() {
     // Scalable: b = 1/8 (document 001), cwnd - cwnd / 8.
-    let scalable = CcSpec::Scalable(ScalableConfig { a: 0.02, b: 0.125, ..Default::default() });
+    let scalable = CcSpec::Scalable(ScalableConfig { a: 0.02, b: 0.125, ..scenario_defaults("scalable") });
     assert_eq!(ssthresh_after_refusal(scalable, 1000), 875);
     // HighSpeed (RFC 3649): b(w) = (High_Decrease - 0.5) (log w - log Low_Window) /
     // (log High_Window - log Low_Window) + 0.5; about 0.33 at 1000 segments (Linux's table
     // rounds to its nearest row).
     let b = (0.1 - 0.5) * (1000f64.ln() - 38f64.ln()) / (83_000f64.ln() - 38f64.ln()) + 0.5;
-    let hs = ssthresh_after_refusal(CcSpec::Highspeed(HighSpeedConfig::default()), 1000) as f64;
+    let hs = ssthresh_after_refusal(CcSpec::Highspeed(scenario_defaults("highspeed")), 1000) as f64;
     assert!((hs - 1000.0 * (1.0 - b)).abs() < 20.0, "HighSpeed ssthresh {hs}, RFC 3649 {}", 1000.0 * (1.0 - b));
     assert_eq!(ssthresh_after_refusal(reno(), 1000), 500);
 }

@@ -117,7 +117,7 @@ fn after_a_timeout_segments_sacked_before_it_do_not_open_the_window() {
     // Reno counting acknowledged segments, as Linux's tcp_reno_cong_avoid does.
     let reno = fatpipe_core::cc::CcSpec::Reno(fatpipe_core::cc::reno::RenoConfig {
         byte_counting: true,
-        ..fatpipe_core::cc::reno::RenoConfig::default()
+        ..fatpipe_core::cc::scenario_defaults::<fatpipe_core::cc::reno::RenoConfig>("reno")
     });
     let mut h = Harness::new(tcp, reno, rtt, drop);
     h.start(None);

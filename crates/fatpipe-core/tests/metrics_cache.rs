@@ -48,7 +48,7 @@ fn linux(kernel: MetricsKernel) -> TcpConfig {
 /// 100-packet queue the first slow start overflows.
 fn repeated(tcp: TcpConfig, stop: Time, gap: Time, duration: Time) -> Scenario {
     let mut s = dumbbell(RATE, RTT, 100, duration, tcp);
-    s.flows[0].cc = Some(CcSpec::Reno(RenoConfig { a: 1.0, b: 0.5, byte_counting: false }));
+    s.flows[0].cc = Some(CcSpec::Reno(RenoConfig::aimd(1.0, 0.5, false)));
     let SourceSpec::Bulk(b) = &mut s.flows[0].source else { unreachable!() };
     b.stop_ps = Some(stop);
     b.transfers = Some(2);

@@ -6,6 +6,7 @@
 //! Each point simulates about `cycles` loss events, i.e. cycles / p packets.
 
 mod support;
+use fatpipe_core::cc::scenario_defaults;
 use fatpipe_core::cc::CcSpec;
 use fatpipe_core::net::impairment::{bernoulli::BernoulliConfig, ImpairmentSpec};
 use fatpipe_core::tcp::config::Recovery;
@@ -65,7 +66,7 @@ fn highspeed_follows_rfc3649() {
             high_window: 83_000,
             high_p: 1e-7,
             high_decrease: 0.1,
-            ..Default::default()
+            ..scenario_defaults("highspeed")
         })
     };
     for p in [1e-3f64, 1e-4, 1e-5, 1e-6] {
@@ -83,7 +84,7 @@ fn scalable_follows_a_over_b_p() {
     for p in [1e-4f64, 1e-5, 1e-6] {
         let expected = a / (b * p);
         let got = mean_cwnd(
-            CcSpec::Scalable(ScalableConfig { a, b, ..Default::default() }),
+            CcSpec::Scalable(ScalableConfig { a, b, ..scenario_defaults("scalable") }),
             p,
             expected,
             if p >= 1e-5 { 200.0 } else { 40.0 },

@@ -362,7 +362,7 @@ fn a_udp_flow_in_json_has_no_tcp_keys() {
       "links": [{"name": "ab", "from": 0, "to": 1, "rate_bps": 1000000000, "delay_ps": 1000000000,
                  "framing_bytes": 38, "mtu_bytes": 1500,
                  "queue": {"discipline": "droptail", "limit_packets": 100, "limit_bytes": null, "cell_bytes": null, "limit_cells": null}}],
-      "flows": [{"name": "u", "src": 0, "dst": 1,
+      "flows": [{"name": "u", "src": 0, "dst": 1, "start_jitter_ps": 0,
                  "source": {"kind": "udp_onoff", "start_ps": 0, "stop_ps": 500000000000, "rate_bps": 100000000,
                             "on_ps": 100000000000, "off_ps": 100000000000, "payload_bytes": 1472}}]}"#;
     let mut sim = Simulation::from_json(s).unwrap();

@@ -511,7 +511,7 @@ mod tests {
 
     fn flow(tcp: Value, cc: Value) -> (FlowSpec, Value) {
         let spec: FlowSpec = serde_json::from_value(json!({
-            "name": "f", "src": 0, "dst": 3,
+            "name": "f", "src": 0, "dst": 3, "start_jitter_ps": 0,
             "source": {"kind": "bulk", "start_ps": 0, "stop_ps": null, "bytes": null},
             "tcp": tcp, "cc": null,
         }))
@@ -527,7 +527,9 @@ mod tests {
             "receiver_drain_rate_bps": null, "pacing_gain": null, "min_rto_ps": 200_000_000_000u64,
             "max_rto_ps": 120_000_000_000_000u64, "initial_rto_ps": 1_000_000_000_000u64, "handshake": false, "slow_start_after_idle": true,
             "stack": "linux", "rto_estimator": "linux", "dsack": true, "rack": true, "tlp": true, "frto": true, "undo": true,
-            "window_reduction": "prr", "adaptive_reordering": true, "max_reordering_segments": 300})
+            "window_reduction": "prr", "adaptive_reordering": true, "max_reordering_segments": 300,
+            "random_send_delay_ps": 0, "limited_transmit": false, "ssthresh_every_timeout": false,
+            "reno_recover_guard": false, "sack_variant": "rfc6675"})
     }
 
     fn available() -> Vec<String> {

@@ -117,6 +117,11 @@ class Parameters(Kind):
         return out
 
 
+#: Linux's timer frequency, jiffies per second, for a program's clock here and for the Linux
+#: forms that count time in jiffies (congestion.py).
+KERNEL_HZ = 250
+KERNEL_HZ_SOURCE = "Linux CONFIG_HZ: kernel/Kconfig.hz defaults to HZ_250"
+
 BPF_TABLE = Table(
     fields=(
         Field("bpf", ObjectPath(), "the program: a BPF object (clang -O2 -g -target bpf) or its C source, "
@@ -125,10 +130,9 @@ BPF_TABLE = Table(
         Field("parameters", Parameters(), "values of the program's const volatile globals, by name "
               "(x fills x, a fraction x fills x_q20 in units of 2^-20, a duration x fills x_us)", {},
               "none: the program's own defaults"),
-        Field("kernel_hz", Integer(minimum=1, maximum=100_000, example=250),
+        Field("kernel_hz", Integer(minimum=1, maximum=100_000, example=KERNEL_HZ),
               "jiffies per second of the clock the program reads (bpf_jiffies64, lsndtime) in the "
-              "simulator; the kernel's own in fatpipe emulate", 250,
-              "Linux CONFIG_HZ: kernel/Kconfig.hz defaults to HZ_250"),
+              "simulator; the kernel's own in fatpipe emulate", KERNEL_HZ, KERNEL_HZ_SOURCE),
         Field("jit", Boolean(), "run the program as x86-64 machine code compiled by fatpipe's BPF JIT "
               "instead of interpreting it in fatpipe run: the same results, less time per ACK (x86-64 "
               "Linux only; elsewhere true is refused); fatpipe emulate leaves the program to the kernel, "

@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
-from .bpf import BPF_TABLE, normalize_bpf
+from .bpf import BPF_TABLE, KERNEL_HZ, KERNEL_HZ_SOURCE, normalize_bpf
+from ..units import format_duration
 from .kinds import Boolean, Choice, Duration, Integer, Real, Size
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num, _toml_literal
 
@@ -148,18 +149,15 @@ def _fill_by_variant(values: Dict[str, Any], path: str, defaults: Mapping[str, M
     _fill_by_choice(values, path, "variant", defaults)
 
 
-#: Linux's timer frequency, for the Linux forms that count time in jiffies.
-_KERNEL_HZ_DEFAULT = 250
-_KERNEL_HZ_SOURCE = "Linux CONFIG_HZ: kernel/Kconfig.hz defaults to HZ_250"
 
 
 def _kernel_hz_field(used_with: str) -> Field:
     return Field(
         "kernel_hz",
-        Integer(minimum=1, maximum=100_000, example=_KERNEL_HZ_DEFAULT),
+        Integer(minimum=1, maximum=100_000, example=KERNEL_HZ),
         "jiffies per second of the Linux form's clock (tcp_jiffies32); only with " + used_with,
-        Derived(f"{_KERNEL_HZ_DEFAULT} with {used_with}"),
-        _KERNEL_HZ_SOURCE,
+        Derived(f"{KERNEL_HZ} with {used_with}"),
+        KERNEL_HZ_SOURCE,
     )
 
 
@@ -227,7 +225,7 @@ _WESTWOOD = _simple_algorithm(
 )
 
 def _finish_westwood_plus(values: Dict[str, Any], path: str) -> None:
-    _fill_by_variant(values, path, {"byte_counting": {"paper": False, "linux": True}, "kernel_hz": {"linux": _KERNEL_HZ_DEFAULT}})
+    _fill_by_variant(values, path, {"byte_counting": {"paper": False, "linux": True}, "kernel_hz": {"linux": KERNEL_HZ}})
     if values["variant"] == "linux" and not values["byte_counting"]:
         raise ScenarioError(
             f'{_join(path, "byte_counting")}: false is not allowed with variant = "linux": Linux grows '
@@ -421,7 +419,7 @@ _HYSTART_LINUX_DEFAULTS = {
 
 
 def _finish_cubic(values: Dict[str, Any], path: str) -> None:
-    _fill_by_variant(values, path, {"kernel_hz": {"linux": _KERNEL_HZ_DEFAULT}})
+    _fill_by_variant(values, path, {"kernel_hz": {"linux": KERNEL_HZ}})
     _fill_by_choice(values, path, "hystart", _HYSTART_LINUX_DEFAULTS)
     if values["variant"] == "linux":
         # Linux's fixed point: C = bic_scale x 10 / 1024, beta = beta / 1024.
@@ -479,7 +477,7 @@ _CUBIC = _simple_algorithm(
             "hystart_detect",
             Choice(("both", "ack_train", "delay")),
             "HyStart's tests; only with hystart = \"linux\"",
-            Derived('"both" with hystart = "linux"'),
+            Derived(f'"{_HYSTART_LINUX_DEFAULTS["hystart_detect"]["linux"]}" with hystart = "linux"'),
             "Linux hystart_detect = 3",
         ),
         "hystart_detect",
@@ -487,9 +485,9 @@ _CUBIC = _simple_algorithm(
     (
         Field(
             "hystart_low_window",
-            Integer(minimum=1, example=16),
+            Integer(minimum=1, example=_HYSTART_LINUX_DEFAULTS["hystart_low_window"]["linux"]),
             "HyStart runs from this window on, segments; only with hystart = \"linux\"",
-            Derived('16 with hystart = "linux"'),
+            Derived(f'{_HYSTART_LINUX_DEFAULTS["hystart_low_window"]["linux"]} with hystart = "linux"'),
             "Linux hystart_low_window",
         ),
         "hystart_low_window",
@@ -497,9 +495,9 @@ _CUBIC = _simple_algorithm(
     (
         Field(
             "hystart_ack_delta",
-            Duration(example="2ms"),
+            Duration(example=format_duration(_HYSTART_LINUX_DEFAULTS["hystart_ack_delta"]["linux"])),
             "ACKs closer than this form a train; only with hystart = \"linux\"",
-            Derived('2ms with hystart = "linux"'),
+            Derived(f'{format_duration(_HYSTART_LINUX_DEFAULTS["hystart_ack_delta"]["linux"])} with hystart = "linux"'),
             "Linux hystart_ack_delta_us = 2000",
         ),
         "hystart_ack_delta_ps",
@@ -550,6 +548,18 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     "bpf": Algorithm(table=BPF_TABLE, normalize=normalize_bpf),
 }
 
+
+
+def core_defaults() -> Dict[str, Dict[str, Any]]:
+    """Every algorithm's parameters at their defaults, as the core reads them (a user's
+    BPF program has none). These tables own the defaults: the core has none, and its tests,
+    which build configs without Python, read this from ``fatpipe/schemas/cc-defaults.json``
+    (tests/test_contract.py checks that the file is what this returns)."""
+    return {
+        name: algorithm.normalize(algorithm.table.parse({}, "cc"), "cc")
+        for name, algorithm in CC_ALGORITHMS.items()
+        if name != "bpf"
+    }
 
 # ---- presets: the documents' "TCP versions" ----------------------------------------------
 #

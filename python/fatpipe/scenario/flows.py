@@ -11,7 +11,7 @@ from ..units import U64_MAX, format_duration, format_size
 from .congestion import CC_ALGORITHMS, PRESETS, CongestionControlChoice, stack_recovery
 from .kinds import Boolean, Choice, Duration, Integer, Name, Size
 from .network import Network
-from .profiles import flow_profile, metrics_cache, resolve_cc, resolve_tcp_members
+from .profiles import default_cc_by_profile, flow_profile, metrics_cache, resolve_cc, resolve_tcp_members
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num
 from .sources import (
     _HTTP, _UDP_SOURCE_KINDS, IPV4_UDP_HEADER_BYTES, UDP_MODES, _normalize_http,
@@ -79,9 +79,8 @@ _FLOW = FlowTable(
             'congestion control: a preset name (cc = "cubic"; see the presets below and '
             "`fatpipe algorithms`) or a [flows.cc] table with algorithm = ... and the "
             "algorithm's parameters",
-            Derived('by profile: "cubic" (linux), "sack" (linux-2.4), "newreno" (rfc)'),
-            "Linux's default congestion control; Linux 2.4's Reno with SACK; RFC 6582 NewReno for "
-            "the RFC stack",
+            default_cc_by_profile(),
+            "the profile's (`fatpipe algorithms` gives each with its source)",
         ),
         Field(
             "direction",
@@ -424,7 +423,7 @@ def _normalize_flow(
             "delayed_ack_timeout_ps": tcp["delayed_ack_timeout"],
             "ack_every_segments": tcp["ack_every"],
             "dupack_threshold": tcp["dupack_threshold"],
-            "newreno_impatient": bool(tcp["newreno_impatient"]),
+            "newreno_impatient": tcp["newreno_impatient"],
             "ecn": tcp["ecn"],
             "recovery": recovery,
             "fack": tcp["fack"],
@@ -440,21 +439,20 @@ def _normalize_flow(
             "slow_start_after_idle": tcp["slow_start_after_idle"],
             "random_send_delay_ps": tcp["random_send_delay"],
             "stack": profile.stack,
-            "limited_transmit": bool(tcp["limited_transmit"]),
-            "ssthresh_every_timeout": bool(tcp["ssthresh_every_timeout"]),
-            "bsd_window": bool(tcp["bsd_window"]),
-            "reno_recover_guard": bool(tcp["reno_recover_guard"]),
-            "sack_variant": tcp["sack_variant"] or "rfc6675",
+            "limited_transmit": tcp["limited_transmit"],
+            "ssthresh_every_timeout": tcp["ssthresh_every_timeout"],
+            "bsd_window": tcp["bsd_window"],
+            "reno_recover_guard": tcp["reno_recover_guard"],
+            "sack_variant": tcp["sack_variant"],
             "rto_estimator": tcp["rto_estimator"],
             "dsack": tcp["dsack"],
-            # The Linux stack's members; the RFC stack's values keep the core's defaults.
-            "rack": bool(tcp["rack"]),
-            "tlp": bool(tcp["tlp"]),
-            "frto": bool(tcp["frto"]),
-            "undo": bool(tcp["undo"]),
-            "window_reduction": tcp["window_reduction"] or "prr",
-            "adaptive_reordering": bool(tcp["adaptive_reordering"]),
-            "max_reordering_segments": tcp["max_reordering"] or 300,
+            "rack": tcp["rack"],
+            "tlp": tcp["tlp"],
+            "frto": tcp["frto"],
+            "undo": tcp["undo"],
+            "window_reduction": tcp["window_reduction"],
+            "adaptive_reordering": tcp["adaptive_reordering"],
+            "max_reordering_segments": tcp["max_reordering"],
             "slow_timer_ps": tcp["slow_timer"],
             "fast_timer_ps": tcp["fast_timer"],
             "max_send_rate_bps": tcp["max_send_rate"],

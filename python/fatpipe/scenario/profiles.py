@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from .schema import ScenarioError, _join, _toml_literal
+from .schema import UNSET, Derived, ScenarioError, _join, _toml_literal
 
 #: [flows.tcp] keys that only the Linux stack has (the RFC stack refuses them).
 LINUX_ONLY_KEYS = (
@@ -337,6 +337,37 @@ _NS2_PROFILE = Profile(
 )
 PROFILES["ns2"] = _NS2_PROFILE
 
+def _grouped(values: Mapping[str, Any]) -> str:
+    """``{profile: value}`` as the reference writes it: each value once, in TOML, with the
+    profiles that have it ("10 (linux, rfc), 1 (bsd-4.4)")."""
+    groups: Dict[str, List[str]] = {}
+    for name, value in values.items():
+        groups.setdefault(_toml_literal(value), []).append(name)
+    return ", ".join(f"{value} ({', '.join(names)})" for value, names in groups.items())
+
+
+def by_profile(key: str, otherwise: Any = UNSET) -> Derived:
+    """The reference's default of ``[flows.tcp] key``, read from the profiles: what each one
+    sets, and ``otherwise`` for a profile that sets nothing (UNSET: the key stays unset). A
+    profile whose stack lacks the key is left out."""
+    values, unset = {}, False
+    for name, p in PROFILES.items():
+        if key in (LINUX_ONLY_KEYS if p.stack == "rfc" else RFC_ONLY_KEYS):
+            continue
+        if key in p.tcp:
+            values[name] = p.tcp[key].value
+        elif otherwise is UNSET:
+            unset = True
+        else:
+            values[name] = otherwise
+    return Derived("by profile: " + _grouped(values) + ("; unset otherwise" if unset else ""))
+
+
+def default_cc_by_profile() -> Derived:
+    """The reference's default of a flow's ``cc``: each profile's."""
+    return Derived("by profile: " + _grouped({n: p.default_cc.value for n, p in PROFILES.items()}))
+
+
 #: The profile of a flow that names none. Nothing else chooses a flow's stack: a name the
 #: default stack cannot run is refused (congestion.stack_recovery), never moved elsewhere.
 DEFAULT_PROFILE = "linux"
@@ -381,6 +412,11 @@ def resolve_tcp_members(
     for key, member in profile.tcp.items():
         if resolved.get(key) is None:
             resolved[key] = parse(key, member.value)
+    # The core takes every member; one the flow's stack lacks reaches it unread: a switch off,
+    # any other at the value of the profile that names the other stack.
+    for key in wrong:
+        value = PROFILES["linux" if key in LINUX_ONLY_KEYS else "rfc"].tcp[key].value
+        resolved[key] = False if isinstance(value, bool) else parse(key, value)
     if tcp.get("slow_timer") is None and resolved.get("rto_estimator") != "bsd":
         # The profile's slow timer clocks its BSD estimator only: a flow that picks another
         # estimator (ns2 with rto_estimator = "rfc6298") does not get it.

@@ -211,6 +211,10 @@ def _normalize_droptail(
 #: RED's hard limit counts packets, or cells (cell_size and limit_cells); not bytes.
 _RED_LIMIT_KEYS = ("limit_packets", "limit_bdp")
 _RED_AUTOMATIC = "C = link rate / (8 x mean_packet_size) packets/s"
+#: ns-2's automatic thresholds, which the core computes (net/queue/red.rs, Red::new): the
+#: reference and the messages describe them with these words.
+_RED_AUTOMATIC_MIN_TH = "max(5, target_delay x C / 2)"
+_RED_AUTOMATIC_MAX_TH = "3 x min_th"
 
 
 def _red_table(default_key: str, default_value: Any, default_source: str) -> Table:
@@ -230,7 +234,7 @@ def _red_table(default_key: str, default_value: Any, default_source: str) -> Tab
                 Real(lower=0.0, lower_open=False, example=5.0),
                 "lower threshold of the average queue, packets (cells with cell_size): below it "
                 "nothing is dropped early; must be below the hard limit",
-                Derived(f"automatic: max(5, target_delay x C / 2), {_RED_AUTOMATIC} (in cells: "
+                Derived(f"automatic: {_RED_AUTOMATIC_MIN_TH}, {_RED_AUTOMATIC} (in cells: "
                         "times the cells a mean_packet_size packet takes)"),
                 "ns-2 red.cc automatic thresholds (thresh_ 0; Floyd, Gummadi and Shenker, "
                 "Adaptive RED, 2001)",
@@ -240,7 +244,7 @@ def _red_table(default_key: str, default_value: Any, default_source: str) -> Tab
                 Real(lower=0.0, example=15.0),
                 "upper threshold of the average queue, packets or cells (greater than min_th): "
                 "the early-drop probability reaches max_p there; setting it needs min_th too",
-                Derived("3 x min_th"),
+                Derived(_RED_AUTOMATIC_MAX_TH),
                 "ns-2 red.cc (maxthresh_ 0); Floyd, Gummadi and Shenker 2001 recommend "
                 "max_th = 3 min_th",
             ),
@@ -353,8 +357,8 @@ def _normalize_red(
         raise _fail_number(
             _join(path, "max_th"),
             max_th,
-            "give min_th too, or neither (both automatic: min_th = max(5, target_delay x C / 2), "
-            "max_th = 3 x min_th)",
+            f"give min_th too, or neither (both automatic: min_th = {_RED_AUTOMATIC_MIN_TH}, "
+            f"max_th = {_RED_AUTOMATIC_MAX_TH})",
         )
     if min_th is not None:
         if max_th is None:
@@ -363,7 +367,7 @@ def _normalize_red(
                 raise _fail_number(
                     _join(path, "min_th"),
                     min_th,
-                    "with max_th unset (3 x min_th) min_th must be positive; give max_th "
+                    f"with max_th unset ({_RED_AUTOMATIC_MAX_TH}) min_th must be positive; give max_th "
                     "to start early drops at an empty queue",
                 )
             # The core derives the missing upper threshold as ns-2's red.cc does (3 x min_th).

@@ -6,7 +6,8 @@ from typing import Any
 
 from ..units import UnitError
 from .kinds import Boolean, Choice, Duration, Integer, Rate, Real, Size
-from .schema import UNSET, Derived, Field, Table
+from .profiles import DEFAULT_PROFILE, PROFILES, by_profile
+from .schema import UNSET, Derived, Field, Table, _toml_literal
 
 #: The largest receive buffer: 1 GiB, just above RFC 7323's largest window (65535 x 2^14).
 MAX_RCV_BUFFER_BYTES = 2**30
@@ -62,8 +63,8 @@ _TCP = Table(
             InitialWindow(),
             'initial congestion window, segments; "rfc3390" for min(4 MSS, max(2 MSS, 4380 '
             'bytes)) (3 segments of 1448 bytes)',
-            Derived('by profile: 10 (linux, rfc), "rfc3390" (linux-2.4), 1 (bsd-4.3-reno, bsd-4.4), 2 (ns2)'),
-            "RFC 6928; Linux default since 2.6.39; Linux 2.4 tcp_init_cwnd (RFC 3390); 4.4BSD "
+            by_profile("initial_window"),
+            "RFC 6928; Linux default since 2.6.39; Linux 2.4 tcp_v4_init_sock (snd_cwnd = 2); 4.4BSD "
             "tcp_mss (one segment); ns-2 windowInit_",
         ),
         Field(
@@ -99,14 +100,14 @@ _TCP = Table(
             "timestamps",
             Boolean(),
             "RFC 7323 timestamps option: 12 header bytes per segment, an RTT sample from every ACK",
-            Derived("by profile: true (linux, linux-2.4, rfc, bsd-4.3-reno, bsd-4.4), false (ns2)"),
+            by_profile("timestamps", UNLESS_PROFILE_SETS["timestamps"]),
             "Linux net.ipv4.tcp_timestamps = 1",
         ),
         Field(
             "delayed_ack",
             Boolean(),
             "delay ACKs: acknowledge every ack_every full segments or after delayed_ack_timeout",
-            Derived("by profile: true (linux, linux-2.4, rfc, bsd-4.3-reno, bsd-4.4), false (ns2: TCPSink ACKs every packet)"),
+            by_profile("delayed_ack", UNLESS_PROFILE_SETS["delayed_ack"]),
             "RFC 1122 section 4.2.3.2, RFC 5681 section 4.2",
         ),
         Field(
@@ -132,13 +133,13 @@ _TCP = Table(
         ),
         Field(
             "profile",
-            Choice(("linux", "linux-2.4", "rfc", "bsd-4.3-reno", "bsd-4.4", "ns2")),
+            Choice(tuple(PROFILES)),
             "stack profile: a coherent set of TCP behaviours as a kernel ships them (linux: Linux 6.x; "
             "linux-2.4: the documents' Linux 2.4/2.6 hosts; rfc: the RFC reference stack, fatpipe's "
             "behaviour before profiles; bsd-4.3-reno: 4.3BSD-Reno with its coarse timers, document "
             "002's IRIX 5.2 hosts; bsd-4.4: 4.4BSD-Lite2, the same without Reno's faster linear growth; ns2: ns-2's one-way Agent/TCP and TCPSink, document 003's simulator). Each member below can still be set on its own; the "
             "profiles and what they set: `fatpipe algorithms`",
-            Derived('"linux"; "rfc" for the tahoe and reno presets (classic recoveries only the RFC stack has)'),
+            Derived(_toml_literal(DEFAULT_PROFILE)),
             "Linux 6.x as shipped: the kernel users run",
         ),
         Field(
@@ -147,7 +148,7 @@ _TCP = Table(
             "RACK loss detection (RFC 8985): a segment is lost when one sent after it was delivered "
             "more than RACK.rtt + a reordering window ago, retransmissions too; off: the duplicate-ACK "
             "threshold (or FACK). Linux stack only",
-            Derived("by profile: true (linux), false (linux-2.4)"),
+            by_profile("rack"),
             "Linux net.ipv4.tcp_recovery = 1 (4.18 and later)",
         ),
         Field(
@@ -156,7 +157,7 @@ _TCP = Table(
             "tail loss probe (RFC 8985 section 7): with SACK, two smoothed RTTs after the ACK clock "
             "stops, send one segment (new, or the last again) so that a tail loss is repaired by fast "
             "recovery, not a timeout. Linux stack only",
-            Derived("by profile: true (linux), false (linux-2.4)"),
+            by_profile("tlp"),
             "Linux net.ipv4.tcp_early_retrans = 3",
         ),
         Field(
@@ -165,7 +166,7 @@ _TCP = Table(
             "F-RTO (RFC 5682, SACK-enhanced): after a timeout, new data probes whether it was "
             "spurious; if never-retransmitted data is then acknowledged, the window is restored. "
             "Linux stack only",
-            Derived("by profile: true (linux), false (linux-2.4)"),
+            by_profile("frto"),
             "Linux net.ipv4.tcp_frto = 2",
         ),
         Field(
@@ -174,7 +175,7 @@ _TCP = Table(
             "undo a window reduction that proves spurious (all retransmissions reported duplicate "
             "by D-SACK, an Eifel timestamp echo older than the retransmission, or F-RTO). Linux "
             "stack only",
-            Derived("by profile: true (linux, linux-2.4)"),
+            by_profile("undo"),
             "Linux tcp_input.c tcp_try_undo_* (no sysctl)",
         ),
         Field(
@@ -182,7 +183,7 @@ _TCP = Table(
             Boolean(),
             "the receiver reports duplicate segments with D-SACK (RFC 2883); the Linux stack uses "
             "them to undo and to widen RACK's reordering window",
-            Derived("by profile: true (linux, linux-2.4), false (rfc, bsd-4.3-reno, bsd-4.4, ns2)"),
+            by_profile("dsack"),
             "Linux net.ipv4.tcp_dsack = 1",
         ),
         Field(
@@ -191,7 +192,7 @@ _TCP = Table(
             "how cwnd comes down in recovery and CWR: prr (Proportional Rate Reduction, RFC 6937) "
             "or rate_halving (Linux 2.4/2.6 tcp_cwnd_down: one segment every second ACK). Linux "
             "stack only (the RFC stack sets cwnd to ssthresh at once)",
-            Derived("by profile: prr (linux), rate_halving (linux-2.4)"),
+            by_profile("window_reduction"),
             "Linux tcp_cwnd_reduction (3.2 and later); Linux 2.4 tcp_cwnd_down",
         ),
         Field(
@@ -199,14 +200,14 @@ _TCP = Table(
             Boolean(),
             "the reordering degree (duplicate-ACK threshold, RACK's window) grows with the "
             "reordering SACKs, DSACKs and timestamps show, up to max_reordering. Linux stack only",
-            Derived("by profile: true (linux, linux-2.4)"),
+            by_profile("adaptive_reordering"),
             "Linux tcp_input.c tcp_check_sack_reordering (tp->reordering)",
         ),
         Field(
             "max_reordering",
             Integer(minimum=1, maximum=100_000, example=300),
             "the largest reordering degree adaptive_reordering learns, segments. Linux stack only",
-            Derived("by profile: 300 (linux), 127 (linux-2.4)"),
+            by_profile("max_reordering"),
             "Linux net.ipv4.tcp_max_reordering = 300; Linux 2.4 TCP_MAX_REORDERING 127",
         ),
         Field(
@@ -218,7 +219,7 @@ _TCP = Table(
             "connection from its host to the same destination, as the profile's kernel did "
             "(linux-2.4: tcp_input.c, SRTT and mdev seeded, FACK off with a cached reordering; "
             "linux: tcp_metrics.c, the first RTO only, entries stale after an hour). Linux stack only",
-            Derived("by profile: false (linux, linux-2.4)"),
+            by_profile("no_metrics_save"),
             "Linux net.ipv4.tcp_no_metrics_save = 0; Linux 2.4 tcp_update_metrics, tcp_init_metrics",
         ),
         Field(
@@ -226,7 +227,7 @@ _TCP = Table(
             Boolean(),
             "the metrics cache neither saves nor reads ssthresh (the rest as no_metrics_save says). "
             'profile = "linux" only: Linux 5.6 added it',
-            Derived("by profile: true (linux)"),
+            by_profile("no_ssthresh_metrics_save"),
             "Linux net.ipv4.tcp_no_ssthresh_metrics_save = 1 (5.6 and later, commit 65e6d90168f3)",
         ),
         Field(
@@ -237,7 +238,7 @@ _TCP = Table(
             "clamped at min_rto) or bsd (4.4BSD tcp_xmit_timer: RTTs counted in ticks of "
             "slow_timer, SRTT + 4 RTTVAR ticks in BSD's fixed point, at least min_rto, doubled per "
             "backoff up to 64 times, the timer expiring on a tick; RFC stack only)",
-            Derived("by profile: linux (linux, linux-2.4), rfc6298 (rfc), bsd (bsd-4.3-reno, bsd-4.4, ns2)"),
+            by_profile("rto_estimator"),
             "Linux tcp_input.c tcp_rtt_estimator, tcp_set_rto; RFC 6298 section 2; 4.4BSD "
             "tcp_input.c tcp_xmit_timer, tcp_timer.c (Stevens, TCP/IP Illustrated vol. 2, ch. 25)",
         ),
@@ -247,7 +248,7 @@ _TCP = Table(
             "with rto_estimator = \"bsd\": the period of BSD's slow timer (tcp_slowtimo): the "
             "retransmission timer counts its ticks and expires on one (k ticks: between k - 1 "
             "and k periods after it was set), and RTTs are measured in ticks",
-            Derived("by profile: 500ms (bsd-4.3-reno, bsd-4.4), 10ms (ns2: tcpTick_); unset otherwise"),
+            by_profile("slow_timer"),
             "4.4BSD PR_SLOWHZ = 2 (netinet/tcp_timer.h): two ticks a second",
         ),
         Field(
@@ -256,7 +257,7 @@ _TCP = Table(
             "delayed ACKs go out on the next tick of a clock of this period (BSD's fast timer, "
             "tcp_fasttimo) instead of delayed_ack_timeout after the segment, so an ACK waits 0 to "
             "one period",
-            Derived("by profile: 200ms (bsd-4.3-reno, bsd-4.4); unset otherwise"),
+            by_profile("fast_timer"),
             "4.4BSD PR_FASTHZ = 5 (netinet/tcp_timer.h): five ticks a second",
         ),
         Field(
@@ -264,7 +265,7 @@ _TCP = Table(
             Boolean(),
             "RFC 3042: the first two duplicate ACKs each send a new segment. RFC stack only (the "
             "Linux stack does it by counting SACKed segments out of the flight)",
-            Derived("by profile: false (rfc, bsd-4.3-reno, bsd-4.4), true (ns2: singledup_)"),
+            by_profile("limited_transmit"),
             "RFC 3042",
         ),
         Field(
@@ -274,7 +275,7 @@ _TCP = Table(
             "recovery's inflation unless bsd_window), also during recovery and after a backed-off timeout (ssthresh "
             "then falls to 2); false lowers it only on a timeout that starts a congestion event. "
             "RFC stack only (Linux lowers it once per loss episode)",
-            Derived("by profile: false (rfc), true (bsd-4.3-reno, bsd-4.4: tcp_timers; ns2: TcpAgent::timeout)"),
+            by_profile("ssthresh_every_timeout"),
             "RFC 5681 section 3.1 (false)",
         ),
         Field(
@@ -285,7 +286,7 @@ _TCP = Table(
             "window), and the ACK that ends fast recovery deflates cwnd only after more than "
             "three duplicate ACKs, then opens it as any new ACK does; false reduces cwnd alone "
             "(without the inflation). RFC stack only",
-            Derived("by profile: true (bsd-4.3-reno, bsd-4.4), false (rfc, ns2)"),
+            by_profile("bsd_window"),
             "4.3BSD-Reno tcp_input.c 7.25 and tcp_timer.c 7.18 (CSRG, 1990)",
         ),
         Field(
@@ -295,7 +296,7 @@ _TCP = Table(
             "outstanding at the last one (recover), as NewReno does; false is classic Reno, whose "
             "three further duplicate ACKs start another recovery in the same window. RFC stack "
             "only (Linux recovers as NewReno without SACK)",
-            Derived("by profile: false (rfc, bsd-4.3-reno, bsd-4.4), true (ns2: bug_fix_)"),
+            by_profile("reno_recover_guard"),
             "RFC 5681 3.2 (false); RFC 6582 3.2 step 2 (true)",
         ),
         Field(
@@ -306,7 +307,7 @@ _TCP = Table(
             "scoreboard) or sack1 (ns-2's Agent/TCP/Sack1: every hole below the highest SACK is "
             "retransmitted, holes before new data, and pipe is a counter: outstanding minus the "
             "duplicate ACKs at the start, one less per ACK, one more per segment sent). RFC stack only",
-            Derived("by profile: rfc6675 (rfc, bsd-4.3-reno, bsd-4.4), sack1 (ns2)"),
+            by_profile("sack_variant"),
             "RFC 6675; ns-2 tcp-sack1.cc (Fall and Floyd 1996)",
         ),
         Field(
@@ -328,7 +329,7 @@ _TCP = Table(
             "with recovery = sack: forward acknowledgment loss detection (Mathis and Mahdavi "
             "1996): every hole more than dupack_threshold segments below the highest SACKed "
             "byte is lost (the Linux stack: only with rack = false)",
-            Derived("by profile: false (linux, rfc, bsd-4.3-reno, bsd-4.4, ns2), true (linux-2.4)"),
+            by_profile("fack"),
             "RFC 6675 detects loss by the SACKed bytes above a hole; Linux 2.4 net.ipv4.tcp_fack = 1; "
             "Linux dropped FACK in 4.15",
         ),
@@ -398,7 +399,7 @@ _TCP = Table(
             "timer only on the first partial ACK; false is the Slow-but-Steady variant, which "
             "restarts it on every partial ACK. RFC stack only (Linux rearms the timer on every "
             "ACK of new data)",
-            Derived("by profile: false (rfc, bsd-4.3-reno, bsd-4.4), true (ns2: newreno_changes1_)"),
+            by_profile("newreno_impatient"),
             "RFC 6582 section 4 (either variant)",
         ),
         Field(
@@ -418,14 +419,14 @@ _TCP = Table(
             "min_rto",
             Duration(positive=True, example="200ms"),
             "lower bound of the retransmission timeout",
-            Derived('by profile: "200ms" (linux, linux-2.4, rfc, ns2), "1s" (bsd-4.3-reno, bsd-4.4)'),
+            by_profile("min_rto"),
             "Linux TCP_RTO_MIN; RFC 6298 section 2.4 says 1 s; 4.4BSD TCPTV_MIN (2 slow ticks)",
         ),
         Field(
             "max_rto",
             Duration(positive=True, example="120s"),
             "upper bound of the retransmission timeout (at least min_rto)",
-            Derived('by profile: "120s" (linux, linux-2.4, rfc), "64s" (bsd-4.3-reno, bsd-4.4), "60s" (ns2)'),
+            by_profile("max_rto"),
             "Linux TCP_RTO_MAX; RFC 6298 section 2.5 allows any maximum of at least 60 s; "
             "4.4BSD TCPTV_REXMTMAX",
         ),
@@ -433,7 +434,7 @@ _TCP = Table(
             "initial_rto",
             Duration(positive=True, example="1s"),
             "retransmission timeout before the first RTT sample",
-            Derived('by profile: "1s" (linux, linux-2.4, rfc), "6s" (bsd-4.3-reno, bsd-4.4), "3s" (ns2)'),
+            by_profile("initial_rto"),
             "RFC 6298 section 2.1; Linux TCP_TIMEOUT_INIT; 4.4BSD's first timeout, "
             "(TCPTV_SRTTDFLT << 2) >> 1 = 12 slow ticks",
         ),

@@ -50,21 +50,6 @@ use crate::time::{Time, PS_PER_MS, PS_PER_S};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// STARTUP's gain: 2/ln 2 = 2.885, the smallest that doubles the delivery rate every round
-/// trip (draft-00 BBRHighGain; Linux `bbr_high_gain`, 739/256 = 2.887 in its fixed point).
-pub const DEFAULT_HIGH_GAIN: f64 = 2.885;
-/// PROBE_BW's cwnd gain: two BDPs tolerate delayed and stretched ACKs (Linux `bbr_cwnd_gain`).
-pub const DEFAULT_CWND_GAIN: f64 = 2.0;
-/// BtlBw filter window, round trips (draft-00 BtlBwFilterLen; Linux `bbr_bw_rtts` =
-/// gain-cycle length + 2 = 10), long enough to span a whole gain cycle.
-pub const DEFAULT_BW_WINDOW_ROUNDS: u64 = 10;
-/// RTprop filter window; its expiry triggers PROBE_RTT (draft-00 RTpropFilterLen; Linux
-/// `bbr_min_rtt_win_sec`).
-pub const DEFAULT_MIN_RTT_WINDOW_PS: Time = 10 * PS_PER_S;
-/// Time PROBE_RTT holds the window at its minimum (draft-00 ProbeRTTDuration; Linux
-/// `bbr_probe_rtt_mode_ms`): 200 ms every 10 s bounds the cost to about 2 %.
-pub const DEFAULT_PROBE_RTT_DURATION_PS: Time = 200 * PS_PER_MS;
-
 /// PROBE_BW pacing gains, one phase per RTprop (draft-00 "ProbeBW"; Linux `bbr_pacing_gain`):
 /// probe with 5/4, drain what the probe queued with 3/4, then cruise at 1 for six phases.
 pub const PACING_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
@@ -97,23 +82,21 @@ const QUANTUM_MAX_BYTES: u64 = 64 * 1024;
 const QUANTA_IN_CWND: u64 = 3;
 
 /// Which BBR (`BbrConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum BbrVariant {
     /// draft-cardwell-iccrg-bbr-congestion-control-00 with Linux's constants.
-    #[default]
     Draft,
     /// Linux 6.x `tcp_bbr.c`.
     Linux,
 }
 
-/// `variant` defaults to today's form, so that a scenario written before it existed runs as
-/// it did.
+/// The parameters, every one given by the scenario (its table, scenario/congestion.py,
+/// owns the defaults and their sources: the draft's and Linux's values).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BbrConfig {
-    /// Which BBR: `draft` (default) or `linux` (Linux 6.x `tcp_bbr.c`).
-    #[serde(default)]
+    /// Which BBR: `draft` or `linux` (Linux 6.x `tcp_bbr.c`).
     pub variant: BbrVariant,
     /// Pacing and cwnd gain of STARTUP; DRAIN paces at its inverse. Dimensionless, > 1.
     /// Default 2.885 = 2/ln 2 (draft-00 BBRHighGain; Linux `bbr_high_gain`).
@@ -132,20 +115,6 @@ pub struct BbrConfig {
     /// picoseconds; 0 turns PROBE_RTT off, as in Linux. Default 200 ms (draft-00
     /// ProbeRTTDuration; Linux `bbr_probe_rtt_mode_ms`).
     pub probe_rtt_duration_ps: Time,
-}
-
-impl Default for BbrConfig {
-    /// The draft's and Linux's values.
-    fn default() -> Self {
-        BbrConfig {
-            variant: BbrVariant::Draft,
-            high_gain: DEFAULT_HIGH_GAIN,
-            cwnd_gain: DEFAULT_CWND_GAIN,
-            bw_window_rounds: DEFAULT_BW_WINDOW_ROUNDS,
-            min_rtt_window_ps: DEFAULT_MIN_RTT_WINDOW_PS,
-            probe_rtt_duration_ps: DEFAULT_PROBE_RTT_DURATION_PS,
-        }
-    }
 }
 
 impl BbrConfig {

@@ -59,12 +59,6 @@ pub struct BicConfig {
     pub fast_convergence: bool,
 }
 
-impl Default for BicConfig {
-    fn default() -> Self {
-        BicConfig { max_increment: 16, low_window: 14, beta: 819.0 / 1024.0, smooth_part: 20, fast_convergence: true }
-    }
-}
-
 impl BicConfig {
     /// Checks the parameters; the error names the parameter, its value and the rule.
     pub fn validate(&self) -> Result<(), String> {

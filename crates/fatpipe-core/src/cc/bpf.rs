@@ -20,7 +20,6 @@
 
 pub mod view;
 
-use super::jiffies::default_kernel_hz;
 use super::{cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::time::{Time, PS_PER_US};
 use fatpipe_bpf::insn::{self, Insn};
@@ -61,18 +60,14 @@ pub struct BpfConfig {
     pub object: String,
     /// Values of the program's parameters, its `const volatile` globals, by name
     /// (`fatpipe_bpf::params`: `x` fills `x`, `x_q20` in 2^-20 units, or for `x_ps`, `x_us`).
-    #[serde(default)]
     pub parameters: Map<String, Value>,
     /// Ticks per second of the jiffies the program reads (bpf_jiffies64, lsndtime); a
     /// program's `kernel_hz` variable, if it has one, is set to it.
-    #[serde(default = "default_kernel_hz")]
     pub kernel_hz: u32,
     /// Run the program as x86-64 machine code (fatpipe_bpf::jit) instead of interpreting it:
     /// the same results (crates/fatpipe-bpf/tests/jit.rs, tests/test_bpf_cc.py), less time.
-    #[serde(default)]
     pub jit: bool,
     /// The file the scenario named, when `object` was compiled from it (for messages).
-    #[serde(default)]
     pub source: Option<String>,
     /// The loaded program, shared by every flow that runs it (filled by `validate`).
     #[serde(skip)]

@@ -43,9 +43,8 @@
 pub mod hystart;
 pub mod linux;
 
-use super::jiffies::{default_kernel_hz, DEFAULT_KERNEL_HZ};
 use super::{cong_avoid_ai, AckSample, CaState, CcState, CongestionControl, CwndEvent};
-use crate::time::{to_seconds, Time, PS_PER_MS, PS_PER_US};
+use crate::time::{to_seconds, Time, PS_PER_US};
 use hystart::{HyStartDetect, HyStartMode, SlowStartExit};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -55,28 +54,21 @@ use serde::Deserialize;
 const MAX_TARGET_PER_CWND: f64 = 1.5;
 
 /// Which CUBIC (`CubicConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum CubicVariant {
     /// RFC 9438's formulas in floating point, target from the smoothed RTT (this file).
-    #[default]
     Rfc,
     /// Linux 6.x `tcp_cubic.c` (`cubic/linux.rs`).
     Linux,
 }
 
-/// HyStart runs from this window on, segments (Linux `hystart_low_window`).
-pub const DEFAULT_HYSTART_LOW_WINDOW: u32 = 16;
-/// ACKs closer than this form a train (Linux `hystart_ack_delta_us` = 2000).
-pub const DEFAULT_HYSTART_ACK_DELTA: Time = 2 * PS_PER_MS;
-
-/// New fields default to today's form, so that a scenario written before they existed runs as
-/// it did (the Python layer always writes them).
+/// The parameters, every one given by the scenario (its table, scenario/congestion.py,
+/// owns the defaults and their sources).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CubicConfig {
-    /// Which CUBIC: `rfc` (RFC 9438, default) or `linux` (Linux 6.x `tcp_cubic.c`).
-    #[serde(default)]
+    /// Which CUBIC: `rfc` (RFC 9438) or `linux` (Linux 6.x `tcp_cubic.c`).
     pub variant: CubicVariant,
     /// C: aggressiveness of the cubic growth, segments per second cubed (RFC 9438 section 5:
     /// 0.4; Linux `bic_scale` 41 gives 41 x 10 / 1024 = 0.40).
@@ -90,47 +82,17 @@ pub struct CubicConfig {
     /// Follow the Reno-friendly window W_est when it is larger (RFC 9438 section 4.3, on;
     /// Linux `tcp_friendliness` = 1).
     pub tcp_friendliness: bool,
-    /// Slow-start exit: off (standard slow start, default), `linux` (HyStart as Linux runs it,
+    /// Slow-start exit: off (standard slow start), `linux` (HyStart as Linux runs it,
     /// its module parameter `hystart` = 1) or `rfc9406` (HyStart++).
-    #[serde(default)]
     pub hystart: HyStartMode,
-    /// HyStart's tests: both (Linux `hystart_detect` = 3, default), ack_train or delay.
-    #[serde(default)]
+    /// HyStart's tests: both (Linux `hystart_detect` = 3), ack_train or delay.
     pub hystart_detect: HyStartDetect,
     /// HyStart runs from this window on, segments (Linux `hystart_low_window`: 16).
-    #[serde(default = "default_hystart_low_window")]
     pub hystart_low_window: u32,
     /// ACKs closer than this form a train, picoseconds (Linux `hystart_ack_delta_us`: 2 ms).
-    #[serde(default = "default_hystart_ack_delta")]
     pub hystart_ack_delta_ps: Time,
-    /// The `linux` form's clock: jiffies per second (Linux `CONFIG_HZ`: 250 by default).
-    #[serde(default = "default_kernel_hz")]
+    /// The `linux` form's clock: jiffies per second (Linux `CONFIG_HZ`).
     pub kernel_hz: u32,
-}
-
-fn default_hystart_low_window() -> u32 {
-    DEFAULT_HYSTART_LOW_WINDOW
-}
-
-fn default_hystart_ack_delta() -> Time {
-    DEFAULT_HYSTART_ACK_DELTA
-}
-
-impl Default for CubicConfig {
-    fn default() -> Self {
-        CubicConfig {
-            variant: CubicVariant::Rfc,
-            c: 0.4,
-            beta: 0.7,
-            fast_convergence: true,
-            tcp_friendliness: true,
-            hystart: HyStartMode::Off,
-            hystart_detect: HyStartDetect::Both,
-            hystart_low_window: DEFAULT_HYSTART_LOW_WINDOW,
-            hystart_ack_delta_ps: DEFAULT_HYSTART_ACK_DELTA,
-            kernel_hz: DEFAULT_KERNEL_HZ,
-        }
-    }
 }
 
 /// Builds the configured form.

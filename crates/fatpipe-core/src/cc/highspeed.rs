@@ -49,11 +49,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Which HighSpeed TCP (`HighSpeedConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum HighSpeedVariant {
     /// RFC 3649's formulas, tabulated from the parameters (this file).
-    #[default]
     Rfc,
     /// Linux `tcp_highspeed.c` (`highspeed/linux.rs`).
     Linux,
@@ -72,14 +71,13 @@ const STANDARD_RESPONSE_CONSTANT: f64 = 1.2;
 /// high_p from allocating without limit.
 pub const MAX_TABLE_ENTRIES: usize = 100_000;
 
-/// RFC 3649's parameters; the defaults are the RFC's and document 001's. `variant` defaults to
-/// today's form, so that a scenario written before it existed runs as it did.
+/// The parameters, every one given by the scenario (its table, scenario/congestion.py, owns
+/// the defaults and their sources).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HighSpeedConfig {
-    /// Which HighSpeed: `rfc` (RFC 3649's formulas, default) or `linux` (Linux
+    /// Which HighSpeed: `rfc` (RFC 3649's formulas) or `linux` (Linux
     /// `tcp_highspeed.c`, whose table is fixed: the other parameters must keep their defaults).
-    #[serde(default)]
     pub variant: HighSpeedVariant,
     /// Low_Window: the window, segments, up to which HighSpeed TCP is standard TCP
     /// (RFC 3649: 38, where standard TCP's loss rate is 10^-3).
@@ -95,30 +93,10 @@ pub struct HighSpeedConfig {
     /// Count the segments each ACK covers (RFC 3465) rather than the ACKs (Linux 2.4). The
     /// linux form counts ACKs in congestion avoidance either way (`hstcp_cong_avoid`); this
     /// decides its slow start.
-    #[serde(default = "yes")]
     pub byte_counting: bool,
     /// A window reduction without a loss (CWR: local congestion, ECN) sets ssthresh to half
     /// the window, as Linux 2.4's `__tcp_enter_cwr` did, instead of by b(w).
-    #[serde(default)]
     pub cwr_halves: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for HighSpeedConfig {
-    fn default() -> Self {
-        HighSpeedConfig {
-            variant: HighSpeedVariant::Rfc,
-            low_window: 38,
-            high_window: 83_000,
-            high_p: 1e-7,
-            high_decrease: 0.1,
-            byte_counting: true,
-            cwr_halves: false,
-        }
-    }
 }
 
 impl HighSpeedConfig {
@@ -167,7 +145,10 @@ impl HighSpeedConfig {
     /// Checks the parameters; the error names the parameter, its value and the rule.
     pub fn validate(&self) -> Result<(), String> {
         if self.variant == HighSpeedVariant::Linux {
-            return linux::check_fixed_table(self);
+            // The Linux form reads its fixed table, none of the parameters below. That they
+            // keep the table's values is the scenario's rule (scenario/congestion.py
+            // `_check_fixed_table`), which owns those values.
+            return Ok(());
         }
         if self.low_window == 0 {
             return Err("low_window: 0 is not allowed: must be at least 1 segment".into());

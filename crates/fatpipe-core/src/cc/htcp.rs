@@ -38,7 +38,7 @@
 //! began, which here they still have.)
 
 use super::{slow_start_first, AckSample, CaState, CcState, CongestionControl};
-use crate::time::{to_seconds, Time, PS_PER_MS, PS_PER_S};
+use crate::time::{to_seconds, Time, PS_PER_MS};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -92,12 +92,6 @@ pub struct HtcpConfig {
     /// increases per RTT and adds RTT scaling as a separate layer, and FreeBSD `cc_htcp`
     /// ships it off (`rtt_scaling` = 0); Linux turns it on (`use_rtt_scaling` = 1).
     pub rtt_scaling: bool,
-}
-
-impl Default for HtcpConfig {
-    fn default() -> Self {
-        HtcpConfig { delta_l_ps: PS_PER_S, beta_min: 0.5, beta_max: 0.8, adaptive_backoff: true, rtt_scaling: false }
-    }
 }
 
 impl HtcpConfig {
@@ -308,6 +302,7 @@ impl CongestionControl for Htcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::PS_PER_S;
 
     const RTT: Time = 100 * PS_PER_MS;
 

@@ -3,15 +3,6 @@
 
 use crate::time::{Time, PS_PER_S};
 
-/// Linux's default timer frequency, jiffies per second: `kernel/Kconfig.hz` defaults to
-/// HZ_250 (distributions build with 100 to 1000).
-pub const DEFAULT_KERNEL_HZ: u32 = 250;
-
-/// Serde's default for a config's `kernel_hz`.
-pub fn default_kernel_hz() -> u32 {
-    DEFAULT_KERNEL_HZ
-}
-
 /// A jiffies clock of `hz` ticks per second, from simulated time 0.
 #[derive(Clone, Copy, Debug)]
 pub struct Jiffies {
@@ -46,7 +37,7 @@ mod tests {
 
     #[test]
     fn jiffies_count_down_and_microseconds_round_up() {
-        let j = Jiffies::new(DEFAULT_KERNEL_HZ);
+        let j = Jiffies::new(250); // HZ_250: a jiffy is 4 ms
         assert_eq!(j.at(4 * PS_PER_MS - 1), 0);
         assert_eq!(j.at(4 * PS_PER_MS), 1);
         assert_eq!(j.from_us(1), 1);

@@ -392,6 +392,44 @@ impl CcSpec {
     }
 }
 
+/// The scenario's parameters of `algorithm` at their defaults, for tests and benchmarks,
+/// which build configs without Python. The core has no defaults: the scenario's tables
+/// (python/fatpipe/scenario/congestion.py) own them and give the core every value; they also
+/// write them to `python/fatpipe/schemas/cc-defaults.json`, which tests/test_contract.py
+/// keeps equal to the tables. The simulation never calls this.
+#[doc(hidden)]
+pub fn scenario_defaults<T: serde::de::DeserializeOwned>(algorithm: &str) -> T {
+    let all: serde_json::Value =
+        serde_json::from_str(include_str!("../../../../python/fatpipe/schemas/cc-defaults.json")).expect("valid JSON");
+    let mut params = all[algorithm].clone();
+    params.as_object_mut().unwrap_or_else(|| panic!("no defaults for {algorithm:?}")).remove("algorithm");
+    serde_json::from_value(params).unwrap_or_else(|e| panic!("{algorithm}: {e}"))
+}
+
+/// Unit tests start from the scenario's defaults (`Config::default()`).
+#[cfg(test)]
+macro_rules! default_from_the_scenario {
+    ($($config:ty => $algorithm:literal),* $(,)?) => {
+        $(impl Default for $config {
+            fn default() -> Self {
+                scenario_defaults($algorithm)
+            }
+        })*
+    };
+}
+
+#[cfg(test)]
+default_from_the_scenario!(
+    reno::RenoConfig => "reno",
+    cubic::CubicConfig => "cubic",
+    bbr::BbrConfig => "bbr",
+    westwood::WestwoodPlusConfig => "westwood_plus",
+    highspeed::HighSpeedConfig => "highspeed",
+    scalable::ScalableConfig => "scalable",
+    htcp::HtcpConfig => "htcp",
+    bic::BicConfig => "bic",
+);
+
 /// Test helpers shared by the algorithms' unit tests: a window state and an ACK with the
 /// 1448-byte MSS of a 1500-byte MTU with timestamps.
 #[cfg(test)]

@@ -18,11 +18,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Which Reno growth (`RenoConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum RenoVariant {
     /// RFC 5681 (AIMD(a, b) in segments, optional byte counting).
-    #[default]
     Rfc,
     /// BSD's `tcp_input.c` ("open the congestion window"): the window in bytes, one maxseg per
     /// ACK while cwnd <= ssthresh, maxseg * maxseg / cwnd bytes per ACK above it.
@@ -38,20 +37,20 @@ pub struct RenoConfig {
     pub b: f64,
     /// Count acknowledged bytes rather than ACKs (RFC 3465 appropriate byte counting).
     pub byte_counting: bool,
-    /// Which growth: `rfc` (default) or `bsd` (`tcp_input.c`'s byte arithmetic).
-    #[serde(default)]
+    /// Which growth: `rfc` or `bsd` (`tcp_input.c`'s byte arithmetic).
     pub variant: RenoVariant,
     /// `bsd` only: add maxseg / 8 bytes per ACK in congestion avoidance, as 4.3BSD-Reno did
     /// (CSRG tcp_input.c 7.23, 1990-06-28, "faster window opening in linear mode", to 8.6;
     /// removed in 8.7, 1994-10-27, "per Van via Sally Floyd").
-    #[serde(default)]
     pub eighth: bool,
 }
 
-impl Default for RenoConfig {
-    /// RFC 5681's Reno: AIMD(1, 0.5), one segment per ACK in slow start.
-    fn default() -> Self {
-        RenoConfig { a: 1.0, b: 0.5, byte_counting: false, variant: RenoVariant::Rfc, eighth: false }
+impl RenoConfig {
+    /// RFC 5681's AIMD(a, b) growth, for the algorithms that run Reno inside (Westwood's
+    /// growth, Linux's tcp_reno_cong_avoid): not a user's default, which the scenario's
+    /// tables own.
+    pub fn aimd(a: f64, b: f64, byte_counting: bool) -> Self {
+        RenoConfig { a, b, byte_counting, variant: RenoVariant::Rfc, eighth: false }
     }
 }
 
@@ -157,11 +156,11 @@ mod tests {
     use crate::cc::INFINITE_SSTHRESH;
 
     fn reno(byte_counting: bool) -> Reno {
-        Reno::new(RenoConfig { byte_counting, ..RenoConfig::default() })
+        Reno::new(RenoConfig::aimd(1.0, 0.5, byte_counting))
     }
 
     fn bsd(eighth: bool) -> Reno {
-        Reno::new(RenoConfig { variant: RenoVariant::Bsd, eighth, ..RenoConfig::default() })
+        Reno::new(RenoConfig { variant: RenoVariant::Bsd, eighth, ..RenoConfig::aimd(1.0, 0.5, false) })
     }
 
     /// BSD's recurrence on the window in bytes, written out independently of the algorithm:

@@ -34,26 +34,20 @@ use serde::Deserialize;
 const STANDARD_DECREASE: f64 = 0.5;
 
 /// Which Scalable TCP (`ScalableConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum ScalableVariant {
     /// Kelly 2003: a per counted segment above the legacy window, standard TCP below it.
-    #[default]
     Paper,
     /// Kelly's patch as Linux `tcp_scalable.c` runs it: one segment per min(cwnd, 1/a)
     /// counted units, the decrease b at every window.
     Linux,
 }
 
-fn yes() -> bool {
-    true
-}
-
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScalableConfig {
-    /// Which form: `paper` (Kelly 2003, default) or `linux` (`tcp_scalable.c`).
-    #[serde(default)]
+    /// Which form: `paper` (Kelly 2003) or `linux` (`tcp_scalable.c`).
     pub variant: ScalableVariant,
     /// Increase per counted unit (acknowledged segment, or ACK without byte counting),
     /// segments: the window grows by a x cwnd per RTT (Kelly 2003: 0.01; document 001 uses
@@ -66,25 +60,10 @@ pub struct ScalableConfig {
     /// 16). The linux form has none (its legacy window is 1/a, for growth only).
     pub low_window: u32,
     /// Count the segments each ACK covers (RFC 3465) rather than the ACKs (Linux 2.4).
-    #[serde(default = "yes")]
     pub byte_counting: bool,
     /// A window reduction without a loss (CWR: local congestion, ECN) sets ssthresh to half
     /// the window, as Linux 2.4's `__tcp_enter_cwr` did, instead of by b.
-    #[serde(default)]
     pub cwr_halves: bool,
-}
-
-impl Default for ScalableConfig {
-    fn default() -> Self {
-        ScalableConfig {
-            variant: ScalableVariant::Paper,
-            a: 0.01,
-            b: 0.125,
-            low_window: 16,
-            byte_counting: true,
-            cwr_halves: false,
-        }
-    }
 }
 
 impl ScalableConfig {

@@ -71,24 +71,22 @@ pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
 pub const MIN_ROUND_RTT_SAMPLES: u64 = 3;
 
 /// Which Vegas (`VegasConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum VegasVariant {
     /// Brakmo and Peterson 1995 as ns-2 runs it (this file).
-    #[default]
     Paper,
     /// Linux `tcp_vegas.c` (`vegas/linux.rs`); its module parameters are alpha 2, beta 4,
     /// gamma 1.
     Linux,
 }
 
-/// `variant` defaults to today's form, so that a scenario written before it existed runs as
-/// it did.
+/// The parameters, every one given by the scenario (its table, scenario/congestion.py, owns
+/// the defaults and their sources).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VegasConfig {
-    /// Which Vegas: `paper` (default) or `linux`.
-    #[serde(default)]
+    /// Which Vegas: `paper` or `linux`.
     pub variant: VegasVariant,
     /// Fewer of the flow's packets than this queued in the network: grow by one segment per
     /// RTT. Packets; default 1 (Brakmo and Peterson 1995; ns-2 `v_alpha_`). Linux uses 2.

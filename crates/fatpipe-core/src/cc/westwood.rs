@@ -45,10 +45,9 @@
 
 pub mod linux;
 
-use super::jiffies::{default_kernel_hz, DEFAULT_KERNEL_HZ};
 use super::reno::{Reno, RenoConfig};
 use super::{AckSample, CaState, CcState, CongestionControl};
-use crate::time::{Time, PS_PER_MS, PS_PER_S};
+use crate::time::{Time, PS_PER_S};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -61,9 +60,6 @@ pub const NULL_SAMPLE_DIVISOR: u64 = 2;
 
 /// Westwood+ smooths with EWMAs of this gain per sample (Linux `westwood_do_filter`: 7/8 old).
 pub const WESTWOOD_PLUS_EWMA_GAIN: f64 = 1.0 / 8.0;
-
-/// Linux's `TCP_WESTWOOD_RTT_MIN`, the default shortest Westwood+ sampling interval.
-pub const LINUX_WESTWOOD_RTT_MIN_PS: Time = 50 * PS_PER_MS;
 
 /// Reno's growth between losses: one segment per RTT in congestion avoidance (RFC 5681).
 const RENO_INCREASE_SEGMENTS_PER_RTT: f64 = 1.0;
@@ -94,23 +90,21 @@ impl WestwoodConfig {
 }
 
 /// Which Westwood+ (`WestwoodPlusConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum WestwoodPlusVariant {
     /// Grieco and Mascolo 2004's response to losses (this file).
-    #[default]
     Paper,
     /// Linux `tcp_westwood.c` (`westwood/linux.rs`).
     Linux,
 }
 
-/// `variant` and `kernel_hz` default to today's form, so that a scenario written before they
-/// existed runs as it did.
+/// The parameters, every one given by the scenario (its table, scenario/congestion.py, owns
+/// the defaults and their sources).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodPlusConfig {
-    /// Which Westwood+: `paper` (default) or `linux`.
-    #[serde(default)]
+    /// Which Westwood+: `paper` or `linux`.
     pub variant: WestwoodPlusVariant,
     /// Shortest bandwidth-sampling interval, picoseconds: a sample spans at least
     /// max(RTT, this), so on short paths it covers several round-trips; 0 leaves one RTT.
@@ -120,20 +114,8 @@ pub struct WestwoodPlusConfig {
     /// Grow by the segments each ACK covers (RFC 3465, as Linux) rather than per ACK.
     /// Default false (RFC 5681, as Reno here); the Linux form requires true.
     pub byte_counting: bool,
-    /// The Linux form's clock, jiffies per second (Linux `CONFIG_HZ`: 250 by default).
-    #[serde(default = "default_kernel_hz")]
+    /// The Linux form's clock, jiffies per second (Linux `CONFIG_HZ`).
     pub kernel_hz: u32,
-}
-
-impl Default for WestwoodPlusConfig {
-    fn default() -> Self {
-        WestwoodPlusConfig {
-            variant: WestwoodPlusVariant::Paper,
-            min_sample_interval_ps: LINUX_WESTWOOD_RTT_MIN_PS,
-            byte_counting: false,
-            kernel_hz: DEFAULT_KERNEL_HZ,
-        }
-    }
 }
 
 impl WestwoodPlusConfig {
@@ -318,12 +300,7 @@ pub type Westwood = WestwoodFamily<PerAckFilter>;
 pub type WestwoodPlus = WestwoodFamily<PerRttFilter>;
 
 fn reno(byte_counting: bool) -> Reno {
-    Reno::new(RenoConfig {
-        a: RENO_INCREASE_SEGMENTS_PER_RTT,
-        b: RENO_DECREASE_FRACTION,
-        byte_counting,
-        ..RenoConfig::default()
-    })
+    Reno::new(RenoConfig::aimd(RENO_INCREASE_SEGMENTS_PER_RTT, RENO_DECREASE_FRACTION, byte_counting))
 }
 
 impl Westwood {
@@ -416,6 +393,7 @@ impl<E: BandwidthEstimator> CongestionControl for WestwoodFamily<E> {
 mod tests {
     use super::*;
     use crate::cc::INFINITE_SSTHRESH;
+    use crate::time::PS_PER_MS;
 
     const MSS: u32 = 1000;
 
@@ -607,7 +585,8 @@ mod tests {
                 "westwood",
             ),
             (
-                r#"{"algorithm": "westwood_plus", "min_sample_interval_ps": 50000000000, "byte_counting": false}"#,
+                r#"{"algorithm": "westwood_plus", "variant": "paper", "min_sample_interval_ps": 50000000000,
+                    "byte_counting": false, "kernel_hz": 100}"#,
                 "westwood_plus",
             ),
         ] {

@@ -35,7 +35,6 @@ pub struct LinkSpec {
     pub impairments: Vec<ImpairmentSpec>,
     /// A host interface's transmit ring between the queue (the qdisc) and the line
     /// (`net/queue/tx_ring.rs`); None: the queue feeds the line directly.
-    #[serde(default)]
     pub tx_ring: Option<TxRingSpec>,
 }
 

@@ -21,9 +21,7 @@ pub struct BulkConfig {
     pub bytes: Option<u64>,
     /// Transfers one after another, each on a new connection that closes at its end (None:
     /// one connection held to the end of the run, closing never).
-    #[serde(default)]
     pub transfers: Option<u32>,
     /// From one connection's close to the next one's opening.
-    #[serde(default)]
     pub transfer_gap_ps: Time,
 }

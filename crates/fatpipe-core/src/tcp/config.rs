@@ -1,5 +1,6 @@
-//! Per-connection TCP settings. Defaults and their sources are documented in
-//! `docs/scenario.md`; the Python layer fills every field, so there are no defaults here.
+//! Per-connection TCP settings. The scenario's tables (python/fatpipe/scenario/tcp.py and
+//! the profiles, profiles.py) own every default and its source, and fill every field: the
+//! core reads them all and has no defaults (no `#[serde(default)]`, no `Default`).
 
 use crate::time::Time;
 use schemars::JsonSchema;
@@ -21,12 +22,11 @@ pub enum Recovery {
 }
 
 /// Which SACK-based recovery the RFC stack runs with `Recovery::Sack`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SackVariant {
     /// RFC 6675: a hole is lost once DupThresh segments are SACKed above it; pipe is
     /// recomputed from the scoreboard (SetPipe).
-    #[default]
     Rfc6675,
     /// ns-2's Agent/TCP/Sack1 (Fall and Floyd 1996, `tcp/stack/rfc/sack1.rs`): every hole
     /// below the highest SACKed segment is retransmitted, holes first, and pipe is a counter
@@ -37,13 +37,12 @@ pub enum SackVariant {
 /// Which loss detection and recovery runs: the RFC reference stack, or Linux's
 /// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/stack/linux/`).
 // The sender's stack itself is `tcp::stack::Stack`, a value built from this choice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(rename = "Stack")]
 pub enum StackKind {
     /// RFC 5681, 6582, 6675 and 6298 as written (and ns-2 in spirit), with the `recovery`
     /// variant chosen per flow.
-    #[default]
     Rfc,
     /// Linux's: SACK (or NewReno by duplicate-ACK counting without SACK), per-segment
     /// scoreboard, per-ACK RTT samples, limited transmit by construction, and the members
@@ -52,22 +51,20 @@ pub enum StackKind {
 }
 
 /// How the Linux stack brings the window down during recovery and CWR (`tcp/stack/linux/prr.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowReduction {
     /// RFC 6937, Linux 3.2 and later.
-    #[default]
     Prr,
     /// Linux 2.4/2.6 `tcp_cwnd_down`.
     RateHalving,
 }
 
 /// The RTO estimator.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RtoEstimator {
     /// RFC 6298: RTO = SRTT + 4 RTTVAR, clamped to [min_rto, max_rto].
-    #[default]
     Rfc6298,
     /// Linux `tcp_rtt_estimator`/`tcp_set_rto`: RTO = SRTT + RTTVAR with RTTVAR at least
     /// min_rto once per RTT (so about SRTT + 200 ms) and falling samples damped.
@@ -112,14 +109,12 @@ pub struct TcpConfig {
     pub max_ssthresh_segments: u32,
     /// ssthresh before the first loss, segments; None: "arbitrarily high" (RFC 5681 3.1).
     /// Linux takes it from a route's cached metrics; ns-2's window_ plays the same part.
-    #[serde(default)]
     pub initial_ssthresh_segments: Option<u32>,
     /// Pace transmissions at gain x cwnd / SRTT; None: no pacing (unless the algorithm paces).
     pub pacing_gain: Option<f64>,
     /// The sending host puts this flow's segments on the wire at most at this rate, IP bits
     /// per second (a host limited by its CPU or bus; Linux SO_MAX_PACING_RATE): it caps any
     /// pacing rate and paces a flow that would not pace otherwise. None: no cap.
-    #[serde(default)]
     pub max_send_rate_bps: Option<u64>,
     /// RFC 6582's "Impatient" variant: restart the retransmission timer only on the first
     /// partial ACK of a recovery. Off ("Slow-but-Steady"), every partial ACK restarts it, as
@@ -127,8 +122,7 @@ pub struct TcpConfig {
     pub newreno_impatient: bool,
     /// Explicit Congestion Notification (RFC 3168), negotiated by both ends: the sender marks
     /// new data ECN-capable and answers an ECN-Echo with one window reduction (CWR) per
-    /// window of data; the receiver echoes a CE mark until it sees CWR. Off by default.
-    #[serde(default)]
+    /// window of data; the receiver echoes a CE mark until it sees CWR.
     pub ecn: bool,
     pub min_rto_ps: Time,
     pub max_rto_ps: Time,
@@ -136,39 +130,31 @@ pub struct TcpConfig {
     /// Model the three-way handshake before the first data (`tcp/handshake.rs`): the data
     /// starts one RTT after the application does. False: the connection starts established.
     /// HTTP/1.0 opens every connection with one (this must be on); a persistent HTTP/1.1
-    /// connection opens with one when this is on, else starts established. Optional in the
-    /// document (default false) so documents written before it still load.
-    #[serde(default)]
+    /// connection opens with one when this is on, else starts established.
     pub handshake: bool,
     /// Slow start after idle (RFC 5681 section 4.1, RFC 2861; Linux
     /// `net.ipv4.tcp_slow_start_after_idle` = 1): new data sent with nothing in flight more
     /// than an RTO after the last data restarts from min(cwnd, initial window), halving cwnd
     /// once per RTO idle down to that, ssthresh at least 3/4 of the old cwnd (Linux
-    /// `tcp_cwnd_restart`). Optional in the document (default true, as Linux).
-    #[serde(default = "yes")]
+    /// `tcp_cwnd_restart`).
     pub slow_start_after_idle: bool,
     /// Payload bits per second the receiving application reads (document 000's receiver
     /// limited by memory and bus); unread bytes hold the receive buffer and shrink the
     /// advertised window. None: the application reads every byte at once.
-    #[serde(default)]
     pub receiver_drain_rate_bps: Option<u64>,
     /// Longest random wait before each send pass (ns-2 `Agent/TCP overhead_`, uniform on
     /// [0, this]; `send_delay.rs`), to break phase effects. 0: off (ns-2's default), and the
-    /// run draws nothing. Optional in the document.
-    #[serde(default)]
+    /// run draws nothing.
     pub random_send_delay_ps: Time,
-    /// The loss detection and recovery stack (the profile's main choice); default: RFC.
-    #[serde(default)]
+    /// The loss detection and recovery stack (the profile's main choice).
     pub stack: StackKind,
     /// RFC 3042 limited transmit in the RFC stack: the first two duplicate ACKs each send a
     /// new segment. (The Linux stack does it by counting SACKed segments out of the flight.)
-    #[serde(default)]
     pub limited_transmit: bool,
     /// RFC stack: every retransmission timeout halves ssthresh from the window (without fast
     /// recovery's inflation), also during recovery and after a backed-off timeout, as ns-2's
     /// `TcpAgent::timeout` (slowdown(CLOSE_SSTHRESH_HALF)). False: only a timeout that starts
     /// a congestion event lowers it (RFC 5681 section 3.1, eq. 4).
-    #[serde(default)]
     pub ssthresh_every_timeout: bool,
     /// RFC stack: BSD's window bookkeeping (4.3BSD-Reno and 4.4BSD tcp_input.c, tcp_timer.c).
     /// A fast retransmit and a timeout reduce the window min(snd_wnd, snd_cwnd) -- the peer's
@@ -177,67 +163,44 @@ pub struct TcpConfig {
     /// `cwnd_`). The ACK that ends fast recovery deflates cwnd to ssthresh only after more
     /// than three duplicate ACKs (`t_dupacks > tcprexmtthresh`), and then opens the window
     /// as every new ACK does.
-    #[serde(default)]
     pub bsd_window: bool,
     /// RFC stack: Reno starts another fast retransmit only once the cumulative ACK passes
     /// `recover`, as NewReno does (RFC 6582 3.2 step 2; ns-2's `bug_fix_`, which its
     /// RenoTcpAgent applies once it has left fast recovery). False: classic Reno, whose three
     /// further duplicate ACKs start another recovery in the same window (RFC 5681).
-    #[serde(default)]
     pub reno_recover_guard: bool,
-    /// RFC stack: the SACK recovery `Recovery::Sack` runs (default RFC 6675).
-    #[serde(default)]
+    /// RFC stack: the SACK recovery `Recovery::Sack` runs.
     pub sack_variant: SackVariant,
-    #[serde(default)]
     pub rto_estimator: RtoEstimator,
     /// The receiver reports duplicate segments with D-SACK (RFC 2883; Linux
     /// `net.ipv4.tcp_dsack` = 1), and the Linux stack uses them to undo and to widen RACK's
     /// reordering window.
-    #[serde(default)]
     pub dsack: bool,
     /// Linux stack: RACK time-based loss detection (RFC 8985; `net.ipv4.tcp_recovery` = 1).
     /// Off: duplicate-ACK threshold (or FACK) marking, as Linux before 4.4.
-    #[serde(default)]
     pub rack: bool,
     /// Linux stack: tail loss probes (RFC 8985 section 7; `net.ipv4.tcp_early_retrans` = 3).
-    #[serde(default)]
     pub tlp: bool,
     /// Linux stack: F-RTO detection of spurious timeouts (RFC 5682; `net.ipv4.tcp_frto` = 2).
-    #[serde(default)]
     pub frto: bool,
     /// Linux stack: undo spurious reductions (DSACK, Eifel with timestamps, F-RTO).
-    #[serde(default)]
     pub undo: bool,
     /// Linux stack: how cwnd comes down in recovery and CWR.
-    #[serde(default)]
     pub window_reduction: WindowReduction,
     /// Linux stack: the reordering degree adapts to what SACKs and DSACKs show
     /// (`tp->reordering`, from `dupack_threshold` up to `max_reordering_segments`).
-    #[serde(default)]
     pub adaptive_reordering: bool,
-    /// Linux `net.ipv4.tcp_max_reordering` (300).
-    #[serde(default = "max_reordering")]
+    /// Linux stack: the largest reordering degree (Linux `net.ipv4.tcp_max_reordering`).
     pub max_reordering_segments: u32,
     /// The period of 4.4BSD's slow timer (`tcp_slowtimo`, 500 ms), with `rto_estimator` Bsd:
     /// the retransmission timer counts its ticks. None: exact timers.
-    #[serde(default)]
     pub slow_timer_ps: Option<Time>,
     /// The period of 4.4BSD's fast timer (`tcp_fasttimo`, 200 ms): a delayed ACK goes out on
     /// its next tick instead of `delayed_ack_timeout` after the segment. None: per segment.
-    #[serde(default)]
     pub fast_timer_ps: Option<Time>,
     /// The per-destination metrics cache as the profile's kernel kept it (`tcp/metrics.rs`);
     /// None: the profile's stack has none (or none is modelled).
-    #[serde(default)]
     pub metrics: Option<super::metrics::MetricsConfig>,
-}
-
-fn max_reordering() -> u32 {
-    300
-}
-
-fn yes() -> bool {
-    true
 }
 
 impl TcpConfig {

@@ -62,7 +62,7 @@ pub fn tcp_config() -> TcpConfig {
 }
 
 pub fn reno() -> CcSpec {
-    CcSpec::Reno(RenoConfig::default())
+    CcSpec::Reno(fatpipe_core::cc::scenario_defaults::<RenoConfig>("reno"))
 }
 
 /// sender -> r1 -> (bottleneck) -> r2 -> receiver, and back; access links 10x faster with

@@ -71,7 +71,7 @@ fn within(seconds: f64, mut done: impl FnMut() -> bool) -> bool {
 
 fn udp_sender(rate_bps: u64) -> Value {
     json!({"type": "setup", "test": {"duration_ps": PS_PER_S, "sample_interval_ps": PS_PER_S / 10, "flows": [{
-        "spec": {"name": "u", "src": 0, "dst": 1,
+        "spec": {"name": "u", "src": 0, "dst": 1, "start_jitter_ps": 0,
                  "source": {"kind": "udp_cbr", "start_ps": 0, "stop_ps": null, "rate_bps": rate_bps, "payload_bytes": 1472}},
         "sends": true, "tcp": null, "quick_ack": false, "port": null, "peer_udp_port": 9}]}})
 }

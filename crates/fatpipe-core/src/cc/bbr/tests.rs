@@ -175,7 +175,7 @@ fn startup_detects_the_full_pipe_then_drains() {
     // The first round sets the baseline; three more without 25 % growth fill the pipe.
     assert_eq!(d.bbr.round_count, 1 + FULL_BW_ROUNDS as u64);
     assert_eq!(d.bbr.mode(), Mode::Drain);
-    assert!((d.bbr.pacing_gain() - 1.0 / DEFAULT_HIGH_GAIN).abs() < 1e-12);
+    assert!((d.bbr.pacing_gain() - 1.0 / BbrConfig::default().high_gain).abs() < 1e-12);
     assert!(d.s.ssthresh > BDP_SEGMENTS as u32 && d.s.ssthresh < 2 * BDP_SEGMENTS as u32);
     // DRAIN lasts while the flight exceeds one BDP plus the send quanta ...
     d.run(5 * PS_PER_MS, BW_BPS, RTT_PS, Flight::Segments(BDP_SEGMENTS + 20));
@@ -196,7 +196,7 @@ fn full_pipe_waits_while_the_bandwidth_grows() {
     assert!(d.bbr.round_count >= 7);
     assert!(!d.bbr.full_bw_reached());
     assert_eq!(d.bbr.mode(), Mode::Startup);
-    assert!((d.bbr.pacing_gain() - DEFAULT_HIGH_GAIN).abs() < 1e-12);
+    assert!((d.bbr.pacing_gain() - BbrConfig::default().high_gain).abs() < 1e-12);
     // STARTUP never lowers the pacing rate, even if a sample does.
     let rate = d.bbr.pacing_rate_bps(&d.s).unwrap();
     d.run(RTT_PS, BW_BPS / 100, RTT_PS, Flight::Window);
@@ -357,7 +357,10 @@ fn probe_rtt_holds_four_segments_for_the_duration_and_a_round() {
     d.run_until(11 * PS_PER_S, BW_BPS, RTT_PS + PS_PER_MS, Flight::Segments(BDP_SEGMENTS), |b| {
         b.mode() == Mode::ProbeRtt
     });
-    assert!(d.now > stamp + DEFAULT_MIN_RTT_WINDOW_PS && d.now <= stamp + DEFAULT_MIN_RTT_WINDOW_PS + STEP_PS);
+    assert!(
+        d.now > stamp + BbrConfig::default().min_rtt_window_ps
+            && d.now <= stamp + BbrConfig::default().min_rtt_window_ps + STEP_PS
+    );
     assert!(d.bbr.marks_app_limited());
     assert_eq!(d.s.cwnd, MIN_PIPE_CWND_SEGMENTS);
     let saved = d.bbr.prior_cwnd;
@@ -365,7 +368,8 @@ fn probe_rtt_holds_four_segments_for_the_duration_and_a_round() {
     // Once the flight is down to 4 segments, PROBE_RTT lasts 200 ms and at least a round.
     let lasted = d.run_until(300 * PS_PER_MS, BW_BPS, RTT_PS, Flight::Segments(3), |b| b.mode() != Mode::ProbeRtt);
     assert!(
-        lasted > DEFAULT_PROBE_RTT_DURATION_PS && lasted <= DEFAULT_PROBE_RTT_DURATION_PS + 2 * STEP_PS,
+        lasted > BbrConfig::default().probe_rtt_duration_ps
+            && lasted <= BbrConfig::default().probe_rtt_duration_ps + 2 * STEP_PS,
         "{lasted}"
     );
     assert_eq!(d.bbr.mode(), Mode::ProbeBw);
@@ -398,10 +402,13 @@ fn config_checks() {
     assert!(BbrConfig { cwnd_gain: 0.0, ..Default::default() }.validate().is_err());
     assert!(BbrConfig { bw_window_rounds: 0, ..Default::default() }.validate().is_err());
     assert!(BbrConfig { min_rtt_window_ps: 0, ..Default::default() }.validate().is_err());
-    let json = r#"{"high_gain": 2.885, "cwnd_gain": 2.0, "bw_window_rounds": 10,
-        "min_rtt_window_ps": 10000000000000, "probe_rtt_duration_ps": 200000000000}"#;
+    let json = r#"{"variant": "draft", "high_gain": 2.5, "cwnd_gain": 2.0, "bw_window_rounds": 10,
+        "min_rtt_window_ps": 7000000000000, "probe_rtt_duration_ps": 200000000000}"#;
     let cfg: BbrConfig = serde_json::from_str(json).unwrap();
-    assert_eq!(cfg.min_rtt_window_ps, DEFAULT_MIN_RTT_WINDOW_PS);
+    assert_eq!(cfg.min_rtt_window_ps, 7 * PS_PER_S);
+    // The core has no defaults: a parameter left out is refused by name.
+    let e = serde_json::from_str::<BbrConfig>(&json.replace(r#""variant": "draft", "#, "")).unwrap_err();
+    assert!(e.to_string().contains("missing field `variant`"), "{e}");
     assert!(serde_json::from_str::<BbrConfig>(r#"{"high_gain": 3}"#).is_err());
 }
 
@@ -415,7 +422,7 @@ fn rt_prop_after_expiry(variant: BbrVariant, rtt: Time, delayed: bool) -> Time {
     // Samples above RTprop up to the end of its 10 s window: none refreshes it; the next ACK
     // finds the filter expired.
     let stamp = d.bbr.min_rtt_stamp_ps;
-    while d.now + STEP_PS <= stamp + DEFAULT_MIN_RTT_WINDOW_PS {
+    while d.now + STEP_PS <= stamp + BbrConfig::default().min_rtt_window_ps {
         d.step(BW_BPS, RTT_PS + PS_PER_MS, Flight::Window);
     }
     assert_eq!(d.bbr.rt_prop_ps(), Some(RTT_PS));
@@ -456,7 +463,11 @@ fn linux_form_lets_rt_prop_expire_under_samples_equal_to_it() {
         }
         assert_eq!(entered.is_some(), probes, "{variant:?}");
         if let Some(t) = entered {
-            assert!(t > stamp + DEFAULT_MIN_RTT_WINDOW_PS && t <= stamp + DEFAULT_MIN_RTT_WINDOW_PS + STEP_PS, "{t}");
+            assert!(
+                t > stamp + BbrConfig::default().min_rtt_window_ps
+                    && t <= stamp + BbrConfig::default().min_rtt_window_ps + STEP_PS,
+                "{t}"
+            );
         }
     }
 }

@@ -34,11 +34,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Which slow-start exit runs (`CubicConfig::hystart`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum HyStartMode {
     /// Standard slow start until the first loss (RFC 5681; RFC 9438 section 4.10 allows it).
-    #[default]
     Off,
     /// HyStart as Linux `tcp_cubic.c` runs it (module parameter `hystart` = 1, the default).
     Linux,
@@ -47,11 +46,10 @@ pub enum HyStartMode {
 }
 
 /// HyStart's two tests (Linux module parameter `hystart_detect`: 1 ACK train, 2 delay, 3 both).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum HyStartDetect {
     /// Both tests (Linux `hystart_detect` = 3, the default).
-    #[default]
     Both,
     AckTrain,
     Delay,

@@ -17,7 +17,6 @@
 //! - with `cwr_halves` a reduction without a loss halves (Linux 2.4 `__tcp_enter_cwr`);
 //! - undo is Linux's `tcp_reno_undo_cwnd`, the trait's default.
 
-use super::{HighSpeedConfig, HighSpeedVariant};
 use crate::cc::{counted_segments, linux_2_4_cwr_ssthresh, slow_start, AckSample, CaState, CcState, CongestionControl};
 
 /// RFC 3649 appendix B as Linux tabulates it (`hstcp_aimd_vals`): (window in segments,
@@ -100,25 +99,6 @@ pub const LINUX_AIMD_TABLE: [(u32, u32); 72] = [
 /// The decrease is md / 2^this (Linux `hstcp_ssthresh`).
 const MD_SHIFT: u32 = 8;
 
-/// The Linux form takes none of RFC 3649's parameters: the table is fixed.
-pub fn check_fixed_table(cfg: &HighSpeedConfig) -> Result<(), String> {
-    let rfc = HighSpeedConfig { variant: HighSpeedVariant::Linux, ..HighSpeedConfig::default() };
-    let fixed = [
-        ("low_window", cfg.low_window as f64, rfc.low_window as f64),
-        ("high_window", cfg.high_window as f64, rfc.high_window as f64),
-        ("high_p", cfg.high_p, rfc.high_p),
-        ("high_decrease", cfg.high_decrease, rfc.high_decrease),
-    ];
-    for (name, value, default) in fixed {
-        if value != default {
-            return Err(format!(
-                "{name}: {value} is not allowed with variant = \"linux\": Linux tcp_highspeed.c uses RFC 3649 appendix B's fixed table; leave it at {default} or use variant = \"rfc\""
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Linux's HighSpeed state (`struct hstcp`): the row index; and how slow start counts and
 /// CWR decreases (`HighSpeedConfig::byte_counting`, `cwr_halves`).
 #[derive(Debug)]
@@ -193,6 +173,7 @@ impl CongestionControl for LinuxHighSpeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::highspeed::HighSpeedConfig;
     use crate::cc::testing::{ack, state};
 
     /// One window of ACKs in congestion avoidance, each of `per_ack` segments.
@@ -283,14 +264,6 @@ mod tests {
         s.cwnd_limited = false;
         h.cong_avoid(&mut s, &ack(5));
         assert_eq!(s.cwnd, 102);
-    }
-
-    #[test]
-    fn rfc_parameters_are_refused_with_the_linux_table() {
-        let cfg = HighSpeedConfig { variant: HighSpeedVariant::Linux, high_p: 1e-6, ..Default::default() };
-        let e = cfg.validate().unwrap_err();
-        assert!(e.starts_with("high_p: 0.000001 is not allowed with variant = \"linux\""), "{e}");
-        assert!(HighSpeedConfig { variant: HighSpeedVariant::Linux, ..Default::default() }.validate().is_ok());
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl LinuxWestwood {
         LinuxWestwood {
             clock,
             min_window: clock.at(cfg.min_sample_interval_ps),
-            reno: Reno::new(RenoConfig { byte_counting: true, ..RenoConfig::default() }),
+            reno: Reno::new(RenoConfig::aimd(1.0, 0.5, true)),
             bw_ns_est: 0,
             bw_est: 0,
             rtt_win_sx: 0,

@@ -17,9 +17,7 @@ pub struct DropTailConfig {
     /// Most IP bytes waiting (None: no byte limit).
     pub limit_bytes: Option<u64>,
     /// Size of one buffer cell, bytes, and how many cells there are (both or neither).
-    #[serde(default)]
     pub cell_bytes: Option<u32>,
-    #[serde(default)]
     pub limit_cells: Option<u64>,
 }
 

@@ -40,12 +40,6 @@ use crate::time::{transmission_time, Time};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// ns-2 `Queue/RED targetdelay_`: the queueing delay automatic thresholds aim at.
-pub const NS2_TARGET_DELAY_S: f64 = 0.005;
-/// ns-2 `Queue/RED mean_pktsize_`, bytes.
-pub const NS2_MEAN_PACKET_BYTES: u32 = 500;
-/// ns-2 `Queue/RED linterm_` = 10, so max_p = 1 / 10.
-pub const NS2_MAX_P: f64 = 0.1;
 /// Floyd and Jacobson's recommended floor for min_th, packets (ns-2 automatic: 5).
 pub const MIN_TH_FLOOR_PACKETS: f64 = 5.0;
 
@@ -75,14 +69,11 @@ pub struct RedConfig {
     /// Target queueing delay of the automatic thresholds, picoseconds.
     pub target_delay_ps: Time,
     /// Mark ECN-capable packets instead of dropping them early (RFC 3168). Off by default.
-    #[serde(default)]
     pub ecn: bool,
     /// Count the queue in buffer cells of this many bytes (a packet takes ceil(IP bytes /
     /// cell)): the average, the thresholds and `limit_cells` are then in cells. None: packets.
-    #[serde(default)]
     pub cell_bytes: Option<u32>,
     /// Hard limit in cells (with `cell_bytes`; None: none).
-    #[serde(default)]
     pub limit_cells: Option<u64>,
 }
 
@@ -568,8 +559,8 @@ mod tests {
         cfg.min_th_packets = None;
         cfg.max_th_packets = None;
         cfg.w_q = None;
-        cfg.mean_packet_bytes = NS2_MEAN_PACKET_BYTES;
-        // 100 Mb/s in 500-byte packets: C = 25,000 packets/s; 5 ms target queue = 125 packets.
+        cfg.mean_packet_bytes = 500; // ns-2's mean_pktsize_
+                                     // 100 Mb/s in 500-byte packets: C = 25,000 packets/s; 5 ms target queue = 125 packets.
         let red = Red::new(cfg.clone(), 100_000_000, Rng::new(1));
         let (min_th, max_th, w_q) = red.thresholds();
         assert!((min_th - 62.5).abs() < 1e-9);
