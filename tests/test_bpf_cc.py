@@ -6,7 +6,6 @@ installs it); without it the tests skip, saying so."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -71,7 +70,7 @@ def test_each_program_implements_its_builtin_algorithm(form, tmp_path):
     """The programs `fatpipe emulate` registers, with the flow's parameters written in as
     the emulator writes them, run in the simulator: the built-in algorithm's summary."""
     cc = load({**BASE, "flows": [{"name": "f", "cc": FORMS[form]}]}).core["flows"][0]["cc"]
-    _, obj = fatpipe._core.bpf_program_object(json.dumps(cc), cc.get("kernel_hz", 250))
+    _, obj = fatpipe._core.bpf_program_object(cc, cc.get("kernel_hz", 250))
     path = tmp_path / "program.o"
     path.write_bytes(obj)
     builtin, program = summary(FORMS[form]), summary({"bpf": str(path), "kernel_hz": cc.get("kernel_hz", 250)})

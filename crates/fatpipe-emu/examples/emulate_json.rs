@@ -23,7 +23,10 @@ fn main() {
         if std::env::args().nth(3).as_deref() == Some("0") {
             options.realtime_priority = false;
         }
-        let mut emulation = fatpipe_emu::Emulation::new(&text, options)?;
+        let mut emulation = fatpipe_emu::Emulation::new(
+            fatpipe_core::Scenario::from_json(&text).map_err(fatpipe_emu::Error::Scenario)?,
+            options,
+        )?;
         emulation.start()?;
         emulation.finish()
     };

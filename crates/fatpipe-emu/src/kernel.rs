@@ -110,17 +110,17 @@ pub struct FlowKnobs {
     pub bpf_program: Option<String>,
 }
 
-/// The knobs for TCP flow `spec`, whose normalized `cc` table is `cc` (for its parameters);
-/// `available` is the kernel's tcp_available_congestion_control; `sysctl_value` reads a
-/// numeric sysctl, None if absent (the RTO bounds came in Linux 6.11 and 6.15).
+/// The knobs for TCP flow `spec` (its algorithm and parameters: `spec.cc`); `available` is
+/// the kernel's tcp_available_congestion_control; `sysctl_value` reads a numeric sysctl,
+/// None if absent (the RTO bounds came in Linux 6.11 and 6.15).
 pub fn flow_knobs(
     spec: &FlowSpec,
-    cc: &Value,
     available: &[String],
     sysctl_value: &dyn Fn(&str) -> Option<u64>,
     module_params: &dyn Fn(&str, &str) -> Option<String>,
 ) -> Result<FlowKnobs, String> {
     tcp_of(spec)?; // the MSS is refused before the algorithm
+    let cc = &cc_table(spec);
     let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
     let list = available.join(" ");
     let Some(linux) = linux_name(algorithm) else {
@@ -155,6 +155,12 @@ pub fn flow_knobs_registered(
         ..FlowKnobs::default()
     };
     tcp_knobs(spec, k, sysctl_value)
+}
+
+/// The flow's algorithm and parameters as a table by key (every parameter present, its
+/// default filled in by the core's `CcSpec`), for the checks against the kernel's values.
+pub fn cc_table(spec: &FlowSpec) -> Value {
+    serde_json::to_value(&spec.cc).expect("a CcSpec serializes")
 }
 
 /// Whether the kernel's own module runs the flow's algorithm as asked: it is available, in

@@ -48,7 +48,7 @@ use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::rng::Rng;
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// STARTUP's gain: 2/ln 2 = 2.885, the smallest that doubles the delivery rate every round
 /// trip (draft-00 BBRHighGain; Linux `bbr_high_gain`, 739/256 = 2.887 in its fixed point).
@@ -97,7 +97,7 @@ const QUANTUM_MAX_BYTES: u64 = 64 * 1024;
 const QUANTA_IN_CWND: u64 = 3;
 
 /// Which BBR (`BbrConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum BbrVariant {
     /// draft-cardwell-iccrg-bbr-congestion-control-00 with Linux's constants.
@@ -109,7 +109,7 @@ pub enum BbrVariant {
 
 /// `variant` defaults to today's form, so that a scenario written before it existed runs as
 /// it did.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BbrConfig {
     /// Which BBR: `draft` (default) or `linux` (Linux 6.x `tcp_bbr.c`).

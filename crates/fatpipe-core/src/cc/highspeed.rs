@@ -46,10 +46,10 @@ use super::{
     CongestionControl,
 };
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Which HighSpeed TCP (`HighSpeedConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum HighSpeedVariant {
     /// RFC 3649's formulas, tabulated from the parameters (this file).
@@ -74,7 +74,7 @@ pub const MAX_TABLE_ENTRIES: usize = 100_000;
 
 /// RFC 3649's parameters; the defaults are the RFC's and document 001's. `variant` defaults to
 /// today's form, so that a scenario written before it existed runs as it did.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HighSpeedConfig {
     /// Which HighSpeed: `rfc` (RFC 3649's formulas, default) or `linux` (Linux

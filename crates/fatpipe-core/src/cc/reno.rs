@@ -11,9 +11,9 @@
 
 use super::{cong_avoid_ai, counted_segments, slow_start_first, AckSample, CcState, CongestionControl};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenoConfig {
     /// Additive increase, segments per RTT (RFC 5681: 1).

@@ -50,7 +50,7 @@ use super::reno::{Reno, RenoConfig};
 use super::{AckSample, CaState, CcState, CongestionControl};
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Smallest ssthresh after a loss, segments (the papers' "if ssthresh < 2 then ssthresh = 2").
 pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
@@ -70,7 +70,7 @@ const RENO_INCREASE_SEGMENTS_PER_RTT: f64 = 1.0;
 /// Unused by Westwood, which sets ssthresh from its estimate; Reno's value for completeness.
 const RENO_DECREASE_FRACTION: f64 = 0.5;
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodConfig {
     /// Time constant tau of the bandwidth filter (cut-off frequency 1/tau), picoseconds.
@@ -94,7 +94,7 @@ impl WestwoodConfig {
 }
 
 /// Which Westwood+ (`WestwoodPlusConfig::variant`).
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum WestwoodPlusVariant {
     /// Grieco and Mascolo 2004's response to losses (this file).
@@ -106,7 +106,7 @@ pub enum WestwoodPlusVariant {
 
 /// `variant` and `kernel_hz` default to today's form, so that a scenario written before they
 /// existed runs as it did.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodPlusConfig {
     /// Which Westwood+: `paper` (default) or `linux`.
