@@ -32,7 +32,6 @@ use fatpipe_core::scenario::{FlowSpec, Scenario};
 use fatpipe_core::source::udp::{UdpFlow, UdpSchedule};
 use fatpipe_core::source::SourceSpec;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::Ordering;
@@ -490,7 +489,7 @@ impl Emulation {
 
     /// Waits for the end, then gathers the results: the same document a simulation's
     /// `finish` returns, with an `emulation` section (docs/emulation.md).
-    pub fn finish(mut self) -> Result<Value, Error> {
+    pub fn finish(mut self) -> Result<crate::summary::EmulationOutput, Error> {
         while !self.wait(PS_PER_S) {}
         let relay = self.relay.take().map(|h| h.join());
         let sampler = self.sampler.take().map(|h| h.join());

@@ -186,9 +186,9 @@ impl Live for CoreEmulation {
         self.wait((timeout_s.max(0.0) * 1e12) as u64)
     }
 
-    type Output = serde_json::Value;
+    type Output = fatpipe_emu::summary::EmulationOutput;
 
-    fn finish(self) -> Result<serde_json::Value, PyErr> {
+    fn finish(self) -> Result<Self::Output, PyErr> {
         CoreEmulation::finish(self).map_err(emu_error)
     }
 }
