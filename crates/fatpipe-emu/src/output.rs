@@ -73,7 +73,7 @@ pub fn document(emu: &EmulatedRun, relay: RelayReport, sampler: SamplerOutput) -
         .enumerate()
         .map(|(i, f)| {
             if f.udp {
-                RealFlow::Udp(udp_flow(f, &relay, i))
+                RealFlow::Udp(Box::new(udp_flow(f, &relay, i)))
             } else {
                 RealFlow::Tcp(Box::new(tcp_flow(f, &relay.flows[i], &sampler.finals[i], epoch)))
             }

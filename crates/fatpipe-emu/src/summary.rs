@@ -47,8 +47,9 @@ pub struct EmulationSummary {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(tag = "transport", rename_all = "lowercase")]
 pub enum RealFlow {
+    // Both boxed: the two entries differ in size, and a summary holds few.
     Tcp(Box<RealTcpFlow>),
-    Udp(RealUdpFlow),
+    Udp(Box<RealUdpFlow>),
 }
 
 /// A TCP flow: TCP_INFO of the sending socket (absent without one), the receiving socket's

@@ -75,7 +75,7 @@ pub fn document(plan: &Plan, controller: &EndReport, daemon: &EndReport, probe: 
                 e.datagrams_in_flight_at_end = Some(sent.datagrams_sent.saturating_sub(got.datagrams_expected));
             }
             e.probe = Some(UdpProbe { sender: sender.into(), loss_count: "gaps in the datagram numbers".into() });
-            RealFlow::Udp(e)
+            RealFlow::Udp(Box::new(e))
         };
         flows.push(entry);
     }
