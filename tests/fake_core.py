@@ -7,17 +7,23 @@ goodput, utilization, per-interval rates, names, files -- can be checked exactly
 without the real core.
 """
 
-import json
-
 PS_PER_S = 10**12
+
+
+def _document(scenario):
+    """The real core takes the normalized scenario as a dict (Python objects, never JSON
+    text): so does the fake, which then catches a caller that sends text."""
+    if not isinstance(scenario, dict):
+        raise ValueError(f"scenario: unexpected type: '{type(scenario).__name__}' object is not an instance of 'Mapping'")
+    return scenario
 
 
 class Simulation:
     #: Every instance records its run_until calls here, for the tests.
     calls = []
 
-    def __init__(self, json_text):
-        self.doc = json.loads(json_text)
+    def __init__(self, scenario):
+        self.doc = _document(scenario)
         if self.doc["duration_ps"] <= 0:
             raise ValueError("duration_ps: 0 is not allowed: must be positive")
         self.now_ps = 0
@@ -42,8 +48,12 @@ class Simulation:
         return fake_output(self.doc)
 
 
-def check(json_text):
-    json.loads(json_text)
+class RouteError(ValueError):
+    """As the core's: a flow whose packets find no way (the fake routes everything)."""
+
+
+def check(scenario):
+    _document(scenario)
 
 
 def fake_counters(doc, t):

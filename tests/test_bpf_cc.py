@@ -6,7 +6,6 @@ installs it); without it the tests skip, saying so."""
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
@@ -85,7 +84,7 @@ def test_each_program_implements_its_builtin_algorithm(form, tmp_path):
 def _program_object(cc, tmp_path: Path) -> dict:
     """The BPF program for built-in algorithm `cc`, as `fatpipe emulate` writes its parameters."""
     cc = load({**BASE, "flows": [{"name": "f", "cc": cc}]}).core["flows"][0]["cc"]
-    _, obj = fatpipe._core.bpf_program_object(json.dumps(cc), cc.get("kernel_hz", 250))
+    _, obj = fatpipe._core.bpf_program_object(cc, cc.get("kernel_hz", 250))
     path = tmp_path / "program.o"
     path.write_bytes(obj)
     return {"bpf": str(path), "kernel_hz": cc.get("kernel_hz", 250)}

@@ -100,7 +100,7 @@ def test_the_bdp_follows_the_flows_route_and_parallel_paths():
     # The reordering example splits its 1 Gb/s bottleneck into 30, 50 and 20 Mb/s pipes
     # taken with probability 0.3, 0.35, 0.35: the group carries at most 20 / 0.35 = 57 Mb/s.
     scenario = load_scenario(EXAMPLES / "reordering-3-paths.toml")
-    routes = import_core().flow_routes(json.dumps(scenario))
+    routes = import_core().flow_routes(scenario)
     rate, rtt_ps, _ = path_bdp(scenario, scenario["flows"][0], routes[0])
     assert rate == pytest.approx(20e6 / 0.35)
     # The mean of the pipes' one-way delays (50, 40, 42.5 ms) forward, 45 ms back: 90.375 ms.

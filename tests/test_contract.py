@@ -8,7 +8,6 @@ no other, so a key the core adds, renames or drops fails ``test_real_core_output
 """
 
 import copy
-import json
 import sys
 from pathlib import Path
 
@@ -115,7 +114,7 @@ def real_output(tmp_path_factory):
     loaded = load(COVERAGE)
     doc = dict(loaded.core, captures=[dict(c, path=str(tmp_path_factory.mktemp("pcap") / "sender.pcap"))
                                       for c in loaded.captures])
-    sim = core.Simulation(json.dumps(doc))
+    sim = core.Simulation(doc)
     return sim.finish()
 
 

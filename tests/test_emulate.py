@@ -10,7 +10,9 @@ asserts only what holds however late the relay was, as it says at that point.
   them (source/burst.rs);
 - an outage drops exactly the packets that enter the link during it, read from captures;
 - `fatpipe report` renders the emulated run as it renders a simulated one;
-- `fatpipe compare` of the simulated and emulated runs.
+- `fatpipe compare` of the simulated and emulated runs;
+- the emulator takes the scenario as a dict and returns its document as Python objects
+  (no JSON text), and that document is what `emulation-results.schema.json` allows.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import shutil
 import subprocess
 
 import dpkt
+import jsonschema
 import numpy as np
 import pytest
 
@@ -28,6 +31,8 @@ from emulate_helpers import cli, require_root
 from fatpipe.emulate import emulate
 from fatpipe.plots import PLOTS
 from fatpipe.result import Result
+from fatpipe.runner import import_core
+from fatpipe.schemas import emulation_schema
 from realtime_tolerances import MISSED_PERIOD_FRACTION, carried_bounds, until_kept_up
 
 CUBIC = """\
@@ -246,3 +251,48 @@ def test_an_outage_drops_exactly_the_packets_entering_the_link_during_it(tmp_pat
         assert len(in_outage) == flow["datagrams_lost"] and flow["datagrams_in_flight_at_end"] == 0
     # 20 Mb/s of 1472-byte datagrams for 0.5 s: about 849.
     assert abs(len(in_outage) - 849) <= 3
+
+
+def test_the_emulators_document_is_typed_and_schema_checked(monkeypatch):
+    """One TCP and one UDP flow for 1 s through the core's Emulation directly: the scenario
+    goes in as a dict and the document comes back as dicts and lists (json.dumps and
+    json.loads refused throughout), and validates against the emulation results schema
+    (generated from fatpipe-emu's summary.rs), which allows no key the types do not have."""
+    require_root()
+    doc = fatpipe.load_scenario({
+        "name": "typed-emulation",
+        "duration": "1s",
+        "topology": {"shape": "dumbbell", "bottleneck_rate": "20Mbps", "rtt": "20ms", "pairs": 2},
+        "flows": [
+            {"name": "tcp", "cc": "reno", "pair": 0},
+            {"name": "udp", "transport": "udp", "pair": 1, "udp": {"mode": "cbr", "rate": "2Mbps"}},
+        ],
+        "output": {"plots": False, "sample_interval": "100ms"},
+    })
+    core = import_core()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("JSON text crossed the Python/Rust boundary")
+
+    monkeypatch.setattr(json, "dumps", refuse)
+    monkeypatch.setattr(json, "loads", refuse)
+    emulation = core.Emulation(doc, realtime_priority=False)
+    try:
+        emulation.start()
+        while not emulation.wait(0.5):
+            pass
+        output = emulation.finish()
+    finally:
+        emulation.close()
+    monkeypatch.undo()
+    summary = output["summary"]
+    assert [(f["name"], f["transport"]) for f in summary["flows"]] == [("tcp", "tcp"), ("udp", "udp")]
+    tcp, udp = summary["flows"]
+    assert tcp["emulation"]["congestion_control_asked"] == "reno" and tcp["bytes_delivered"] > 0
+    assert udp["datagrams_received"] > 0 and "datagrams_dropped_in_hosts" in udp["emulation"]
+    errors = [e.message for e in jsonschema.Draft202012Validator(emulation_schema()).iter_errors(output)]
+    assert errors == []
+    # The schema is strict: a key the types do not have is refused.
+    tcp["made_up_key"] = 1
+    assert any("made_up_key" in e.message
+               for e in jsonschema.Draft202012Validator(emulation_schema()).iter_errors(output))

@@ -28,7 +28,7 @@ def _output(core_doc: Dict[str, Any], shortcuts: bool, steps: int = 1) -> Dict[s
     import numpy as np
     from fatpipe.core import import_core
 
-    sim = import_core().Simulation(json.dumps(core_doc))
+    sim = import_core().Simulation(core_doc)
     sim.set_event_shortcuts(shortcuts)
     duration = core_doc["duration_ps"]
     for i in range(1, steps + 1):

@@ -16,7 +16,6 @@ agree; its figures are not comparable with the full ones.
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 import time
@@ -86,7 +85,7 @@ def main(quick: bool = False) -> int:
             normalized = load(native).core["flows"][0]["cc"]
             hz = normalized.get("kernel_hz", 250)
             try:
-                _, obj = core.bpf_program_object(json.dumps(normalized), hz)
+                _, obj = core.bpf_program_object(normalized, hz)
             except ValueError as e:
                 print(f"fatpipe bench --bpf: {label}: {e}", file=sys.stderr)
                 return 1

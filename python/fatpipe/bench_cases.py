@@ -275,7 +275,7 @@ def child_main(request_text: str) -> None:
 
     request = json.loads(request_text)
     core = import_core()
-    sim = core.Simulation(json.dumps(load(request["scenario"]).core))
+    sim = core.Simulation(load(request["scenario"]).core)
     startup_s = time.time() - request["launched"]
     rss_built = _rss_bytes()
     sim.run_until(request["warmup_ps"])

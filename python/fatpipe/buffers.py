@@ -23,7 +23,6 @@ issues it as a :class:`BufferWarning`) and an entry of ``summary.json``'s ``warn
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -136,7 +135,7 @@ def buffer_warnings(scenario: Mapping[str, Any], routes: Optional[List[Tuple[Lis
         try:
             from .core import import_core
 
-            routes = [tuple(r) for r in import_core().flow_routes(json.dumps(scenario))]
+            routes = [tuple(r) for r in import_core().flow_routes(scenario)]
         except (ImportError, AttributeError, ValueError):
             return []
     effective = _links_effective(scenario)

@@ -9,7 +9,7 @@ handles signals only when it gets control back) and wraps ``finish()`` in a
 
 from __future__ import annotations
 
-import json
+import copy
 import os
 import sys
 import tempfile
@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 from .buffers import BufferWarning, buffer_warnings, lines_to_say
 from .core import CoreUnavailableError, import_core
 from .result import Result
-from .scenario import Loaded, ScenarioError, load
+from .scenario import Loaded, ScenarioError, check_depth, load
 from .units import PS_PER_S, U64_MAX, plain_scalar
 
 __all__ = ["run", "prepare", "import_core", "with_capture_paths", "CoreUnavailableError", "PROGRESS_CHUNKS"]
@@ -58,7 +58,8 @@ def _prepare(scenario: Union[ScenarioSource, Loaded]) -> Loaded:
     if isinstance(scenario, Mapping) and _is_normalized(scenario):
         # Already normalized (e.g. load_scenario()'s output, perhaps edited): the core
         # checks it; Python's user-facing validation does not apply to base-unit keys.
-        return Loaded(core=json.loads(json.dumps(scenario)), plots=True)
+        check_depth(scenario)
+        return Loaded(core=copy.deepcopy(dict(scenario)), plots=True)
     return load(scenario)
 
 
@@ -102,7 +103,7 @@ def run(
     core = import_core()
     sim_doc, capture_files = with_capture_paths(loaded, capture_dir)
     try:
-        sim = core.Simulation(json.dumps(sim_doc))
+        sim = core.Simulation(sim_doc)
     except ValueError as err:
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.

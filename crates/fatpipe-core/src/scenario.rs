@@ -11,13 +11,73 @@ use crate::source::SourceSpec;
 use crate::tcp::TcpConfig;
 use crate::time::Time;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 mod flow_check;
 pub use flow_check::MAX_UDP_PAYLOAD_BYTES;
 
 /// A flow's route as link indices: (data, ACKs); the ACKs' empty for a UDP flow.
 pub type FlowRoute = (Vec<u32>, Vec<u32>);
+
+/// What `Scenario::validate` refuses: a field (one line naming it, the value and what is
+/// allowed), or a flow whose packets find no way. The second is data, not text, so that
+/// the Python front names the user's flow (before its streams were expanded) without
+/// reading the message apart.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScenarioError {
+    Field(String),
+    Route(RouteError),
+}
+
+/// A flow whose data, ACKs or datagrams find no route, or whose route loops.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouteError {
+    /// The flow's index in the normalized scenario.
+    pub flow: usize,
+    /// The explicit routes send the packets round in a circle (else: no route at all).
+    pub loops: bool,
+    /// What is wrong, naming the packets and the hosts: `no route for the data from "a" to "b"`.
+    pub problem: String,
+}
+
+impl std::fmt::Display for RouteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "flows[{}]: {}", self.flow, self.problem)
+    }
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScenarioError::Field(message) => f.write_str(message),
+            ScenarioError::Route(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<String> for ScenarioError {
+    fn from(message: String) -> Self {
+        ScenarioError::Field(message)
+    }
+}
+
+impl From<&str> for ScenarioError {
+    fn from(message: &str) -> Self {
+        ScenarioError::Field(message.into())
+    }
+}
+
+impl From<RouteError> for ScenarioError {
+    fn from(e: RouteError) -> Self {
+        ScenarioError::Route(e)
+    }
+}
+
+impl From<ScenarioError> for String {
+    fn from(e: ScenarioError) -> Self {
+        e.to_string()
+    }
+}
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +116,7 @@ pub struct NodeSpec {
     pub kind: NodeKind,
 }
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     pub name: String,
@@ -143,7 +203,7 @@ impl Scenario {
     /// the checks need and the simulation uses: it is computed once, here.
     // Each `if let` on a spec enum becomes a real match as step 2/3 add variants.
     #[allow(irrefutable_let_patterns)]
-    pub fn validate(&self) -> Result<RoutingTable, String> {
+    pub fn validate(&self) -> Result<RoutingTable, ScenarioError> {
         let n = self.nodes.len() as u32;
         if self.duration_ps == 0 {
             return Err("duration_ps: 0 is not allowed: must be positive".into());
@@ -153,17 +213,18 @@ impl Scenario {
         }
         for (i, l) in self.links.iter().enumerate() {
             if l.from >= n || l.to >= n {
-                return Err(format!("links[{i}].from/to: node index out of range 0..{n}"));
+                return Err(format!("links[{i}].from/to: node index out of range 0..{n}").into());
             }
             if l.rate_bps == 0 {
-                return Err(format!("links[{i}].rate_bps: 0 is not allowed: must be positive"));
+                return Err(format!("links[{i}].rate_bps: 0 is not allowed: must be positive").into());
             }
             match &l.queue {
                 crate::net::queue::QueueSpec::Droptail(d) => {
                     if d.cell_bytes.is_some() != d.limit_cells.is_some() || d.cell_bytes == Some(0) {
                         return Err(format!(
                             "links[{i}].queue: cell_bytes and limit_cells go together, cell_bytes > 0"
-                        ));
+                        )
+                        .into());
                     }
                 }
                 crate::net::queue::QueueSpec::Red(r) => {
@@ -173,11 +234,14 @@ impl Scenario {
                     {
                         return Err(format!(
                             "links[{i}].queue: RED needs 0 < max_p <= 1, 0 < w_q <= 1, mean_packet_bytes > 0"
-                        ));
+                        )
+                        .into());
                     }
                     if let (Some(lo), Some(hi)) = (r.min_th_packets, r.max_th_packets) {
                         if !(lo >= 0.0 && hi > lo) {
-                            return Err(format!("links[{i}].queue: RED needs 0 <= min_th < max_th (got {lo}, {hi})"));
+                            return Err(
+                                format!("links[{i}].queue: RED needs 0 <= min_th < max_th (got {lo}, {hi})").into()
+                            );
                         }
                     }
                 }
@@ -186,7 +250,7 @@ impl Scenario {
                 imp.validate().map_err(|e| format!("links[{i}].impairments[{j}].{e}"))?;
             }
             if l.mtu_bytes <= crate::packet::IPV4_TCP_HEADER_BYTES {
-                return Err(format!("links[{i}].mtu_bytes: {} is not allowed: must exceed 40", l.mtu_bytes));
+                return Err(format!("links[{i}].mtu_bytes: {} is not allowed: must exceed 40", l.mtu_bytes).into());
             }
         }
         for (i, c) in self.captures.iter().enumerate() {
@@ -194,28 +258,33 @@ impl Scenario {
                 crate::capture::CapturePoint::Host { node }
                     if node >= n || self.nodes[node as usize].kind != NodeKind::Host =>
                 {
-                    return Err(format!("captures[{i}].point.node: {node} is not a host"));
+                    return Err(format!("captures[{i}].point.node: {node} is not a host").into());
                 }
                 crate::capture::CapturePoint::Link { link } if link as usize >= self.links.len() => {
-                    return Err(format!("captures[{i}].point.link: {link} out of range 0..{}", self.links.len()));
+                    return Err(format!("captures[{i}].point.link: {link} out of range 0..{}", self.links.len()).into());
                 }
                 _ => {}
             }
             if c.snaplen_bytes < 64 {
-                return Err(format!("captures[{i}].snaplen_bytes: {} is not allowed: at least 64", c.snaplen_bytes));
+                return Err(
+                    format!("captures[{i}].snaplen_bytes: {} is not allowed: at least 64", c.snaplen_bytes).into()
+                );
             }
         }
         self.validate_splits()?;
         for (i, r) in self.routes.iter().enumerate() {
             if r.links.is_empty() || r.links.iter().any(|&l| l as usize >= self.links.len()) {
-                return Err(format!("routes[{i}].links: at least one link, each an index in 0..{}", self.links.len()));
+                return Err(
+                    format!("routes[{i}].links: at least one link, each an index in 0..{}", self.links.len()).into()
+                );
             }
             for w in r.links.windows(2) {
                 if self.links[w[0] as usize].to != self.links[w[1] as usize].from {
                     return Err(format!(
                         "routes[{i}].links: {} does not continue {}",
                         self.links[w[1] as usize].name, self.links[w[0] as usize].name
-                    ));
+                    )
+                    .into());
                 }
             }
         }
@@ -223,14 +292,14 @@ impl Scenario {
         for (i, f) in self.flows.iter().enumerate() {
             for (what, node) in [("src", f.src), ("dst", f.dst)] {
                 if node >= n {
-                    return Err(format!("flows[{i}].{what}: node index {node} out of range 0..{n}"));
+                    return Err(format!("flows[{i}].{what}: node index {node} out of range 0..{n}").into());
                 }
                 if self.nodes[node as usize].kind != NodeKind::Host {
-                    return Err(format!("flows[{i}].{what}: node {node} is a router; flows run between hosts"));
+                    return Err(format!("flows[{i}].{what}: node {node} is a router; flows run between hosts").into());
                 }
             }
             if f.src == f.dst {
-                return Err(format!("flows[{i}]: src and dst are the same host"));
+                return Err(format!("flows[{i}]: src and dst are the same host").into());
             }
             f.check().map_err(|e| format!("flows[{i}]{e}"))?;
             if f.source.is_udp() {
@@ -241,7 +310,7 @@ impl Scenario {
                     return Err(format!(
                         "flows[{i}].source.payload_bytes: {payload} is not allowed: must be positive and, with {IPV4_UDP_HEADER_BYTES} header bytes, fit link {}'s MTU {}",
                         link.name, link.mtu_bytes
-                    ));
+                    ).into());
                 }
                 continue;
             }
@@ -256,7 +325,7 @@ impl Scenario {
                         t.header_bytes(),
                         link.name,
                         link.mtu_bytes
-                    ));
+                    ).into());
                 }
             }
         }
@@ -276,26 +345,29 @@ impl Scenario {
         smallest.expect("src != dst: the route has a link")
     }
 
-    /// The links, in order, that packets from node `a` to node `b` take, or the error that
-    /// there is no route (for flow `i`).
-    /// The errors name the flow and what goes that way (`what`: data, ACKs, datagrams), so
-    /// that Python can show them against the user's field.
-    fn route_links(&self, routes: &RoutingTable, i: usize, a: u32, b: u32, what: &str) -> Result<Vec<u32>, String> {
+    /// The links, in order, that packets from node `a` to node `b` take, or why there are
+    /// none (for flow `i`; `what` goes that way: data, ACKs, datagrams).
+    fn route_links(&self, routes: &RoutingTable, i: usize, a: u32, b: u32, what: &str) -> Result<Vec<u32>, RouteError> {
         let name = |n: u32| serde_json::to_string(&self.nodes[n as usize].name).expect("a string serializes");
         let mut links = Vec::new();
         let mut node = a;
         while node != b {
             if links.len() >= self.links.len() {
                 // Explicit routes can send a packet round in a circle.
-                return Err(format!(
-                    "flows[{i}]: the route for the {what} from {} to {} loops (check the explicit routes)",
-                    name(a),
-                    name(b)
-                ));
+                return Err(RouteError {
+                    flow: i,
+                    loops: true,
+                    problem: format!(
+                        "the route for the {what} from {} to {} loops (check the explicit routes)",
+                        name(a),
+                        name(b)
+                    ),
+                });
             }
             let Some(l) = routes.get(node, b) else {
                 let stuck = if node == a { String::new() } else { format!(" (none onward from {})", name(node)) };
-                return Err(format!("flows[{i}]: no route for the {what} from {} to {}{stuck}", name(a), name(b)));
+                let problem = format!("no route for the {what} from {} to {}{stuck}", name(a), name(b));
+                return Err(RouteError { flow: i, loops: false, problem });
             };
             links.push(l);
             node = self.links[l as usize].to;
@@ -306,13 +378,13 @@ impl Scenario {
     /// Every flow's route, as link indices: (data, ACKs), the ACKs' empty for a UDP flow.
     /// Validates first (the routes are the simulation's); for what the scenario asks of its
     /// paths before a run, such as the bandwidth-delay product a flow's buffers must hold.
-    pub fn flow_routes(&self) -> Result<Vec<FlowRoute>, String> {
+    pub fn flow_routes(&self) -> Result<Vec<FlowRoute>, ScenarioError> {
         let routes = self.validate()?;
-        self.flow_routes_with(&routes)
+        Ok(self.flow_routes_with(&routes)?)
     }
 
     /// Every flow's route by the routing table `routes` (`validate`'s).
-    pub fn flow_routes_with(&self, routes: &RoutingTable) -> Result<Vec<FlowRoute>, String> {
+    pub fn flow_routes_with(&self, routes: &RoutingTable) -> Result<Vec<FlowRoute>, RouteError> {
         self.flows
             .iter()
             .enumerate()

@@ -32,9 +32,30 @@ pub fn results_schema() -> Value {
     schema
 }
 
-fn annotate(schema: &mut Value, title: &str, description: &str) {
+/// Sets a schema's title and description (fatpipe-emu's result schema uses it too).
+pub fn annotate(schema: &mut Value, title: &str, description: &str) {
     if let Some(map) = schema.as_object_mut() {
         map.insert("title".into(), title.into());
         map.insert("description".into(), description.into());
     }
+}
+
+/// Compares `schema` with the committed file `python/fatpipe/schemas/<file>` (or, with
+/// FATPIPE_UPDATE_SCHEMAS set, writes it): the contract tests of fatpipe-core and fatpipe-emu
+/// fail on the message.
+pub fn check_committed(file: &str, schema: &Value) -> Result<(), String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/fatpipe/schemas").join(file);
+    let generated = serde_json::to_string_pretty(schema).expect("a schema serializes") + "\n";
+    if std::env::var_os("FATPIPE_UPDATE_SCHEMAS").is_some() {
+        return std::fs::write(&path, &generated).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed == generated {
+        return Ok(());
+    }
+    Err(format!(
+        "{} differs from the schema the types generate: the contract changed. Update it with \
+         FATPIPE_UPDATE_SCHEMAS=1 cargo test --release --test contract (in the crate that owns it), and the docs",
+        path.display()
+    ))
 }

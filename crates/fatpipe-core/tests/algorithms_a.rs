@@ -144,17 +144,17 @@ fn scenarios_name_the_new_algorithms_and_check_their_parameters() {
                        "queue":{{"discipline":"droptail","limit_packets":100,"limit_bytes":null}}}},
                      {{"name":"ba","from":1,"to":0,"rate_bps":1000000,"delay_ps":0,"framing_bytes":38,"mtu_bytes":1500,
                        "queue":{{"discipline":"droptail","limit_packets":100,"limit_bytes":null}}}}],
-            "flows":[{{"name":"f","src":0,"dst":1,"start_jitter_ps":0,"source":{{"kind":"bulk","start_ps":0,"stop_ps":null,"bytes":null}},
+            "flows":[{{"name":"f","src":0,"dst":1,"start_jitter_ps":0,"source":{{"kind":"bulk","start_ps":0,"stop_ps":null,"bytes":null,"transfers":null,"transfer_gap_ps":0}},
                        "tcp":{{"mss_bytes":1448,"initial_window_segments":10,"rcv_buffer_bytes":65536,"snd_buffer_bytes":65536,
                                "window_scaling":true,"timestamps":true,"delayed_ack":true,"delayed_ack_timeout_ps":40000000000,
                                "ack_every_segments":2,"dupack_threshold":3,"newreno_impatient":false,
                                "recovery":"sack","fack":false,"dcr_div":null,"max_ssthresh_segments":0,"pacing_gain":null,
                                "min_rto_ps":200000000000,"max_rto_ps":120000000000000,"initial_rto_ps":1000000000000,
                                "ecn":false,"handshake":false,"slow_start_after_idle":true,"random_send_delay_ps":0,"stack":"rfc",
-                               "limited_transmit":false,"ssthresh_every_timeout":false,"reno_recover_guard":false,
+                               "limited_transmit":false,"ssthresh_every_timeout":false,"bsd_window":false,"reno_recover_guard":false,
                                "sack_variant":"rfc6675","rto_estimator":"rfc6298","dsack":false,"rack":false,"tlp":false,
                                "frto":false,"undo":false,"window_reduction":"prr","adaptive_reordering":false,
-                               "max_reordering_segments":300}},
+                               "max_reordering_segments":300,"metrics":null}},
                        "cc":{cc}}}]}}"#
         )
     };

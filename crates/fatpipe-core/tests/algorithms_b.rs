@@ -454,7 +454,7 @@ fn invalid_parameters_are_reported_with_their_flow_and_name() {
     for (cc, message) in cases {
         let mut scenario = dumbbell(LFN_RATE_BPS, LFN_RTT, 100, PS_PER_S, tcp_config());
         scenario.flows[0].cc = Some(cc);
-        let e = scenario.validate().unwrap_err();
+        let e = scenario.validate().unwrap_err().to_string();
         assert!(e.starts_with(message), "{e}");
     }
 }

@@ -26,7 +26,11 @@ fn bsd_tcp() -> TcpConfig {
 }
 
 fn bsd_reno(eighth: bool) -> CcSpec {
-    CcSpec::Reno(RenoConfig { variant: RenoVariant::Bsd, eighth, ..fatpipe_core::cc::scenario_defaults::<RenoConfig>("reno") })
+    CcSpec::Reno(RenoConfig {
+        variant: RenoVariant::Bsd,
+        eighth,
+        ..fatpipe_core::cc::scenario_defaults::<RenoConfig>("reno")
+    })
 }
 
 /// BSD's recurrence in bytes, written out here on its own: `acks` ACKs in congestion

@@ -3,23 +3,12 @@
 //! to the committed contract fails here. Regenerate with
 //! `FATPIPE_UPDATE_SCHEMAS=1 cargo test --release --test contract`.
 
-use fatpipe_core::schema::{results_schema, scenario_schema};
-use std::path::PathBuf;
+use fatpipe_core::schema::{check_committed, results_schema, scenario_schema};
 
 fn check(file: &str, schema: serde_json::Value) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../python/fatpipe/schemas").join(file);
-    let generated = serde_json::to_string_pretty(&schema).unwrap() + "\n";
-    if std::env::var_os("FATPIPE_UPDATE_SCHEMAS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
-        return;
+    if let Err(message) = check_committed(file, &schema) {
+        panic!("{message}");
     }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == generated,
-        "{} differs from the schema the core's types generate: the contract changed. Update it with \
-         FATPIPE_UPDATE_SCHEMAS=1 cargo test --release --test contract, and docs/core-interface.md",
-        path.display()
-    );
 }
 
 #[test]

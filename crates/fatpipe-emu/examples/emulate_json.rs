@@ -13,7 +13,7 @@ fn main() {
         eprintln!("{path}: {e}");
         std::process::exit(2);
     });
-    let run = || -> Result<serde_json::Value, fatpipe_emu::Error> {
+    let run = || -> Result<fatpipe_emu::summary::EmulationOutput, fatpipe_emu::Error> {
         let mut options = fatpipe_emu::Options::default();
         // Optional second argument: the relay's spin margin in microseconds.
         if let Some(us) = std::env::args().nth(2).and_then(|a| a.parse::<u64>().ok()) {
@@ -23,7 +23,10 @@ fn main() {
         if std::env::args().nth(3).as_deref() == Some("0") {
             options.realtime_priority = false;
         }
-        let mut emulation = fatpipe_emu::Emulation::new(&text, options)?;
+        let mut emulation = fatpipe_emu::Emulation::new(
+            fatpipe_core::Scenario::from_json(&text).map_err(fatpipe_emu::Error::Scenario)?,
+            options,
+        )?;
         emulation.start()?;
         emulation.finish()
     };

@@ -295,7 +295,8 @@ fn fill_cubic(object: &mut Object, cc: &Value) -> Result<(), String> {
 /// `{"algorithm": "vegas", "variant": "linux", ...}`) with the flow's parameters written into
 /// it, and the program's file name: what `fatpipe emulate` would register, as a file the
 /// simulator can run (`cc = { bpf = ... }`). `hz` is written into a `kernel_hz` variable.
-pub fn object_with_parameters(cc: &Value, hz: u32) -> Result<(&'static str, Vec<u8>), String> {
+pub fn object_with_parameters(cc: &CcSpec, hz: u32) -> Result<(&'static str, Vec<u8>), String> {
+    let cc = &serde_json::to_value(cc).expect("a CcSpec serializes");
     let program = program_for(cc).ok_or_else(|| format!("fatpipe has no BPF program for {cc}"))?;
     let bytes = compile(program.file, program.source).map_err(|e| e.to_string())?;
     let object = Object::parse(&bytes).map_err(|e| e.to_string())?;
@@ -434,7 +435,6 @@ pub enum BpfPolicy {
 #[allow(clippy::too_many_arguments)]
 pub fn flow_knobs(
     spec: &fatpipe_core::scenario::FlowSpec,
-    cc: &Value,
     available: &[String],
     sysctl_value: &dyn Fn(&str) -> Option<u64>,
     module_params: &dyn Fn(&str, &str) -> Option<String>,
@@ -443,6 +443,7 @@ pub fn flow_knobs(
 ) -> Result<crate::kernel::FlowKnobs, RegisterError> {
     // What the kernel's knobs refuse is refused before a program is compiled or registered.
     crate::kernel::tcp_of(spec).map_err(RegisterError::Object)?;
+    let cc = &crate::kernel::cc_table(spec);
     // This file's own messages are about the flow's cc; the knobs' name their keys.
     let in_cc = |e: RegisterError| match e {
         RegisterError::Object(e) => RegisterError::Object(format!("cc: {e}")),
@@ -461,8 +462,7 @@ pub fn flow_knobs(
         BpfPolicy::Auto => !crate::kernel::module_runs_as_asked(cc, available, module_params),
     });
     let Some(program) = program else {
-        return crate::kernel::flow_knobs(spec, cc, available, sysctl_value, module_params)
-            .map_err(RegisterError::Object);
+        return crate::kernel::flow_knobs(spec, available, sysctl_value, module_params).map_err(RegisterError::Object);
     };
     let hz = if program.source.contains("kernel_hz") { kernel_hz() } else { None };
     let (registration, notes) = register(program, cc, hz).map_err(in_cc)?;

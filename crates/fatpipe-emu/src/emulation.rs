@@ -32,7 +32,6 @@ use fatpipe_core::scenario::{FlowSpec, Scenario};
 use fatpipe_core::source::udp::{UdpFlow, UdpSchedule};
 use fatpipe_core::source::SourceSpec;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::Ordering;
@@ -160,16 +159,14 @@ pub fn available_algorithms() -> Vec<String> {
 }
 
 impl Emulation {
-    /// Sets up the emulation of the normalized scenario `json` (its captures' paths are
-    /// where the pcap files go).
-    pub fn new(json: &str, options: Options) -> Result<Emulation, Error> {
-        let mut scenario = Scenario::from_json(json).map_err(Error::Scenario)?;
+    /// Sets up the emulation of the normalized scenario (its captures' paths are where the
+    /// pcap files go).
+    pub fn new(mut scenario: Scenario, options: Options) -> Result<Emulation, Error> {
         // Start jitter: the simulation's own draw, so a flow starts when it would there.
         let seed = scenario.seed;
         for f in &mut scenario.flows {
             f.source.delay_start(fatpipe_core::sim::start_jitter(seed, f));
         }
-        let raw: Value = serde_json::from_str(json).map_err(|e| Error::Scenario(e.to_string()))?;
         if !netns::has_privileges() {
             return Err(Error::Privileges(
                 "emulation needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network namespaces and TUN devices"
@@ -181,7 +178,7 @@ impl Emulation {
         }
         let available = available_algorithms();
         let mut registrations = Vec::new();
-        let flows = plan_flows(&scenario, &raw, &available, options.bpf, &mut registrations)?;
+        let flows = plan_flows(&scenario, &available, options.bpf, &mut registrations)?;
         let mut notes = Vec::new();
         for (f, spec) in flows.iter().zip(&scenario.flows) {
             for n in f.knobs.iter().flat_map(|k| &k.notes) {
@@ -492,7 +489,7 @@ impl Emulation {
 
     /// Waits for the end, then gathers the results: the same document a simulation's
     /// `finish` returns, with an `emulation` section (docs/emulation.md).
-    pub fn finish(mut self) -> Result<Value, Error> {
+    pub fn finish(mut self) -> Result<crate::summary::EmulationOutput, Error> {
         while !self.wait(PS_PER_S) {}
         let relay = self.relay.take().map(|h| h.join());
         let sampler = self.sampler.take().map(|h| h.join());
@@ -557,7 +554,6 @@ fn first_link(scenario: &Scenario, spec: &FlowSpec) -> (u64, u32) {
 /// Every flow with its knobs and ports, or the first reason one cannot be emulated.
 fn plan_flows(
     scenario: &Scenario,
-    raw: &Value,
     available: &[String],
     bpf: BpfPolicy,
     registrations: &mut Vec<Registration>,
@@ -580,14 +576,13 @@ fn plan_flows(
         let knobs = if udp {
             None
         } else {
-            let cc = &raw["flows"][i]["cc"];
             let value = |key: &str| {
                 netns::read_sysctl(key)
                     .ok()
                     .and_then(|v| v.split_whitespace().next().and_then(|x| x.parse::<u64>().ok()))
             };
             let module = |m: &str, p: &str| std::fs::read_to_string(format!("/sys/module/{m}/parameters/{p}")).ok();
-            let mut k = crate::bpf_cc::flow_knobs(spec, cc, available, &value, &module, bpf, registrations).map_err(
+            let mut k = crate::bpf_cc::flow_knobs(spec, available, &value, &module, bpf, registrations).map_err(
                 |e| match e {
                     RegisterError::Object(e) => Error::Scenario(format!("{label}.{e}")),
                     RegisterError::System(e) => Error::System(format!("{label}.{e}")),

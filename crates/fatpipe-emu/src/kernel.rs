@@ -110,17 +110,17 @@ pub struct FlowKnobs {
     pub bpf_program: Option<String>,
 }
 
-/// The knobs for TCP flow `spec`, whose normalized `cc` table is `cc` (for its parameters);
-/// `available` is the kernel's tcp_available_congestion_control; `sysctl_value` reads a
-/// numeric sysctl, None if absent (the RTO bounds came in Linux 6.11 and 6.15).
+/// The knobs for TCP flow `spec` (its algorithm and parameters: `spec.cc`); `available` is
+/// the kernel's tcp_available_congestion_control; `sysctl_value` reads a numeric sysctl,
+/// None if absent (the RTO bounds came in Linux 6.11 and 6.15).
 pub fn flow_knobs(
     spec: &FlowSpec,
-    cc: &Value,
     available: &[String],
     sysctl_value: &dyn Fn(&str) -> Option<u64>,
     module_params: &dyn Fn(&str, &str) -> Option<String>,
 ) -> Result<FlowKnobs, String> {
     tcp_of(spec)?; // the MSS is refused before the algorithm
+    let cc = &cc_table(spec);
     let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
     let list = available.join(" ");
     let Some(linux) = linux_name(algorithm) else {
@@ -155,6 +155,12 @@ pub fn flow_knobs_registered(
         ..FlowKnobs::default()
     };
     tcp_knobs(spec, k, sysctl_value)
+}
+
+/// The flow's algorithm and parameters as a table by key (every parameter present, its
+/// default filled in by the core's `CcSpec`), for the checks against the kernel's values.
+pub fn cc_table(spec: &FlowSpec) -> Value {
+    serde_json::to_value(&spec.cc).expect("a CcSpec serializes")
 }
 
 /// Whether the kernel's own module runs the flow's algorithm as asked: it is available, in
@@ -509,14 +515,38 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn flow(tcp: Value, cc: Value) -> (FlowSpec, Value) {
-        let spec: FlowSpec = serde_json::from_value(json!({
+    fn flow(tcp: Value, cc: Value) -> FlowSpec {
+        serde_json::from_value(json!({
             "name": "f", "src": 0, "dst": 3, "start_jitter_ps": 0,
-            "source": {"kind": "bulk", "start_ps": 0, "stop_ps": null, "bytes": null},
-            "tcp": tcp, "cc": null,
+            "source": {"kind": "bulk", "start_ps": 0, "stop_ps": null, "bytes": null, "transfers": null, "transfer_gap_ps": 0},
+            "tcp": tcp, "cc": cc,
         }))
-        .unwrap();
-        (spec, cc)
+        .unwrap()
+    }
+
+    /// A flow's cc table as `fatpipe.load_scenario` normalizes `cc = "<algorithm>"` (every
+    /// parameter written: the core's CcSpec requires them), with `changes` laid over it.
+    fn cc(algorithm: &str, changes: Value) -> Value {
+        let mut table = match algorithm {
+            "cubic" => json!({"algorithm": "cubic", "variant": "linux", "c": 0.4, "beta": 0.7,
+                "fast_convergence": true, "tcp_friendliness": true, "hystart": "linux", "hystart_detect": "both",
+                "hystart_low_window": 16, "hystart_ack_delta_ps": 2_000_000_000u64, "kernel_hz": 250}),
+            "reno" => {
+                json!({"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": true, "variant": "rfc", "eighth": false})
+            }
+            "bbr" => json!({"algorithm": "bbr", "variant": "linux", "high_gain": 2.885, "cwnd_gain": 2.0,
+                "bw_window_rounds": 10, "min_rtt_window_ps": 10_000_000_000_000u64,
+                "probe_rtt_duration_ps": 200_000_000_000u64}),
+            "highspeed" => json!({"algorithm": "highspeed", "variant": "linux", "low_window": 38, "high_window": 83000,
+                "high_p": 1e-7, "high_decrease": 0.1, "byte_counting": true, "cwr_halves": false}),
+            "fast" => json!({"algorithm": "fast", "alpha": 200.0, "beta": 212.0, "gamma": 0.5,
+                "update_interval_ps": 0, "slow_start_exit_packets": 1.0}),
+            other => panic!("no table for {other}"),
+        };
+        for (key, value) in changes.as_object().expect("a table") {
+            table[key] = value.clone();
+        }
+        table
     }
 
     fn tcp() -> Value {
@@ -529,7 +559,7 @@ mod tests {
             "stack": "linux", "rto_estimator": "linux", "dsack": true, "rack": true, "tlp": true, "frto": true, "undo": true,
             "window_reduction": "prr", "adaptive_reordering": true, "max_reordering_segments": 300,
             "random_send_delay_ps": 0, "limited_transmit": false, "ssthresh_every_timeout": false,
-            "reno_recover_guard": false, "sack_variant": "rfc6675"})
+            "bsd_window": false, "reno_recover_guard": false, "sack_variant": "rfc6675", "metrics": null})
     }
 
     fn available() -> Vec<String> {
@@ -538,11 +568,8 @@ mod tests {
 
     #[test]
     fn the_linux_profile_needs_no_note() {
-        let (spec, cc) = flow(
-            tcp(),
-            json!({"algorithm": "cubic", "c": 0.4, "beta": 0.7, "fast_convergence": true, "tcp_friendliness": true}),
-        );
-        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
+        let spec = flow(tcp(), cc("cubic", json!({})));
+        let k = flow_knobs(&spec, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
         assert_eq!(k.congestion, "cubic");
         assert_eq!(k.sender.max_segment_bytes, Some(1460), "1448 + 12 timestamp bytes");
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_sack"], "1");
@@ -568,8 +595,8 @@ mod tests {
         ] {
             t[key] = value;
         }
-        let (spec, cc) = flow(t, json!({"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": false}));
-        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
+        let spec = flow(t, cc("reno", json!({"byte_counting": false})));
+        let k = flow_knobs(&spec, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_recovery"], "0");
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_early_retrans"], "0");
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_frto"], "0");
@@ -583,8 +610,8 @@ mod tests {
         let mut t = tcp();
         t["stack"] = json!("rfc");
         t["rto_estimator"] = json!("rfc6298");
-        let (spec, cc) = flow(t, json!({"algorithm": "reno", "a": 1.0, "b": 0.5, "byte_counting": true}));
-        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
+        let spec = flow(t, cc("reno", json!({})));
+        let k = flow_knobs(&spec, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
         assert!(!k.sender_sysctls.contains_key("net.ipv4.tcp_recovery"));
         assert_eq!(k.notes.len(), 1, "{:?}", k.notes);
         assert!(k.notes[0].starts_with("stack rfc"));
@@ -596,11 +623,8 @@ mod tests {
         t["recovery"] = json!("reno");
         t["max_ssthresh_segments"] = json!(100);
         t["initial_window_segments"] = json!(3);
-        let (spec, cc) = flow(
-            t,
-            json!({"algorithm": "cubic", "c": 0.4, "beta": 0.5, "fast_convergence": true, "tcp_friendliness": true}),
-        );
-        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None).unwrap();
+        let spec = flow(t, cc("cubic", json!({"beta": 0.5})));
+        let k = flow_knobs(&spec, &available(), &|_| Some(4194304), &|_, _| None).unwrap();
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_sack"], "0");
         assert_eq!(k.sender_route.initcwnd, Some(3));
         let text = k.notes.join("\n");
@@ -627,8 +651,8 @@ mod tests {
         t["dupack_threshold"] = json!(5);
         t["pacing_gain"] = json!(1.2);
         t["recovery"] = json!("newreno");
-        let (spec, cc) = flow(t, json!({"algorithm": "bbr"}));
-        let k = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
+        let spec = flow(t, cc("bbr", json!({})));
+        let k = flow_knobs(&spec, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap();
         assert!(k.sender_sysctls.len() >= 15, "{:?}", k.sender_sysctls);
         for key in k.sender_sysctls.keys().chain(k.receiver_sysctls.keys()) {
             assert!(HOST_SYSCTLS.contains(key), "{key} is not in HOST_SYSCTLS");
@@ -658,8 +682,8 @@ mod tests {
             let mut t = tcp();
             t["mss_bytes"] = json!(mss);
             t["timestamps"] = json!(timestamps);
-            let (spec, cc) = flow(t, json!({"algorithm": "cubic"}));
-            let got = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None);
+            let spec = flow(t, cc("cubic", json!({})));
+            let got = flow_knobs(&spec, &available(), &|_| Some(1 << 30), &|_, _| None);
             assert_eq!(got.is_ok(), ok, "mss {mss}, timestamps {timestamps}");
             if let Err(e) = got {
                 assert!(
@@ -673,18 +697,18 @@ mod tests {
         let mut t = tcp();
         t["mss_bytes"] = json!(28);
         t["timestamps"] = json!(false);
-        let (spec, cc) = flow(t, json!({"algorithm": "cubic"}));
-        let e = flow_knobs(&spec, &cc, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap_err();
+        let spec = flow(t, cc("cubic", json!({})));
+        let e = flow_knobs(&spec, &available(), &|_| Some(1 << 30), &|_, _| None).unwrap_err();
         assert!(e.ends_with("an MSS of 88 to 32767; give the links an MTU of at least 128 (mtu)"), "{e}");
     }
 
     #[test]
     fn a_missing_algorithm_lists_the_available_ones() {
-        let (spec, cc) = flow(tcp(), json!({"algorithm": "highspeed"}));
-        let err = flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None).unwrap_err();
+        let spec = flow(tcp(), cc("highspeed", json!({})));
+        let err = flow_knobs(&spec, &available(), &|_| Some(4194304), &|_, _| None).unwrap_err();
         assert!(err.contains("not available") && err.contains("available: reno bbr cubic"), "{err}");
-        let (spec, cc) = flow(tcp(), json!({"algorithm": "fast", "alpha": 200, "beta": 212, "gamma": 0.5}));
-        assert!(flow_knobs(&spec, &cc, &available(), &|_| Some(4194304), &|_, _| None)
+        let spec = flow(tcp(), cc("fast", json!({})));
+        assert!(flow_knobs(&spec, &available(), &|_| Some(4194304), &|_, _| None)
             .unwrap_err()
             .contains("no Linux implementation"));
     }

@@ -6,7 +6,7 @@
 //! (`clock`) -- and the traffic engine (`traffic`) runs each flow's applications on real
 //! sockets inside the namespaces. `kernel` maps a flow's TCP settings to Linux knobs,
 //! `sampler` records TCP_INFO series, `output` builds the same result document as a
-//! simulation. `emulation` ties them together. See docs/emulation.md.
+//! simulation (its types and schema: `summary`). `emulation` ties them together. See docs/emulation.md.
 
 pub mod bpf_cc;
 pub mod clock;
@@ -20,6 +20,7 @@ pub mod relay;
 mod rtnl;
 pub mod sampler;
 pub mod struct_ops;
+pub mod summary;
 mod sys;
 pub mod traffic;
 pub mod tun;

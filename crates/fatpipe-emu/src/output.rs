@@ -4,7 +4,8 @@
 //! A flow's entry has the keys a real stack can fill -- from TCP_INFO, from the
 //! applications, and from the relay, which saw every packet -- and leaves out the rest
 //! (docs/emulation.md lists them): a missing key is "not measured", never zero. Emulation
-//! facts (what the kernel granted, the notes, timing) go under `emulation`.
+//! facts (what the kernel granted, the notes, timing) go under `emulation`. The document's
+//! types are `summary.rs`'s, and its schema theirs.
 //!
 //! It reads plain data (`EmulatedRun`, which `Emulation::finish` fills): nothing of the
 //! emulation's threads and sockets, so that the emulation uses this module and not the other
@@ -14,6 +15,10 @@ use crate::kernel::FlowKnobs;
 use crate::netns::Namespace;
 use crate::relay::{FlowNet, RelayReport};
 use crate::sampler::{FinalState, SamplerOutput};
+use crate::summary::{
+    EmulationFacts, EmulationOutput, EmulationSummary, HostCounters, Negotiated, RealFlow, RealTcpFlow, RealUdpFlow,
+    RelayFacts, ReleaseLateness, TcpKernel, UdpHosts,
+};
 use crate::traffic::tcp::Granted;
 use crate::traffic::tcp_info::{Field, Sampled, INFINITE_SSTHRESH, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
 use crate::traffic::CountersSnapshot;
@@ -21,7 +26,6 @@ use fatpipe_core::packet::{IPV4_TCP_HEADER_BYTES, IPV4_UDP_HEADER_BYTES, TCP_TIM
 use fatpipe_core::scenario::{FlowSpec, Scenario};
 use fatpipe_core::source::SourceSpec;
 use fatpipe_core::time::{Time, PS_PER_US};
-use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 /// The release lateness a run may reach at its 99th percentile and still count as kept up:
@@ -61,67 +65,62 @@ pub struct EmulatedFlow<'a> {
 }
 
 /// The emulated run's result document (docs/core-interface.md, docs/emulation.md).
-pub fn document(emu: &EmulatedRun, relay: RelayReport, sampler: SamplerOutput) -> Value {
+pub fn document(emu: &EmulatedRun, relay: RelayReport, sampler: SamplerOutput) -> EmulationOutput {
     let epoch = emu.epoch;
-    let flows: Vec<Value> = emu
+    let flows: Vec<RealFlow> = emu
         .flows
         .iter()
         .enumerate()
-        .map(
-            |(i, f)| {
-                if f.udp {
-                    udp_flow(f, &relay, i)
-                } else {
-                    tcp_flow(f, &relay.flows[i], &sampler.finals[i], epoch)
-                }
-            },
-        )
+        .map(|(i, f)| {
+            if f.udp {
+                RealFlow::Udp(Box::new(udp_flow(f, &relay, i)))
+            } else {
+                RealFlow::Tcp(Box::new(tcp_flow(f, &relay.flows[i], &sampler.finals[i], epoch)))
+            }
+        })
         .collect();
     let limit = lateness_limit(emu.scenario);
-    let hosts: Vec<Value> = emu.namespaces.iter().map(|ns| host_counters(ns)).collect();
-    let host_drops: u64 = hosts
-        .iter()
-        .map(|h| h["tun_tx_dropped"].as_u64().unwrap_or(0) + h["tun_rx_dropped"].as_u64().unwrap_or(0))
-        .sum();
+    let hosts: Vec<HostCounters> = emu.namespaces.iter().map(|ns| host_counters(ns)).collect();
+    let host_drops: u64 = hosts.iter().map(|h| h.tun_tx_dropped.unwrap_or(0) + h.tun_rx_dropped.unwrap_or(0)).sum();
     let p99 = relay.lateness.quantile_ps(0.99).unwrap_or(0);
     let kept_up = p99 <= limit && relay.delivery_errors == 0 && host_drops == 0;
-    let emulation = json!({
-        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
-        "available_congestion_control": emu.available,
-        "setup_ps": emu.setup_ps,
-        "kept_up": kept_up,
-        "release_lateness": {
-            "packets": relay.lateness.count(),
-            "median_ps": relay.lateness.quantile_ps(0.5),
-            "p99_ps": relay.lateness.quantile_ps(0.99),
-            "max_ps": (relay.lateness.count() > 0).then_some(relay.lateness.max_ps()),
-            "limit_p99_ps": limit,
+    let emulation = EmulationFacts {
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+        available_congestion_control: emu.available.to_vec(),
+        setup_ps: emu.setup_ps,
+        kept_up,
+        release_lateness: ReleaseLateness {
+            packets: relay.lateness.count(),
+            median_ps: relay.lateness.quantile_ps(0.5),
+            p99_ps: relay.lateness.quantile_ps(0.99),
+            max_ps: (relay.lateness.count() > 0).then_some(relay.lateness.max_ps()),
+            limit_p99_ps: limit,
         },
-        "relay": {
-            "realtime_priority": relay.realtime_priority,
-            "spin_margin_ps": emu.spin_margin_ps,
-            "cpu_s": relay.cpu_s,
-            "foreign_packets": relay.foreign_packets,
-            "other_packets": relay.other_packets,
-            "delivery_errors": relay.delivery_errors,
+        relay: RelayFacts {
+            realtime_priority: relay.realtime_priority,
+            spin_margin_ps: emu.spin_margin_ps,
+            cpu_s: relay.cpu_s,
+            foreign_packets: relay.foreign_packets,
+            other_packets: relay.other_packets,
+            delivery_errors: relay.delivery_errors,
         },
-        "hosts": hosts,
-        "notes": emu.notes,
-    });
-    json!({
-        "summary": {
-            "name": emu.scenario.name,
-            "seed": emu.scenario.seed,
-            "duration_ps": emu.scenario.duration_ps,
-            "events": relay.events,
-            "flows": flows,
-            "links": relay.links,
-            "captures": relay.captures,
-            "emulation": emulation,
+        hosts,
+        notes: emu.notes.to_vec(),
+    };
+    EmulationOutput {
+        summary: EmulationSummary {
+            name: emu.scenario.name.clone(),
+            seed: emu.scenario.seed,
+            duration_ps: emu.scenario.duration_ps,
+            events: relay.events,
+            flows,
+            links: relay.links,
+            captures: relay.captures,
+            emulation,
         },
-        "flow_series": sampler.series,
-        "queue_series": relay.queue_series,
-    })
+        flow_series: sampler.series,
+        queue_series: relay.queue_series,
+    }
 }
 
 /// What a run on real sockets knows of a TCP flow at its end, wherever its two ends ran (the
@@ -145,7 +144,7 @@ pub struct TcpFlowEnd<'a> {
 
 /// A TCP flow's summary entry with the keys a real stack fills (docs/emulation.md), and the
 /// section of what the kernel was asked and granted (the caller files it under its name).
-pub fn tcp_entry(f: &TcpFlowEnd) -> (Map<String, Value>, Map<String, Value>) {
+pub fn tcp_entry(f: &TcpFlowEnd) -> (RealTcpFlow, TcpKernel) {
     let spec = f.spec;
     let t = spec.tcp();
     let read = f.got.read;
@@ -156,92 +155,94 @@ pub fn tcp_entry(f: &TcpFlowEnd) -> (Map<String, Value>, Map<String, Value>) {
         _ => false,
     };
     let congestion = f.granted_sender.as_ref().map(|g| g.congestion.clone());
-    let mut e = Map::new();
-    e.insert("name".into(), json!(spec.name));
-    e.insert("transport".into(), json!("tcp"));
-    e.insert("group".into(), json!(spec.group));
-    e.insert("algorithm".into(), json!(congestion));
-    e.insert("mss_bytes".into(), json!(tx.map(|i| i.snd_mss)));
-    e.insert(
-        "header_bytes".into(),
-        json!(IPV4_TCP_HEADER_BYTES + if options & OPT_TIMESTAMPS != 0 { TCP_TIMESTAMPS_OPTION_BYTES } else { 0 }),
-    );
-    e.insert("start_ps".into(), json!(spec.source.start_ps()));
-    e.insert("end_ps".into(), json!(f.got.last_read_ps));
-    e.insert("completed".into(), json!(completed));
-    e.insert("bytes_delivered".into(), json!(f.receiver.map_or(0, |r| r.info.bytes_received)));
-    e.insert("bytes_read".into(), json!(read));
-    e.insert("bytes_written".into(), json!(f.sent.written));
-    if let Some(s) = f.sender {
-        let i = s.info;
-        if s.has(Field::BytesSent) {
-            e.insert("bytes_sent".into(), json!(i.bytes_sent));
-        }
-        e.insert("segments_sent".into(), json!(i.data_segs_out));
-        e.insert("segments_retransmitted".into(), json!(i.total_retrans));
-        if s.has(Field::TotalRto) {
-            e.insert("timeouts".into(), json!(i.total_rto));
-        }
-        e.insert("cwnd_segments".into(), json!(i.snd_cwnd));
-        e.insert("ssthresh_segments".into(), json!((i.snd_ssthresh < INFINITE_SSTHRESH).then_some(i.snd_ssthresh)));
-        e.insert("srtt_ps".into(), json!((i.rtt_us > 0).then_some(i.rtt_us as u64 * PS_PER_US)));
-        e.insert(
-            "min_rtt_ps".into(),
-            json!((i.min_rtt_us > 0 && i.min_rtt_us != u32::MAX).then_some(i.min_rtt_us as u64 * PS_PER_US)),
-        );
-    } else {
-        e.insert("bytes_sent".into(), json!(0));
-    }
-    if let Some(r) = f.receiver.filter(|r| r.has(Field::RcvOooPack)) {
-        e.insert("out_of_order_segments".into(), json!(r.info.rcv_ooopack));
-    }
-    e.insert("bursts".into(), json!(f.sent.bursts));
-    e.insert("failed_burst_cycles".into(), json!(f.sent.failed_cycles));
-    e.insert("connections".into(), json!(1));
-    let writer = if matches!(spec.source, SourceSpec::Burst(_)) { "burst" } else { "bulk" };
-    let kernel = json!({
-        "writer": writer,
-        "congestion_control": congestion,
-        "congestion_control_asked": f.congestion_asked,
-        "mss_asked_bytes": t.mss_bytes,
-        "snd_buffer_asked_bytes": t.snd_buffer_bytes,
-        "snd_buffer_granted_bytes": f.granted_sender.as_ref().map(|g| g.snd_buffer_bytes),
-        "rcv_buffer_asked_bytes": t.rcv_buffer_bytes,
-        "rcv_buffer_granted_bytes": f.granted_receiver.as_ref().map(|g| g.rcv_buffer_bytes),
-        "max_receiver_window_bytes": f.max_peer_window_bytes,
-        "negotiated": {
-            "timestamps": options & OPT_TIMESTAMPS != 0,
-            "sack": options & OPT_SACK != 0,
-            "window_scaling": options & OPT_WSCALE != 0,
-            "ecn": options & OPT_ECN != 0,
+    let measured = |field: Field| f.sender.filter(|s| s.has(field)).map(|s| s.info);
+    let entry = RealTcpFlow {
+        name: spec.name.clone(),
+        group: spec.group.clone(),
+        algorithm: congestion.clone(),
+        mss_bytes: tx.map(|i| i.snd_mss),
+        header_bytes: IPV4_TCP_HEADER_BYTES
+            + if options & OPT_TIMESTAMPS != 0 { TCP_TIMESTAMPS_OPTION_BYTES } else { 0 },
+        start_ps: spec.source.start_ps(),
+        end_ps: f.got.last_read_ps,
+        completed,
+        bytes_delivered: f.receiver.map_or(0, |r| r.info.bytes_received),
+        bytes_read: read,
+        bytes_written: f.sent.written,
+        // Without a sending socket nothing was sent; with one, only a kernel that reports it.
+        bytes_sent: if tx.is_some() { measured(Field::BytesSent).map(|i| i.bytes_sent) } else { Some(0) },
+        segments_sent: tx.map(|i| u64::from(i.data_segs_out)),
+        segments_retransmitted: tx.map(|i| u64::from(i.total_retrans)),
+        timeouts: measured(Field::TotalRto).map(|i| u64::from(i.total_rto)),
+        cwnd_segments: tx.map(|i| i.snd_cwnd),
+        ssthresh_segments: tx.map(|i| (i.snd_ssthresh < INFINITE_SSTHRESH).then_some(i.snd_ssthresh)),
+        srtt_ps: tx.map(|i| (i.rtt_us > 0).then_some(i.rtt_us as u64 * PS_PER_US)),
+        min_rtt_ps: tx
+            .map(|i| (i.min_rtt_us > 0 && i.min_rtt_us != u32::MAX).then_some(i.min_rtt_us as u64 * PS_PER_US)),
+        out_of_order_segments: f.receiver.filter(|r| r.has(Field::RcvOooPack)).map(|r| u64::from(r.info.rcv_ooopack)),
+        bursts: f.sent.bursts,
+        failed_burst_cycles: f.sent.failed_cycles,
+        connections: 1,
+        data_packets_lost: None,
+        data_bytes_lost: None,
+        retransmissions_lost: None,
+        ack_packets_lost: None,
+        setup_packets_lost: None,
+        first_send_ps: None,
+        syn_retransmits: None,
+        synack_retransmits: None,
+        emulation: None,
+        probe: None,
+    };
+    let kernel = TcpKernel {
+        writer: if matches!(spec.source, SourceSpec::Burst(_)) { "burst" } else { "bulk" }.into(),
+        congestion_control: congestion,
+        congestion_control_asked: f.congestion_asked.into(),
+        mss_asked_bytes: t.mss_bytes,
+        snd_buffer_asked_bytes: t.snd_buffer_bytes,
+        snd_buffer_granted_bytes: f.granted_sender.as_ref().map(|g| g.snd_buffer_bytes),
+        rcv_buffer_asked_bytes: t.rcv_buffer_bytes,
+        rcv_buffer_granted_bytes: f.granted_receiver.as_ref().map(|g| g.rcv_buffer_bytes),
+        max_receiver_window_bytes: f.max_peer_window_bytes,
+        negotiated: Negotiated {
+            timestamps: options & OPT_TIMESTAMPS != 0,
+            sack: options & OPT_SACK != 0,
+            window_scaling: options & OPT_WSCALE != 0,
+            ecn: options & OPT_ECN != 0,
         },
-        "notes": f.notes,
-    });
-    let Value::Object(kernel) = kernel else { unreachable!("an object") };
-    (e, kernel)
+        notes: f.notes.to_vec(),
+        bpf_program: None,
+        wire_data_segments: None,
+        wire_retransmitted_segments: None,
+        sender: None,
+        path_mtu_bytes: None,
+    };
+    (entry, kernel)
 }
 
 /// A UDP flow's summary entry from its applications: what the sender sent and the receiver
 /// got (losses and what was in flight are the caller's: only the network knows them).
-pub fn udp_entry(spec: &FlowSpec, sent: &CountersSnapshot, got: &CountersSnapshot) -> Map<String, Value> {
-    let entry = json!({
-        "name": spec.name,
-        "transport": "udp",
-        "source": spec.source.kind(),
-        "payload_bytes": spec.source.udp_payload_bytes(),
-        "header_bytes": IPV4_UDP_HEADER_BYTES,
-        "start_ps": spec.source.start_ps(),
-        "end_ps": got.last_read_ps,
-        "bytes_sent": sent.written,
-        "bytes_delivered": got.read,
-        "datagrams_sent": sent.datagrams_sent,
-        "datagrams_received": got.datagrams_received,
-    });
-    let Value::Object(entry) = entry else { unreachable!("an object") };
-    entry
+pub fn udp_entry(spec: &FlowSpec, sent: &CountersSnapshot, got: &CountersSnapshot) -> RealUdpFlow {
+    RealUdpFlow {
+        name: spec.name.clone(),
+        source: spec.source.kind().into(),
+        payload_bytes: spec.source.udp_payload_bytes(),
+        header_bytes: IPV4_UDP_HEADER_BYTES,
+        start_ps: spec.source.start_ps(),
+        end_ps: got.last_read_ps,
+        bytes_sent: sent.written,
+        bytes_delivered: got.read,
+        datagrams_sent: sent.datagrams_sent,
+        datagrams_received: got.datagrams_received,
+        datagrams_lost: None,
+        bytes_lost: None,
+        datagrams_in_flight_at_end: None,
+        emulation: None,
+        probe: None,
+    }
 }
 
-fn tcp_flow(f: &EmulatedFlow, net: &FlowNet, last: &FinalState, epoch: Time) -> Value {
+fn tcp_flow(f: &EmulatedFlow, net: &FlowNet, last: &FinalState, epoch: Time) -> RealTcpFlow {
     // Bytes read as of the receiver's last TCP_INFO (`FinalState::read_bytes`).
     let counters = CountersSnapshot { read: last.read_bytes, ..f.counters.clone() };
     let knobs = f.knobs.expect("TCP flows have knobs");
@@ -257,34 +258,34 @@ fn tcp_flow(f: &EmulatedFlow, net: &FlowNet, last: &FinalState, epoch: Time) -> 
         got: &counters,
         notes: &knobs.notes,
     });
-    kernel.insert("bpf_program".into(), json!(knobs.bpf_program));
-    e.insert("data_packets_lost".into(), json!(net.data_packets_lost));
-    e.insert("data_bytes_lost".into(), json!(net.data_bytes_lost));
-    e.insert("retransmissions_lost".into(), json!(net.retransmissions_lost));
-    e.insert("ack_packets_lost".into(), json!(net.ack_packets_lost));
-    e.insert("setup_packets_lost".into(), json!(net.setup_packets_lost));
-    e.insert("first_send_ps".into(), json!(net.first_data_ps.map(|t| t.saturating_sub(epoch))));
-    e.insert("syn_retransmits".into(), json!(net.syns.saturating_sub(1)));
-    e.insert("synack_retransmits".into(), json!(net.synacks.saturating_sub(1)));
-    kernel.insert("wire_data_segments".into(), json!(net.data_segments));
-    kernel.insert("wire_retransmitted_segments".into(), json!(net.retransmitted_segments));
-    e.insert("emulation".into(), Value::Object(kernel));
-    Value::Object(e)
+    kernel.bpf_program = Some(knobs.bpf_program.clone());
+    kernel.wire_data_segments = Some(net.data_segments);
+    kernel.wire_retransmitted_segments = Some(net.retransmitted_segments);
+    e.data_packets_lost = Some(net.data_packets_lost);
+    e.data_bytes_lost = Some(net.data_bytes_lost);
+    e.retransmissions_lost = Some(net.retransmissions_lost);
+    e.ack_packets_lost = Some(net.ack_packets_lost);
+    e.setup_packets_lost = Some(net.setup_packets_lost);
+    e.first_send_ps = Some(net.first_data_ps.map(|t| t.saturating_sub(epoch)));
+    e.syn_retransmits = Some(net.syns.saturating_sub(1));
+    e.synack_retransmits = Some(net.synacks.saturating_sub(1));
+    e.emulation = Some(kernel);
+    e
 }
 
-fn udp_flow(f: &EmulatedFlow, relay: &RelayReport, i: usize) -> Value {
+fn udp_flow(f: &EmulatedFlow, relay: &RelayReport, i: usize) -> RealUdpFlow {
     let net = &relay.flows[i];
     let c = &f.counters;
     let mut e = udp_entry(f.spec, c, c);
-    e.insert("bytes_lost".into(), json!(net.datagram_bytes_lost));
-    e.insert("datagrams_lost".into(), json!(net.datagrams_lost));
-    e.insert("datagrams_in_flight_at_end".into(), json!(relay.datagrams_in_flight[i]));
+    e.bytes_lost = Some(net.datagram_bytes_lost);
+    e.datagrams_lost = Some(net.datagrams_lost);
+    e.datagrams_in_flight_at_end = Some(relay.datagrams_in_flight[i]);
     // Sent by the application but never seen by the relay, or delivered by the relay and
     // never read: lost inside the hosts' kernels.
     let in_hosts = c.datagrams_sent.saturating_sub(net.datagrams_entered)
         + net.datagrams_delivered.saturating_sub(c.datagrams_received);
-    e.insert("emulation".into(), json!({ "datagrams_dropped_in_hosts": in_hosts }));
-    Value::Object(e)
+    e.emulation = Some(UdpHosts { datagrams_dropped_in_hosts: in_hosts });
+    e
 }
 
 /// The lateness limit of `LATENESS_SHARE_OF_RTT` for the scenario's flows.
@@ -310,13 +311,19 @@ fn lateness_limit(scenario: &Scenario) -> Time {
 /// A host's kernel counters at the end: its TUN device's drops (/proc/net/dev) and every
 /// non-zero TCP extended counter (/proc/net/netstat TcpExt: fast retransmits, loss probes,
 /// undos...), read from inside its namespace.
-fn host_counters(ns: &Namespace) -> Value {
+fn host_counters(ns: &Namespace) -> HostCounters {
     let read = ns.run(|| {
         let dev = std::fs::read_to_string("/proc/thread-self/net/dev")?;
         let netstat = std::fs::read_to_string("/proc/thread-self/net/netstat")?;
         Ok((dev, netstat))
     });
-    let mut out = json!({"name": ns.name, "namespace_inode": ns.inode().ok()});
+    let mut out = HostCounters {
+        name: ns.name.clone(),
+        namespace_inode: ns.inode().ok(),
+        tun_rx_dropped: None,
+        tun_tx_dropped: None,
+        tcp_ext: None,
+    };
     let Ok((dev, netstat)) = read else { return out };
     for line in dev.lines() {
         let Some((name, rest)) = line.split_once(':') else { continue };
@@ -324,16 +331,12 @@ fn host_counters(ns: &Namespace) -> Value {
             let v: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
             // Receive: bytes packets errs drop ...; transmit from the 9th column on.
             if v.len() >= 12 {
-                out["tun_rx_dropped"] = json!(v[3]);
-                out["tun_tx_dropped"] = json!(v[11]);
+                out.tun_rx_dropped = Some(v[3]);
+                out.tun_tx_dropped = Some(v[11]);
             }
         }
     }
-    if let Some(counters) = tcp_ext(&netstat) {
-        let nonzero: Map<String, Value> =
-            counters.into_iter().filter(|&(_, n)| n > 0).map(|(k, n)| (k, json!(n))).collect();
-        out["tcp_ext"] = Value::Object(nonzero);
-    }
+    out.tcp_ext = tcp_ext(&netstat).map(|counters| counters.into_iter().filter(|&(_, n)| n > 0).collect());
     out
 }
 

@@ -33,7 +33,6 @@ use fatpipe_core::probe::QueueSeries;
 use fatpipe_core::scenario::{NodeKind, Scenario};
 use fatpipe_core::sim::{CaptureSummary, LinkSummary};
 use fatpipe_core::time::Time;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::RawFd;
@@ -117,13 +116,13 @@ pub struct FlowNet {
 
 /// What the relay hands back when the run ends.
 pub struct RelayReport {
-    pub links: Vec<Value>,
+    pub links: Vec<LinkSummary>,
     pub queue_series: QueueSeries,
     pub flows: Vec<FlowNet>,
     /// Per flow, UDP datagrams on the links (queued, serializing or propagating) at the end.
     pub datagrams_in_flight: Vec<u64>,
     pub lateness: Lateness,
-    pub captures: Vec<Value>,
+    pub captures: Vec<CaptureSummary>,
     /// Packets the relay refused: not IPv4 from the host's own address to another host.
     pub foreign_packets: u64,
     /// Packets between emulated hosts that belong to no flow (ICMP, for example), forwarded.
@@ -349,18 +348,14 @@ impl Relay {
                 .iter_mut()
                 .map(|l| {
                     l.advance(end);
-                    serde_json::to_value(LinkSummary::of(l, end)).expect("a summary serializes")
+                    LinkSummary::of(l, end)
                 })
                 .collect(),
             queue_series,
             flows: self.flows,
             datagrams_in_flight,
             lateness: self.lateness,
-            captures: self
-                .captures
-                .iter()
-                .map(|c| serde_json::to_value(CaptureSummary::of(c)).expect("a summary serializes"))
-                .collect(),
+            captures: self.captures.iter().map(CaptureSummary::of).collect(),
             foreign_packets: self.foreign_packets,
             other_packets: self.other_packets,
             delivery_errors: self.delivery_errors,

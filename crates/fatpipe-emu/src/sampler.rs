@@ -14,6 +14,7 @@ use crate::traffic::tcp_info::{Field, Sampled, INFINITE_SSTHRESH};
 use crate::traffic::{Counters, Schedule};
 use fatpipe_core::probe::FlowSeries;
 use fatpipe_core::time::{Time, PS_PER_US};
+use schemars::JsonSchema;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -26,7 +27,8 @@ pub struct SampledFlow {
     pub counters: Arc<Counters>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FlowColumns {
     /// A simulation's columns. delivered_bytes: in-order bytes the receiving TCP took
     /// (tcpi_bytes_received; UDP: payload received); sent_bytes: payload sent,

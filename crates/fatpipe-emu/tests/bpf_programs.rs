@@ -43,21 +43,15 @@ macro_rules! require_bpf {
     };
 }
 
-/// A flow's normalized `cc` for the program: its defaults, but where the program's
-/// parameters are computed from a whole configuration (HighSpeed's table, CUBIC's fixed
-/// point), the scenario format's defaults.
+/// A flow's normalized `cc` for the program: the scenario tables' defaults of its algorithm
+/// (cc-defaults.json, which the core's tests read too), in the program's variant.
 fn cc_of(p: &bpf_cc::Program) -> serde_json::Value {
-    match (p.algorithm, p.variant) {
-        ("cubic", _) => {
-            json!({"algorithm": "cubic", "variant": "linux", "c": 0.4, "beta": 0.7, "fast_convergence": true,
-            "tcp_friendliness": true, "hystart": "linux", "hystart_detect": "both", "hystart_low_window": 16,
-            "hystart_ack_delta_ps": 2_000_000_000u64, "kernel_hz": 250})
-        }
-        ("highspeed", Some("rfc")) => json!({"algorithm": "highspeed", "variant": "rfc", "low_window": 38,
-            "high_window": 83000, "high_p": 1e-7, "high_decrease": 0.1}),
-        (a, Some(v)) => json!({"algorithm": a, "variant": v}),
-        (a, None) => json!({"algorithm": a}),
+    let mut cc: serde_json::Value = fatpipe_core::cc::scenario_defaults(p.algorithm);
+    cc["algorithm"] = p.algorithm.into();
+    if let Some(v) = p.variant {
+        cc["variant"] = v.into();
     }
+    cc
 }
 
 #[test]

@@ -10,6 +10,7 @@ use crate::plan::{Host, Plan};
 use crate::protocol::{HostInfo, ToClient, ToDaemon};
 use crate::wire::{Conn, WireError};
 use crate::{auth, ip_of, MAX_RESULT_BYTES, PROTOCOL_VERSION, SOFTWARE};
+use fatpipe_core::scenario::Scenario;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US};
 use fatpipe_emu::clock::{monotonic_ns, Clock};
 use fatpipe_emu::traffic::tcp::fmt_ip;
@@ -79,20 +80,19 @@ pub struct ProbeRun {
 }
 
 impl ProbeRun {
-    /// Starts a probe of the normalized scenario `scenario_json` against the daemon at
-    /// `daemon`; flow i is sent from this host if `controller_sends[i]`, else from the daemon's.
+    /// Starts a probe of the normalized scenario `scenario` against the daemon at `daemon`;
+    /// flow i is sent from this host if `controller_sends[i]`, else from the daemon's.
     pub fn start(
         daemon: SocketAddrV4,
-        scenario_json: String,
+        scenario: Scenario,
         controller_sends: Vec<bool>,
         options: ControllerOptions,
     ) -> ProbeRun {
         let shared = Arc::new(Shared::default());
         // Known from the start, for a progress bar (the plan checks the scenario later).
-        let duration = serde_json::from_str::<Value>(&scenario_json).ok().and_then(|v| v["duration_ps"].as_u64());
-        shared.duration_ps.store(duration.unwrap_or(0), Ordering::Relaxed);
+        shared.duration_ps.store(scenario.duration_ps, Ordering::Relaxed);
         let s = shared.clone();
-        let worker = std::thread::spawn(move || run(daemon, &scenario_json, &controller_sends, &options, &s));
+        let worker = std::thread::spawn(move || run(daemon, &scenario, &controller_sends, &options, &s));
         ProbeRun { shared, worker: Some(worker) }
     }
 
@@ -163,7 +163,7 @@ impl PathMeasure {
 
 fn run(
     daemon: SocketAddrV4,
-    scenario_json: &str,
+    scenario: &Scenario,
     controller_sends: &[bool],
     options: &ControllerOptions,
     shared: &Shared,
@@ -192,7 +192,7 @@ fn run(
         label: format!("the daemon's host {} ({})", fmt_ip(remote_ip), daemon_host.hostname),
         module_params: &unknown,
     };
-    let plan = Plan::new(scenario_json, controller_sends, &here, &there).map_err(ProbeError::Refused)?;
+    let plan = Plan::new(scenario, controller_sends, &here, &there).map_err(ProbeError::Refused)?;
     shared.duration_ps.store(plan.duration_ps, Ordering::Relaxed);
     let ports: Vec<Option<u16>> =
         (0..plan.flows.len()).map(|i| options.data_port.map(|p| p.saturating_add(i as u16))).collect();

@@ -12,6 +12,7 @@ use crate::plan::Plan;
 use crate::protocol::{EndFlow, EndReport};
 use fatpipe_core::probe::QueueSeries;
 use fatpipe_emu::output::{tcp_entry, udp_entry, TcpFlowEnd};
+use fatpipe_emu::summary::{RealFlow, UdpProbe};
 use serde_json::{json, Map, Value};
 
 /// Columns the receiving host samples; every other column is the sending host's.
@@ -54,10 +55,10 @@ pub fn document(plan: &Plan, controller: &EndReport, daemon: &EndReport, probe: 
                 got: &rx.counters,
                 notes: &f.notes,
             });
-            kernel.insert("sender".into(), json!(sender));
-            kernel.insert("path_mtu_bytes".into(), json!(tx.tcp_info.map(|s| s.info.pmtu).filter(|&m| m > 0)));
-            e.insert("probe".into(), Value::Object(kernel));
-            e
+            kernel.sender = Some(sender.into());
+            kernel.path_mtu_bytes = Some(tx.tcp_info.map(|s| s.info.pmtu).filter(|&m| m > 0));
+            e.probe = Some(kernel);
+            RealFlow::Tcp(Box::new(e))
         } else {
             let payload = u64::from(f.spec.source.udp_payload_bytes().unwrap_or(0));
             let (sent, got) = (&tx.counters, &rx.counters);
@@ -69,17 +70,14 @@ pub fn document(plan: &Plan, controller: &EndReport, daemon: &EndReport, probe: 
                 || sent.datagrams_sent == 0
             {
                 let lost = got.datagrams_expected - got.datagrams_received;
-                e.insert("datagrams_lost".into(), json!(lost));
-                e.insert("bytes_lost".into(), json!(lost * payload));
-                e.insert(
-                    "datagrams_in_flight_at_end".into(),
-                    json!(sent.datagrams_sent.saturating_sub(got.datagrams_expected)),
-                );
+                e.datagrams_lost = Some(lost);
+                e.bytes_lost = Some(lost * payload);
+                e.datagrams_in_flight_at_end = Some(sent.datagrams_sent.saturating_sub(got.datagrams_expected));
             }
-            e.insert("probe".into(), json!({ "sender": sender, "loss_count": "gaps in the datagram numbers" }));
-            e
+            e.probe = Some(UdpProbe { sender: sender.into(), loss_count: "gaps in the datagram numbers".into() });
+            RealFlow::Udp(Box::new(e))
         };
-        flows.push(Value::Object(entry));
+        flows.push(entry);
     }
     let series = merge_series(plan, &controller.series, &daemon.series)?;
     let mut probe = probe;

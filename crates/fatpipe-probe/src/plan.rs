@@ -44,13 +44,11 @@ pub struct Plan {
 impl Plan {
     /// `controller_sends[i]`: flow i is sent from the controller's host (else the daemon's).
     pub fn new(
-        scenario_json: &str,
+        scenario: &Scenario,
         controller_sends: &[bool],
         controller: &Host,
         daemon: &Host,
     ) -> Result<Plan, String> {
-        let scenario = Scenario::from_json(scenario_json)?;
-        let raw: Value = serde_json::from_str(scenario_json).map_err(|e| e.to_string())?;
         if controller_sends.len() != scenario.flows.len() {
             return Err(format!("{} sending hosts given for {} flows", controller_sends.len(), scenario.flows.len()));
         }
@@ -63,8 +61,7 @@ impl Plan {
             let mut spec = spec.clone();
             let jitter = fatpipe_core::sim::start_jitter(scenario.seed, &spec);
             spec.source.delay_start(jitter);
-            let mut spec_json = raw["flows"][i].clone();
-            spec_json["source"]["start_ps"] = Value::from(spec.source.start_ps());
+            let spec_json = serde_json::to_value(&spec).expect("a flow serializes");
             let sends_here = controller_sends[i];
             let (tx, rx) = if sends_here { (controller, daemon) } else { (daemon, controller) };
             let mut plan = FlowPlan {
@@ -78,12 +75,12 @@ impl Plan {
                 spec,
             };
             if !plan.spec.source.is_udp() {
-                tcp_plan(&mut plan, &raw["flows"][i]["cc"], tx, rx).map_err(|e| format!("{label}.{e}"))?;
+                tcp_plan(&mut plan, tx, rx).map_err(|e| format!("{label}.{e}"))?;
             }
             flows.push(plan);
         }
         Ok(Plan {
-            name: scenario.name,
+            name: scenario.name.clone(),
             seed: scenario.seed,
             duration_ps: scenario.duration_ps,
             sample_interval_ps: scenario.sample_interval_ps,
@@ -118,11 +115,11 @@ impl Plan {
 
 /// A TCP flow's options and notes: the algorithm must be on the sending host (the receiving
 /// end keeps its default: it only acknowledges).
-fn tcp_plan(plan: &mut FlowPlan, cc: &Value, tx: &Host, rx: &Host) -> Result<(), String> {
+fn tcp_plan(plan: &mut FlowPlan, tx: &Host, rx: &Host) -> Result<(), String> {
     let (tx_info, rx_info) = (tx.info, rx.info);
     let tx_value = |key: &str| tx_info.sysctl_u64(key);
     let rx_value = |key: &str| rx_info.sysctl_u64(key);
-    let k = kernel::flow_knobs(&plan.spec, cc, &tx.info.available_congestion_control, &tx_value, tx.module_params)
+    let k = kernel::flow_knobs(&plan.spec, &tx.info.available_congestion_control, &tx_value, tx.module_params)
         .map_err(|e| match e.split_once(": ") {
             Some((field, what)) => format!("{field}: on {}: {what}", tx.label),
             None => format!("on {}: {e}", tx.label),

@@ -2,22 +2,28 @@
 //!
 //! Thin on purpose: the Python package validates scenarios and shapes results; this module
 //! only builds a simulation (or an emulation, fatpipe-emu; or a probe between two hosts,
-//! fatpipe-probe) from a normalized scenario
-//! (JSON), advances it with the GIL released, and hands back its results: the summary as one
-//! small JSON object, the time series and request tables as columns whose memory numpy views
-//! without a copy (`Column.__array_interface__`), so a run's largest data is never copied or
-//! turned into Python objects.
+//! fatpipe-probe) from a normalized scenario, advances it with the GIL released, and hands
+//! back its results: the summary as Python objects, the time series and request tables as
+//! columns whose memory numpy views without a copy (`Column.__array_interface__`), so a
+//! run's largest data is never copied or turned into Python objects.
+//!
+//! Documents cross as Python objects, never as JSON text: the scenario (a dict) is read
+//! straight into the core's serde types, the summary written straight into dicts and lists
+//! (`boundary.rs`, on pythonize).
 
 use fatpipe_core::probe::Column as CoreColumn;
-use fatpipe_core::{Scenario, Simulation as CoreSimulation};
+use fatpipe_core::Simulation as CoreSimulation;
 use fatpipe_emu::bpf_cc::BpfPolicy;
 use fatpipe_emu::{Emulation as CoreEmulation, Error as EmuError, Options as EmuOptions};
 use pyo3::exceptions::{PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+mod boundary;
 mod live;
 mod probe;
+
+use boundary::{scenario_error, to_python};
 
 use live::{Lifecycle, Live};
 
@@ -70,9 +76,10 @@ fn columns<'py>(py: Python<'py>, table: Vec<(&'static str, CoreColumn)>) -> PyRe
 
 #[pymethods]
 impl Simulation {
+    /// `scenario`: the normalized scenario, a dict (`fatpipe.load_scenario`).
     #[new]
-    fn new(scenario_json: &str) -> PyResult<Self> {
-        let inner = CoreSimulation::from_json(scenario_json).map_err(PyValueError::new_err)?;
+    fn new(scenario: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let inner = CoreSimulation::new(boundary::scenario(scenario)?).map_err(PyValueError::new_err)?;
         Ok(Simulation { inner })
     }
 
@@ -129,12 +136,9 @@ impl Simulation {
     /// "requests": {column name: Column}}. The columns are moved out: call it once.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let inner = &mut self.inner;
-        let (summary, output) = py.detach(|| {
-            let output = inner.finish_output();
-            (serde_json::to_string(&output.summary).expect("the summary serializes"), output)
-        });
+        let output = py.detach(|| inner.finish_output());
         let result = PyDict::new(py);
-        result.set_item("summary", py.import("json")?.call_method1("loads", (summary,))?)?;
+        result.set_item("summary", to_python(py, &output.summary)?)?;
         result.set_item("flow_series", columns(py, output.flow_series.into_columns())?)?;
         result.set_item("queue_series", columns(py, output.queue_series.into_columns())?)?;
         result.set_item("requests", columns(py, output.requests.into_columns())?)?;
@@ -142,20 +146,20 @@ impl Simulation {
     }
 }
 
-/// Checks a normalized scenario as `Simulation` would (references, routes, MTU along them),
-/// without building anything; raises ValueError("<path>: <message>").
+/// Checks a normalized scenario (a dict) as `Simulation` would (references, routes, MTU
+/// along them), without building anything; raises ValueError("<path>: <message>"), or its
+/// subclass RouteError for a flow whose packets find no way (attributes `flow`, `loops`,
+/// `problem`).
 #[pyfunction]
-fn check(scenario_json: &str) -> PyResult<()> {
-    let scenario = Scenario::from_json(scenario_json).map_err(PyValueError::new_err)?;
-    scenario.validate().map(|_| ()).map_err(PyValueError::new_err)
+fn check(scenario: &Bound<'_, PyAny>) -> PyResult<()> {
+    boundary::scenario(scenario)?.validate().map(|_| ()).map_err(|e| scenario_error(scenario.py(), e))
 }
 
-/// Every flow's route in a normalized scenario, as link indices: a list of (data, ACKs)
-/// pairs, the ACKs' empty for a UDP flow; ValueError as `check` for a bad document.
+/// Every flow's route in a normalized scenario (a dict), as link indices: a list of (data,
+/// ACKs) pairs, the ACKs' empty for a UDP flow; ValueError as `check` for a bad document.
 #[pyfunction]
-fn flow_routes(scenario_json: &str) -> PyResult<Vec<fatpipe_core::scenario::FlowRoute>> {
-    let scenario = Scenario::from_json(scenario_json).map_err(PyValueError::new_err)?;
-    scenario.flow_routes().map_err(PyValueError::new_err)
+fn flow_routes(scenario: &Bound<'_, PyAny>) -> PyResult<Vec<fatpipe_core::scenario::FlowRoute>> {
+    boundary::scenario(scenario)?.flow_routes().map_err(|e| scenario_error(scenario.py(), e))
 }
 
 /// A real-time emulation of a normalized scenario (fatpipe-emu, docs/emulation.md): hosts as
@@ -182,7 +186,9 @@ impl Live for CoreEmulation {
         self.wait((timeout_s.max(0.0) * 1e12) as u64)
     }
 
-    fn finish(self) -> Result<serde_json::Value, PyErr> {
+    type Output = fatpipe_emu::summary::EmulationOutput;
+
+    fn finish(self) -> Result<Self::Output, PyErr> {
         CoreEmulation::finish(self).map_err(emu_error)
     }
 }
@@ -195,10 +201,10 @@ impl Emulation {
     /// `bpf`: when an algorithm runs as fatpipe's BPF program: "auto" (default: where the
     /// kernel's module does not run it as asked), "always", "never".
     #[new]
-    #[pyo3(signature = (scenario_json, spin_margin_ps=None, realtime_priority=None, bpf=None))]
+    #[pyo3(signature = (scenario, spin_margin_ps=None, realtime_priority=None, bpf=None))]
     fn new(
         py: Python<'_>,
-        scenario_json: &str,
+        scenario: &Bound<'_, PyAny>,
         spin_margin_ps: Option<u64>,
         realtime_priority: Option<bool>,
         bpf: Option<&str>,
@@ -218,7 +224,8 @@ impl Emulation {
         if let Some(r) = realtime_priority {
             options.realtime_priority = r;
         }
-        let inner = py.detach(|| CoreEmulation::new(scenario_json, options)).map_err(emu_error)?;
+        let scenario = boundary::scenario(scenario)?;
+        let inner = py.detach(|| CoreEmulation::new(scenario, options)).map_err(emu_error)?;
         Ok(Emulation { run: Lifecycle::new(inner) })
     }
 
@@ -272,13 +279,13 @@ fn available_congestion_control() -> Vec<String> {
     fatpipe_emu::emulation::available_algorithms()
 }
 
-/// fatpipe's BPF program (bpf/) for a normalized `cc` table with its parameters written in:
-/// (program file name, object bytes), to run in the simulator as `cc = { bpf = ... }` beside
-/// the built-in algorithm it implements. Needs clang.
+/// fatpipe's BPF program (bpf/) for a normalized `cc` table (a dict) with its parameters
+/// written in: (program file name, object bytes), to run in the simulator as
+/// `cc = { bpf = ... }` beside the built-in algorithm it implements. Needs clang.
 #[pyfunction]
-#[pyo3(signature = (cc_json, kernel_hz=250))]
-fn bpf_program_object(cc_json: &str, kernel_hz: u32) -> PyResult<(&'static str, Vec<u8>)> {
-    let cc: serde_json::Value = serde_json::from_str(cc_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+#[pyo3(signature = (cc, kernel_hz=250))]
+fn bpf_program_object(cc: &Bound<'_, PyAny>, kernel_hz: u32) -> PyResult<(&'static str, Vec<u8>)> {
+    let cc: fatpipe_core::cc::CcSpec = boundary::from_python(cc, "cc")?;
     fatpipe_emu::bpf_cc::object_with_parameters(&cc, kernel_hz).map_err(PyValueError::new_err)
 }
 
@@ -298,6 +305,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(available_congestion_control, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_program_object, m)?)?;
+    m.add("RouteError", m.py().get_type::<boundary::RouteError>())?;
     probe::register(m)?;
     Ok(())
 }

@@ -6,7 +6,7 @@
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use serde_json::Value;
+use serde::Serialize;
 
 /// A run on threads of its own, as the Python classes drive it.
 pub trait Live: Send + Sync + Sized {
@@ -14,9 +14,11 @@ pub trait Live: Send + Sync + Sized {
     const WHAT: &'static str;
     /// Waits up to `timeout_s` (seconds, as Python gives them); true once the run ended.
     fn wait_s(&self, timeout_s: f64) -> bool;
+    /// The result document's type (Python receives it as dicts and lists).
+    type Output: Serialize + Send;
     /// Waits for the end and returns the result document, or the Python exception that says
     /// why there is none.
-    fn finish(self) -> Result<Value, PyErr>;
+    fn finish(self) -> Result<Self::Output, PyErr>;
 }
 
 /// A `Live` run until `finish` or `close` takes it; then every call says it is closed.
@@ -46,8 +48,8 @@ impl<T: Live> Lifecycle<T> {
     /// The result document as Python objects; the run is closed after.
     pub fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let run = self.inner.take().ok_or_else(closed::<T>)?;
-        let text = py.detach(|| run.finish().map(|v| v.to_string()))?;
-        py.import("json")?.call_method1("loads", (text,))
+        let output = py.detach(|| run.finish())?;
+        crate::boundary::to_python(py, &output)
     }
 
     /// Stops the run and releases everything it holds, with the GIL released (idempotent).

@@ -106,6 +106,8 @@ impl Live for CoreRun {
 
     /// ValueError for what the user asked that cannot be done, OSError for a failure,
     /// RuntimeError if the run was stopped.
+    type Output = serde_json::Value;
+
     fn finish(self) -> Result<serde_json::Value, PyErr> {
         CoreRun::finish(self).map_err(|e| match e {
             ProbeError::Refused(m) => PyValueError::new_err(m),
@@ -118,10 +120,12 @@ impl Live for CoreRun {
 #[pymethods]
 impl ProbeRun {
     #[new]
-    #[pyo3(signature = (daemon, scenario_json, controller_sends, secret=None, data_port=None, connect_timeout_ps=None, pings=None))]
+    /// `scenario`: the normalized scenario (a dict); `controller_sends[i]`: flow i is sent
+    /// from this host (else the daemon's).
+    #[pyo3(signature = (daemon, scenario, controller_sends, secret=None, data_port=None, connect_timeout_ps=None, pings=None))]
     fn new(
         daemon: &str,
-        scenario_json: String,
+        scenario: &Bound<'_, PyAny>,
         controller_sends: Vec<bool>,
         secret: Option<Vec<u8>>,
         data_port: Option<u16>,
@@ -135,7 +139,14 @@ impl ProbeRun {
         if let Some(p) = pings {
             options.pings = p;
         }
-        Ok(ProbeRun { run: Lifecycle::new(CoreRun::start(address(daemon)?, scenario_json, controller_sends, options)) })
+        Ok(ProbeRun {
+            run: Lifecycle::new(CoreRun::start(
+                address(daemon)?,
+                crate::boundary::scenario(scenario)?,
+                controller_sends,
+                options,
+            )),
+        })
     }
 
     fn wait(&self, py: Python<'_>, timeout_s: f64) -> PyResult<bool> {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
@@ -92,7 +91,7 @@ def emulate(
     if spin_margin_us is not None:
         options["spin_margin_ps"] = int(round(spin_margin_us * 1e6))
     with sigterm_as_interrupt():
-        emulation = _build(core, json.dumps(doc), options)
+        emulation = _build(core, doc, options)
         try:
             emulation.start()
             if on_start is not None:
@@ -110,9 +109,9 @@ def emulate(
     return Result(output, loaded.core, plots=loaded.plots, capture_files=capture_files)
 
 
-def _build(core: Any, doc_json: str, options: Mapping[str, Any]) -> Any:
+def _build(core: Any, doc: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
     try:
-        return core.Emulation(doc_json, **options)
+        return core.Emulation(doc, **options)
     except PermissionError as err:
         raise PrivilegeError(f"fatpipe emulate: {err}") from None
     except ValueError as err:

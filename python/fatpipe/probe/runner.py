@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 import socket
 from dataclasses import dataclass, field
@@ -165,7 +164,7 @@ def probe(
         address = resolve_daemon(daemon, core.PROBE_DEFAULT_PORT)
     except ValueError as err:
         raise ProbeRefused(str(err)) from None
-    run = core.ProbeRun(address, json.dumps(ps.loaded.core), ps.controller_sends, secret=secret,
+    run = core.ProbeRun(address, ps.loaded.core, ps.controller_sends, secret=secret,
                         data_port=data_port, pings=pings)
     with sigterm_as_interrupt():
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,10 +266,6 @@ def _default_name(stem: str) -> str:
         ) from None
 
 
-#: The core's route errors: "flows[<normalized index>]: <what is wrong>".
-_ROUTE_ERROR = re.compile(r"^flows\[(\d+)\]: ((?:no route|the route) .*)$")
-
-
 def _check_routes(core: Dict[str, Any], parsed_flows: List[Dict[str, Any]]) -> None:
     """Asks the core whether every flow of a custom network finds its way (both ways for
     TCP's ACKs): routes are the core's to compute, shortest paths with the explicit routes
@@ -278,17 +273,17 @@ def _check_routes(core: Dict[str, Any], parsed_flows: List[Dict[str, Any]]) -> N
     every pair by construction."""
     from ..core import import_core
 
+    core_module = import_core()
     try:
-        import_core().check(json.dumps(core))
-    except ValueError as err:
-        match = _ROUTE_ERROR.match(str(err))
-        if match is None:  # the normalizer wrote something the core refuses: a bug here
-            raise ScenarioError(f"the core refused the normalized scenario: {err}") from None
+        core_module.check(core)
+    except core_module.RouteError as err:
         # Streams are expanded after validation: map the core's flow back to the user's.
         origin = [i for i, flow in enumerate(parsed_flows) for _ in range(flow["streams"])]
-        i = origin[int(match.group(1))]
-        problem = match.group(2) + (" over topology.links" if match.group(2).startswith("no route") else "")
+        i = origin[err.flow]
+        problem = err.problem if err.loops else f"{err.problem} over topology.links"
         raise _fail(f"flows[{i}].dst", parsed_flows[i]["dst"], problem) from None
+    except ValueError as err:  # the normalizer wrote something the core refuses: a bug here
+        raise ScenarioError(f"the core refused the normalized scenario: {err}") from None
 
 
 def load_scenario(source: Union[PathLike, Mapping[str, Any]]) -> Dict[str, Any]:

@@ -48,7 +48,7 @@ use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::rng::Rng;
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// PROBE_BW pacing gains, one phase per RTprop (draft-00 "ProbeBW"; Linux `bbr_pacing_gain`):
 /// probe with 5/4, drain what the probe queued with 3/4, then cruise at 1 for six phases.
@@ -82,7 +82,7 @@ const QUANTUM_MAX_BYTES: u64 = 64 * 1024;
 const QUANTA_IN_CWND: u64 = 3;
 
 /// Which BBR (`BbrConfig::variant`).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum BbrVariant {
     /// draft-cardwell-iccrg-bbr-congestion-control-00 with Linux's constants.
@@ -93,7 +93,7 @@ pub enum BbrVariant {
 
 /// The parameters, every one given by the scenario (its table, scenario/congestion.py,
 /// owns the defaults and their sources: the draft's and Linux's values).
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BbrConfig {
     /// Which BBR: `draft` or `linux` (Linux 6.x `tcp_bbr.c`).

@@ -31,7 +31,7 @@
 
 use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// B: the binary search moves 1/B of the way to W_max per RTT (Linux `BICTCP_B`).
 const BINARY_SEARCH_DIVISOR: u32 = 4;
@@ -43,7 +43,7 @@ const NO_LOSS_MAX_CNT: u32 = 20;
 /// Standard TCP's decrease at or below `low_window` (Linux halves there).
 const STANDARD_DECREASE_FACTOR: f64 = 0.5;
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BicConfig {
     /// S_max: the largest increase per RTT, segments (Linux `max_increment`: 16).

@@ -26,7 +26,7 @@ use fatpipe_bpf::insn::{self, Insn};
 use fatpipe_bpf::vm::{self, Host, Machine, Memory, Region};
 use fatpipe_bpf::{jit, Error, Object};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 
@@ -53,7 +53,7 @@ const OPS: [&str; 8] =
 /// growth, the socket's end): run in the kernel, not here.
 const IGNORED_OPS: [&str; 3] = ["min_tso_segs", "sndbuf_expand", "release"];
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BpfConfig {
     /// Path of the compiled object (clang -O2 -g -target bpf).

@@ -47,14 +47,14 @@ use super::{cong_avoid_ai, AckSample, CaState, CcState, CongestionControl, CwndE
 use crate::time::{to_seconds, Time, PS_PER_US};
 use hystart::{HyStartDetect, HyStartMode, SlowStartExit};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The target is at most this multiple of cwnd: growth never beats slow start's rate
 /// (RFC 9438 section 4.2, after [SXEZ19]).
 const MAX_TARGET_PER_CWND: f64 = 1.5;
 
 /// Which CUBIC (`CubicConfig::variant`).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum CubicVariant {
     /// RFC 9438's formulas in floating point, target from the smoothed RTT (this file).
@@ -65,7 +65,7 @@ pub enum CubicVariant {
 
 /// The parameters, every one given by the scenario (its table, scenario/congestion.py,
 /// owns the defaults and their sources).
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CubicConfig {
     /// Which CUBIC: `rfc` (RFC 9438) or `linux` (Linux 6.x `tcp_cubic.c`).

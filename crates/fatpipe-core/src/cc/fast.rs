@@ -45,7 +45,7 @@ use super::round::RoundTracker;
 use super::{slow_start, AckSample, CaState, CcState, CongestionControl};
 use crate::time::Time;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Smallest window FAST's update may set, segments (ns-2 FAST: `if (target_cwnd<2) target_cwnd=2`).
 pub const FAST_MIN_CWND_SEGMENTS: u32 = 2;
@@ -53,7 +53,7 @@ pub const FAST_MIN_CWND_SEGMENTS: u32 = 2;
 /// The window may at most double per update (the paper's min{2w, ...}).
 pub const MAX_GROWTH_PER_UPDATE: f64 = 2.0;
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FastConfig {
     /// The flow's packets queued in the network at equilibrium. Packets; default 200

@@ -32,12 +32,12 @@
 use super::{cong_avoid_ai, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use crate::time::Time;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Smallest window after a loss, segments (the patch's `max(..., 2U)`).
 pub const MIN_CWND_AFTER_LOSS_SEGMENTS: u32 = 2;
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GridDtConfig {
     /// Reference segment size, bytes: a flow whose MSS is smaller adds mss_ref / MSS times

@@ -46,10 +46,10 @@ use super::{
     CongestionControl,
 };
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Which HighSpeed TCP (`HighSpeedConfig::variant`).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum HighSpeedVariant {
     /// RFC 3649's formulas, tabulated from the parameters (this file).
@@ -73,7 +73,7 @@ pub const MAX_TABLE_ENTRIES: usize = 100_000;
 
 /// The parameters, every one given by the scenario (its table, scenario/congestion.py, owns
 /// the defaults and their sources).
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HighSpeedConfig {
     /// Which HighSpeed: `rfc` (RFC 3649's formulas) or `linux` (Linux

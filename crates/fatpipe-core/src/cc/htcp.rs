@@ -40,7 +40,7 @@
 use super::{slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use crate::time::{to_seconds, Time, PS_PER_MS};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// alpha(Delta) = 1 + ALPHA_LINEAR (Delta - Delta_L) + ((Delta - Delta_L) / ALPHA_QUADRATIC_HALF)^2
 /// (Leith & Shorten 2004).
@@ -74,7 +74,7 @@ const THROUGHPUT_SAMPLE_WEIGHT: f64 = 0.25;
 /// each sample (Linux `htcp_ccount(ca) <= 3`).
 const THROUGHPUT_SETTLE_RTTS: u64 = 3;
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HtcpConfig {
     /// Delta_L: time after a congestion event during which H-TCP increases as standard TCP,

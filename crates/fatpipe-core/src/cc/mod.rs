@@ -25,7 +25,7 @@ pub mod westwood;
 
 use crate::time::Time;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Linux's `TCP_INFINITE_SSTHRESH`: no slow-start threshold set yet.
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -350,7 +350,7 @@ pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
 }
 
 /// Which algorithm a flow uses and its parameters, as the scenario gives them.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(tag = "algorithm", rename_all = "lowercase", deny_unknown_fields)]
 pub enum CcSpec {
     Reno(reno::RenoConfig),

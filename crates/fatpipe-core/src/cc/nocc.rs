@@ -24,13 +24,13 @@
 
 use super::{AckSample, CaState, CcState, CongestionControl, INFINITE_SSTHRESH};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The window NOCC uses when no fixed window is given, segments: Linux's
 /// `TCP_INFINITE_SSTHRESH` (2^31 - 1), so that only the receiver's window limits sending.
 pub const UNLIMITED_WINDOW_SEGMENTS: u32 = INFINITE_SSTHRESH;
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoccConfig {
     /// None (default, document 000's `TCP_NO_CONGESTION`): no congestion window; the receiver's

@@ -15,10 +15,10 @@
 
 use super::{cong_avoid_ai, counted_segments, slow_start_first, AckSample, CcState, CongestionControl};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Which Reno growth (`RenoConfig::variant`).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum RenoVariant {
     /// RFC 5681 (AIMD(a, b) in segments, optional byte counting).
@@ -28,7 +28,7 @@ pub enum RenoVariant {
     Bsd,
 }
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenoConfig {
     /// Additive increase, segments per RTT (RFC 5681: 1).

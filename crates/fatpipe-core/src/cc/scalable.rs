@@ -28,13 +28,13 @@ use super::{
     CongestionControl,
 };
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Standard TCP's decrease below the legacy window (RFC 5681 eq. 4).
 const STANDARD_DECREASE: f64 = 0.5;
 
 /// Which Scalable TCP (`ScalableConfig::variant`).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum ScalableVariant {
     /// Kelly 2003: a per counted segment above the legacy window, standard TCP below it.
@@ -44,7 +44,7 @@ pub enum ScalableVariant {
     Linux,
 }
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScalableConfig {
     /// Which form: `paper` (Kelly 2003) or `linux` (`tcp_scalable.c`).

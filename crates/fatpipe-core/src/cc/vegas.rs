@@ -54,7 +54,7 @@ use super::round::RoundTracker;
 use super::{cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl};
 use crate::time::Time;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The smallest window Vegas's linear decrease may reach, segments (Linux `tcp_vegas.c` and
 /// ns-2 `tcp-vegas.cc` both clamp at 2).
@@ -71,7 +71,7 @@ pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
 pub const MIN_ROUND_RTT_SAMPLES: u64 = 3;
 
 /// Which Vegas (`VegasConfig::variant`).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum VegasVariant {
     /// Brakmo and Peterson 1995 as ns-2 runs it (this file).
@@ -83,7 +83,7 @@ pub enum VegasVariant {
 
 /// The parameters, every one given by the scenario (its table, scenario/congestion.py, owns
 /// the defaults and their sources).
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VegasConfig {
     /// Which Vegas: `paper` or `linux`.

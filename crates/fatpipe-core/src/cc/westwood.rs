@@ -49,7 +49,7 @@ use super::reno::{Reno, RenoConfig};
 use super::{AckSample, CaState, CcState, CongestionControl};
 use crate::time::{Time, PS_PER_S};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Smallest ssthresh after a loss, segments (the papers' "if ssthresh < 2 then ssthresh = 2").
 pub const MIN_SSTHRESH_SEGMENTS: u32 = 2;
@@ -66,7 +66,7 @@ const RENO_INCREASE_SEGMENTS_PER_RTT: f64 = 1.0;
 /// Unused by Westwood, which sets ssthresh from its estimate; Reno's value for completeness.
 const RENO_DECREASE_FRACTION: f64 = 0.5;
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodConfig {
     /// Time constant tau of the bandwidth filter (cut-off frequency 1/tau), picoseconds.
@@ -90,7 +90,7 @@ impl WestwoodConfig {
 }
 
 /// Which Westwood+ (`WestwoodPlusConfig::variant`).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum WestwoodPlusVariant {
     /// Grieco and Mascolo 2004's response to losses (this file).
@@ -101,7 +101,7 @@ pub enum WestwoodPlusVariant {
 
 /// The parameters, every one given by the scenario (its table, scenario/congestion.py, owns
 /// the defaults and their sources).
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WestwoodPlusConfig {
     /// Which Westwood+: `paper` or `linux`.

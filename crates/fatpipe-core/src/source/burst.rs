@@ -9,9 +9,9 @@ use crate::packet::Packet;
 use crate::tcp::TcpSender;
 use crate::time::Time;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BurstConfig {
     pub start_ps: Time,

@@ -36,7 +36,7 @@ use crate::time::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
     /// When the client starts its first request.
@@ -56,7 +56,7 @@ pub struct HttpConfig {
     pub server_pacing: Option<ServerPacing>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerPacing {
     pub burst_bytes: u64,

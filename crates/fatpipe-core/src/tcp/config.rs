@@ -4,10 +4,10 @@
 
 use crate::time::Time;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// How the sender detects and repairs losses (all in the TCP core, as in Linux).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Recovery {
     /// Fast retransmit, then slow start from one segment (Jacobson 1988; 4.3BSD Tahoe).
@@ -22,7 +22,7 @@ pub enum Recovery {
 }
 
 /// Which SACK-based recovery the RFC stack runs with `Recovery::Sack`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SackVariant {
     /// RFC 6675: a hole is lost once DupThresh segments are SACKed above it; pipe is
@@ -37,7 +37,7 @@ pub enum SackVariant {
 /// Which loss detection and recovery runs: the RFC reference stack, or Linux's
 /// (`tcp_input.c`'s state machine over a per-segment scoreboard, `tcp/stack/linux/`).
 // The sender's stack itself is `tcp::stack::Stack`, a value built from this choice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(rename = "Stack")]
 pub enum StackKind {
@@ -51,7 +51,7 @@ pub enum StackKind {
 }
 
 /// How the Linux stack brings the window down during recovery and CWR (`tcp/stack/linux/prr.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowReduction {
     /// RFC 6937, Linux 3.2 and later.
@@ -61,7 +61,7 @@ pub enum WindowReduction {
 }
 
 /// The RTO estimator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RtoEstimator {
     /// RFC 6298: RTO = SRTT + 4 RTTVAR, clamped to [min_rto, max_rto].
@@ -74,7 +74,7 @@ pub enum RtoEstimator {
     Bsd,
 }
 
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TcpConfig {
     /// Maximum segment size: payload bytes per full segment.

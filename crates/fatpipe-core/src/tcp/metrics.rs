@@ -28,10 +28,10 @@
 use crate::cc::INFINITE_SSTHRESH;
 use crate::time::{Time, PS_PER_MS, PS_PER_S};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Whose rules the cache follows (the flow's profile's kernel).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricsKernel {
     /// Linux 2.4 `tcp_input.c`: the route cache's host entry.
@@ -41,7 +41,7 @@ pub enum MetricsKernel {
 }
 
 /// The cache as a flow's kernel has it.
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsConfig {
     pub kernel: MetricsKernel,

@@ -31,10 +31,10 @@
 use crate::cc::{slow_start, slow_start_first, AckSample, CcState};
 use crate::time::{Time, PS_PER_MS, PS_PER_US};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Which slow-start exit runs (`CubicConfig::hystart`).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum HyStartMode {
     /// Standard slow start until the first loss (RFC 5681; RFC 9438 section 4.10 allows it).
@@ -46,7 +46,7 @@ pub enum HyStartMode {
 }
 
 /// HyStart's two tests (Linux module parameter `hystart_detect`: 1 ACK train, 2 delay, 3 both).
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum HyStartDetect {
     /// Both tests (Linux `hystart_detect` = 3, the default).
