@@ -123,6 +123,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     max_reordering_segments: 300,
     slow_timer_ps: None,
     fast_timer_ps: None,
+    host: None,
     max_send_rate_bps: None,
 };
 

@@ -217,6 +217,10 @@ pub struct TcpConfig {
     /// its next tick instead of `delayed_ack_timeout` after the segment. None: per segment.
     #[serde(default)]
     pub fast_timer_ps: Option<Time>,
+    /// The hosts' own elements (pacing, TSO; `crate::host`). None: none of them, as before
+    /// they existed.
+    #[serde(default)]
+    pub host: Option<crate::host::HostConfig>,
 }
 
 fn max_reordering() -> u32 {

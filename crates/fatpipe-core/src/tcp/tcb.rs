@@ -18,6 +18,7 @@ use super::rtt::RttEstimator;
 use super::send_delay::RandomSendDelay;
 use super::stats::SenderStats;
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
+use crate::host::{pacing, tso};
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::{transmission_time, Time, PS_PER_S};
 
@@ -76,6 +77,8 @@ pub struct Tcb {
     pub(crate) next_send_ps: Time,
     /// Set while pacing (or the random send delay) holds back data the window would allow.
     pub(crate) pacing_deadline: Option<Time>,
+    /// The TSO super-segment being handed out (`host/tso.rs`), with the host's TSO on.
+    pub(crate) train: tso::Train,
     /// ns-2's `overhead_`: a random wait before each send pass (`send_delay.rs`); None: off.
     pub(crate) send_delay: Option<RandomSendDelay>,
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
@@ -155,6 +158,7 @@ impl Tcb {
             persist_backoff: 0,
             next_send_ps: 0,
             pacing_deadline: None,
+            train: tso::Train::default(),
             send_delay: None,
             timed_segment: None,
             lone_runt: None,
@@ -170,7 +174,10 @@ impl Tcb {
         };
         tcb.cc.init(&mut tcb.cc_state);
         tcb.controls = tcb.cc.has_cong_control();
-        tcb.paces = tcb.cfg.pacing_gain.is_some() || tcb.controls || tcb.cfg.max_send_rate_bps.is_some();
+        tcb.paces = tcb.cfg.pacing_gain.is_some()
+            || tcb.controls
+            || tcb.cfg.max_send_rate_bps.is_some()
+            || tcb.cfg.host.is_some_and(|h| h.linux_pacing);
         tcb.cc_state.paces = tcb.paces;
         if tcb.controls {
             tcb.rate = Some(RateSampler::default());
@@ -238,11 +245,12 @@ impl Tcb {
     }
 
     /// The pacing rate in force, bits per second: the algorithm's own (BBR), else
-    /// gain x cwnd / SRTT when pacing is on and an RTT is known; never above the host's cap.
+    /// gain x cwnd / SRTT when pacing is on and an RTT is known, else Linux's
+    /// `tcp_update_pacing_rate` with the host's Linux pacing on; never above the host's cap.
     pub fn pacing_rate_bps(&self) -> Option<u64> {
         let own = self.cc.pacing_rate_bps(&self.cc_state).map(|r| r.max(1)).or_else(|| {
-            let gain = self.cfg.pacing_gain?;
             let srtt = self.rtt.srtt?.max(1);
+            let Some(gain) = self.cfg.pacing_gain else { return self.linux_pacing_rate_bps(srtt) };
             let bits = self.cc_state.cwnd as f64 * self.cfg.mss_bytes as f64 * 8.0;
             Some(((gain * bits * PS_PER_S as f64 / srtt as f64) as u64).max(1))
         });
@@ -252,9 +260,20 @@ impl Tcb {
         }
     }
 
+    /// Linux's window-based pacing rate (`host/pacing.rs`), if the host's Linux pacing is on.
+    fn linux_pacing_rate_bps(&self, srtt: Time) -> Option<u64> {
+        let host = self.cfg.host.filter(|h| h.linux_pacing)?;
+        let s = &self.cc_state;
+        let packets_out = self.segments(self.snd_max - self.snd_una);
+        Some(pacing::linux_rate_bps(&host, s.cwnd, s.ssthresh, packets_out, self.cfg.mss_bytes, srtt))
+    }
+
     /// Whether pacing, or the random send delay, holds the next segment back; if so the
-    /// pacing timer is set.
+    /// pacing timer is set. A segment that joins the open TSO super-segment is never held.
     pub(crate) fn paced_out(&mut self, now: Time) -> bool {
+        if self.train.open(now) {
+            return false;
+        }
         if self.paces && self.pacing_rate_bps().is_some() && now < self.next_send_ps {
             self.pacing_deadline = Some(self.next_send_ps);
             return true;
@@ -345,7 +364,10 @@ impl Tcb {
         if self.paces {
             if let Some(rate) = self.pacing_rate_bps() {
                 let paced_bytes = if self.paces_payload { len } else { ip_bytes };
-                self.next_send_ps = now + transmission_time(paced_bytes as u64, rate);
+                self.next_send_ps = match self.cfg.host {
+                    Some(host) => self.host_departure(&host, now, paced_bytes as u64, len, rate),
+                    None => now + transmission_time(paced_bytes as u64, rate),
+                };
             }
         }
         out.push(Packet {
@@ -366,6 +388,35 @@ impl Tcb {
             ecn,
         });
         true
+    }
+
+    /// When the next segment may leave, with the host's elements: TSO makes the segment part
+    /// of a super-segment (the gap follows the whole train), Linux pacing times departures as
+    /// `tcp_update_skb_after_send` (which paces payload bytes).
+    fn host_departure(
+        &mut self,
+        host: &crate::host::HostConfig,
+        now: Time,
+        paced: u64,
+        payload: u32,
+        rate: u64,
+    ) -> Time {
+        let bytes = if host.linux_pacing { u64::from(payload) } else { paced };
+        let (prior, bytes) = if host.tso {
+            if !self.train.open(now) {
+                let segs = tso::autosize_segs(host, Some(rate), self.rtt.min_rtt, self.cfg.mss_bytes);
+                self.train.start(now, segs, self.next_send_ps);
+            }
+            self.train.add(bytes);
+            (self.train.prior, self.train.bytes)
+        } else {
+            (self.next_send_ps, bytes)
+        };
+        if host.linux_pacing {
+            pacing::next_departure(prior, now, bytes, rate, self.stats.segments_sent)
+        } else {
+            now + transmission_time(bytes, rate)
+        }
     }
 
     /// Remembers a segment shorter than the MSS sent with nothing else outstanding (Linux keeps
@@ -420,6 +471,8 @@ impl Tcb {
     /// retransmission timer becomes the persist timer (Linux `tcp_check_probe_timer`); and
     /// an application that left the window unfilled marks the rate samples to come.
     pub(crate) fn after_send_pass(&mut self, now: Time) {
+        // A super-segment never outlives the pass that handed it out.
+        self.train.close();
         if self.rwnd == 0 && self.snd_max == self.snd_una && self.written > self.snd_una && self.rto_deadline.is_none()
         {
             self.persisting = true;

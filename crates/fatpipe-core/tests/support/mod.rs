@@ -55,6 +55,7 @@ pub fn tcp_config() -> TcpConfig {
         max_reordering_segments: 300,
         slow_timer_ps: None,
         fast_timer_ps: None,
+        host: None,
         max_send_rate_bps: None,
     }
 }

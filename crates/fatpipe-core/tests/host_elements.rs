@@ -1,0 +1,146 @@
+//! The hosts' own elements, packet by packet (issue 26): Linux's internal pacing spaces
+//! segments by MSS / rate at the rate `tcp_update_pacing_rate` gives (200 % of cwnd x MSS /
+//! SRTT in slow start, 120 % after); TSO hands segments out in trains of
+//! `tcp_tso_autosize`'s size, the pacing gap following each train. The closed forms are
+//! restated here from the Linux functions (`host/pacing.rs`, `host/tso.rs` name them), not
+//! read from the core.
+
+mod support;
+use fatpipe_core::cc::reno::RenoConfig;
+use fatpipe_core::cc::CcSpec;
+use fatpipe_core::host::HostConfig;
+use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind};
+use fatpipe_core::tcp::TcpConfig;
+use fatpipe_core::time::{transmission_time, Time, PS_PER_MS, PS_PER_S};
+use support::*;
+
+const MSS: u64 = 1448;
+
+/// Linux's defaults (`net.ipv4.tcp_pacing_ss_ratio` 200, `tcp_pacing_ca_ratio` 120,
+/// GSO_LEGACY_MAX_SIZE, `tcp_min_tso_segs` 2, `tcp_tso_rtt_log` 9, `sk_pacing_shift` 10).
+fn host(tso: bool) -> HostConfig {
+    HostConfig {
+        linux_pacing: true,
+        pacing_ss_ratio_percent: 200,
+        pacing_ca_ratio_percent: 120,
+        tso,
+        gso_max_size_bytes: 65_536,
+        min_tso_segs: 2,
+        tso_rtt_log: 9,
+        pacing_shift: 10,
+    }
+}
+
+/// The Linux stack without delayed ACKs (every segment answered at once, so the first RTT
+/// sample is the path's RTT), Reno counting segments; `ssthresh` chooses the ratio.
+fn linux(host: Option<HostConfig>, initial_window: u32, ssthresh: Option<u32>) -> TcpConfig {
+    TcpConfig {
+        stack: StackKind::Linux,
+        recovery: Recovery::Sack,
+        rto_estimator: RtoEstimator::Linux,
+        delayed_ack: false,
+        initial_window_segments: initial_window,
+        initial_ssthresh_segments: ssthresh,
+        host,
+        ..tcp_config()
+    }
+}
+
+fn reno() -> CcSpec {
+    CcSpec::Reno(RenoConfig { a: 1.0, b: 0.5, byte_counting: true })
+}
+
+/// ratio% x cwnd x MSS / SRTT in bits per second (`tcp_update_pacing_rate`).
+fn linux_rate(ratio_percent: u64, cwnd: u64, srtt: Time) -> u64 {
+    (ratio_percent as u128 * cwnd as u128 * MSS as u128 * 8 * PS_PER_S as u128 / (100 * srtt as u128)) as u64
+}
+
+/// Send times of the data segments in [from, to).
+fn send_times(h: &Harness, from: Time, to: Time) -> Vec<Time> {
+    h.sent.iter().map(|&(t, _)| t).filter(|&t| t >= from && t < to).collect()
+}
+
+#[test]
+fn linux_pacing_rate_is_120_percent_of_the_window_in_avoidance_and_200_in_slow_start() {
+    let rtt = 100 * PS_PER_MS;
+    for (ssthresh, ratio) in [(Some(2), 120), (None, 200)] {
+        let mut h = Harness::new(linux(Some(host(false)), 10, ssthresh), reno(), rtt, Box::new(|_| false));
+        h.start(None);
+        h.run_until(rtt); // the initial window's ACKs are in
+        let s = &h.sender.tcb;
+        assert_eq!(s.rtt.srtt, Some(rtt));
+        let expected = linux_rate(ratio, u64::from(s.cc_state.cwnd), rtt);
+        assert_eq!(h.sender.pacing_rate_bps(), Some(expected), "ssthresh {ssthresh:?}");
+    }
+}
+
+#[test]
+fn linux_pacing_spaces_segments_by_mss_over_the_rate_after_the_first_ten() {
+    let rtt = 100 * PS_PER_MS;
+    let mut h = Harness::new(linux(Some(host(false)), 10, Some(2)), reno(), rtt, Box::new(|_| false));
+    h.start(None);
+    // The first 10 segments are not paced (tcp_update_skb_after_send): all at once.
+    assert_eq!(send_times(&h, 0, 1).len(), 10);
+    h.run_until(rtt);
+    let cwnd = u64::from(h.sender.tcb.cc_state.cwnd);
+    let gap = transmission_time(MSS, linux_rate(120, cwnd, rtt));
+    h.run_until(2 * rtt - 1); // no ACK arrives in between: the rate holds
+    let times = send_times(&h, rtt, 2 * rtt);
+    assert_eq!(times.len() as u64, cwnd, "the window's worth goes out during the round");
+    // The first segment of the round went on the first ACK, cwnd still 10 (Reno grows it on
+    // the tenth), and came late (nothing was due since the start): half its gap is forgiven.
+    // The others follow a whole gap apart, at the rate of the grown window.
+    let first_gap = transmission_time(MSS, linux_rate(120, 10, rtt));
+    assert_eq!(times[1] - times[0], first_gap - first_gap / 2);
+    for w in times[1..].windows(2) {
+        assert_eq!(w[1] - w[0], gap);
+    }
+}
+
+#[test]
+fn without_the_host_elements_the_window_leaves_in_one_burst() {
+    let rtt = 100 * PS_PER_MS;
+    let mut h = Harness::new(linux(None, 10, Some(2)), reno(), rtt, Box::new(|_| false));
+    h.start(None);
+    h.run_until(2 * rtt - 1);
+    let times = send_times(&h, rtt, 2 * rtt);
+    assert!(times.len() > 1 && times.iter().all(|&t| t == rtt), "{times:?}");
+}
+
+#[test]
+fn tso_trains_have_autosizes_length_and_pacing_spaces_the_trains() {
+    // 20 ms (no near-peer allowance: 20,000 us >> 9 = 39 >= 32) and a window of 200
+    // segments: 120 % x 200 x 1448 B / 20 ms = 139 Mb/s, about 17 KB a millisecond.
+    let rtt = 20 * PS_PER_MS;
+    let mut h = Harness::new(linux(Some(host(true)), 200, Some(2)), reno(), rtt, Box::new(|_| false));
+    h.start(None);
+    h.run_until(rtt);
+    let cwnd = u64::from(h.sender.tcb.cc_state.cwnd);
+    let rate = linux_rate(120, cwnd, rtt);
+    assert_eq!(h.sender.pacing_rate_bps(), Some(rate));
+    // tcp_tso_autosize: (rate in bytes/s >> sk_pacing_shift) bytes, at most 65,536 - 321.
+    let segs = (((rate / 8) >> 10).min(65_215) / MSS).max(2);
+    assert!(segs > 2, "the closed form must be above the floor to test it: {segs}");
+    h.run_until(2 * rtt - 1);
+    let times = send_times(&h, rtt, 2 * rtt);
+    let mut trains: Vec<(Time, u64)> = Vec::new();
+    for t in times {
+        match trains.last_mut() {
+            Some((at, n)) if *at == t => *n += 1,
+            _ => trains.push((t, 1)),
+        }
+    }
+    assert!(trains.len() > 3, "{trains:?}");
+    // The first ACK of the round opens room for one segment only, which leaves alone (Linux
+    // would defer it, tcp_tso_should_defer, not modelled); the pacing timer then finds the
+    // window open: full trains, the last one what remains of the window.
+    let (full, last) = trains[1..].split_at(trains.len() - 2);
+    assert_eq!(trains[0].1, 1);
+    assert!(full.iter().all(|&(_, n)| n == segs), "train sizes {trains:?}, autosize {segs}");
+    assert!(last[0].1 <= segs);
+    // The gap follows the whole train: segs x MSS at the rate.
+    let gap = transmission_time(segs * MSS, rate);
+    for w in trains[1..].windows(2) {
+        assert_eq!(w[1].0 - w[0].0, gap);
+    }
+}

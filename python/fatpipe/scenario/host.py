@@ -1,0 +1,110 @@
+"""``[flows.host]``: the sending and receiving hosts' own elements (issue 26), each after
+the Linux source it names, each off unless turned on here. The core's side is
+``crates/fatpipe-core/src/host/`` (one file per element)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from .kinds import Boolean, Integer, Size
+from .schema import Field, Table, _fail
+
+#: GSO_MAX_SIZE with BIG TCP (Linux 5.19 IPv6, 6.3 IPv4): the largest gso_max_size a device takes.
+GSO_MAX_SIZE_BYTES = 512 * 1024
+
+_HOST = Table(
+    fields=(
+        Field(
+            "linux_pacing",
+            Boolean(),
+            "TCP's internal pacing as Linux does it: the pacing rate is pacing_ss_ratio % of "
+            "max(cwnd, segments out) x MSS / smoothed RTT while cwnd < ssthresh / 2 and "
+            "pacing_ca_ratio % after (or the algorithm's own rate, bbr; at most "
+            "[flows.tcp] max_send_rate); after a segment of len payload bytes the next leaves "
+            "len / rate later, less up to half that gap if the sender came late; the first 10 "
+            "segments are not paced. Linux paces so with the fq qdisc, with bbr, or with "
+            "SO_MAX_PACING_RATE; not with pacing_gain",
+            False,
+            "off. Linux tcp_update_pacing_rate (tcp_input.c), tcp_update_skb_after_send and "
+            "tcp_needs_internal_pacing (tcp_output.c); the default qdisc (fq_codel) does not pace",
+        ),
+        Field(
+            "pacing_ss_ratio",
+            Integer(minimum=1, maximum=1000, example=200),
+            "pacing rate in slow start (cwnd < ssthresh / 2), percent of cwnd x MSS / smoothed RTT",
+            200,
+            "Linux net.ipv4.tcp_pacing_ss_ratio (0 to 1000; 0, no pacing, is linux_pacing = false here)",
+        ),
+        Field(
+            "pacing_ca_ratio",
+            Integer(minimum=1, maximum=1000, example=120),
+            "pacing rate otherwise, percent of cwnd x MSS / smoothed RTT",
+            120,
+            "Linux net.ipv4.tcp_pacing_ca_ratio (0 to 1000)",
+        ),
+        Field(
+            "tso",
+            Boolean(),
+            "TSO/GSO: a paced sender hands out super-segments of about 1 ms of its pacing "
+            "rate (rate >> pacing_shift bytes, plus gso_max_size >> (min RTT in us >> "
+            "tso_rtt_log) for near peers, at most gso_max_size less 321 bytes, at least "
+            "min_tso_segs segments); a super-segment's segments leave back to back and pacing "
+            "spaces the super-segments. An unpaced sender already sends back to back",
+            False,
+            "off. Linux tcp_tso_autosize and tcp_tso_segs (tcp_output.c); NICs do TSO by default",
+        ),
+        Field(
+            "gso_max_size",
+            Size(minimum=1, maximum=GSO_MAX_SIZE_BYTES, example="64KiB"),
+            "the interface's largest super-segment (ip link's gso_max_size); the socket's is "
+            "321 bytes less (MAX_TCP_HEADER + 1: 65,215 bytes, 45 segments of 1448)",
+            "64KiB",
+            "Linux GSO_LEGACY_MAX_SIZE (65,536) and sk_setup_caps; BIG TCP allows up to 512 KiB",
+        ),
+        Field(
+            "min_tso_segs",
+            Integer(minimum=1, maximum=255, example=2),
+            "fewest segments in a super-segment",
+            2,
+            "Linux net.ipv4.tcp_min_tso_segs (1 to 255)",
+        ),
+        Field(
+            "tso_rtt_log",
+            Integer(minimum=0, maximum=255, example=9),
+            "the near-peer allowance of TSO autosizing halves every 2^tso_rtt_log microseconds "
+            "of minimum RTT (9: 512 us, nothing left past a few ms)",
+            9,
+            "Linux net.ipv4.tcp_tso_rtt_log (Linux 5.18; 0 to 255)",
+        ),
+        Field(
+            "pacing_shift",
+            Integer(minimum=0, maximum=31, example=10),
+            "a super-segment holds about 2^-pacing_shift seconds of the pacing rate (10: ~1 ms)",
+            10,
+            "Linux sk_pacing_shift (sock_init_data; Wi-Fi drivers lower it to 8)",
+        ),
+    ),
+    doc="The hosts' own elements: Linux's pacing and TSO/GSO. All off unless set here.",
+)
+
+
+def normalize_host(host: Optional[Dict[str, Any]], pacing_gain: Optional[float], path: str) -> Optional[Dict[str, Any]]:
+    """The core's ``HostConfig`` for a flow's ``[flows.host]`` table (None without one, so the
+    normalized document of a flow without it is what it was before the table existed)."""
+    if host is None:
+        return None
+    if host["linux_pacing"] and pacing_gain is not None:
+        raise _fail(
+            f"{path}.linux_pacing", True,
+            "Linux's pacing sets the rate itself; leave [flows.tcp] pacing_gain unset, or linux_pacing = false",
+        )
+    return {
+        "linux_pacing": host["linux_pacing"],
+        "pacing_ss_ratio_percent": host["pacing_ss_ratio"],
+        "pacing_ca_ratio_percent": host["pacing_ca_ratio"],
+        "tso": host["tso"],
+        "gso_max_size_bytes": host["gso_max_size"],
+        "min_tso_segs": host["min_tso_segs"],
+        "tso_rtt_log": host["tso_rtt_log"],
+        "pacing_shift": host["pacing_shift"],
+    }
