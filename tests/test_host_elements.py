@@ -19,6 +19,10 @@ LINUX_DEFAULTS = {
     "min_tso_segs": 2,
     "tso_rtt_log": 9,
     "pacing_shift": 10,
+    "gro": False,
+    "gro_max_size_bytes": 65536,
+    "rx_coalesce_ps": 16_000_000,
+    "rx_frames": 32,
 }
 
 

@@ -11,7 +11,7 @@ use fatpipe_core::cc::CcSpec;
 use fatpipe_core::host::HostConfig;
 use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind};
 use fatpipe_core::tcp::TcpConfig;
-use fatpipe_core::time::{transmission_time, Time, PS_PER_MS, PS_PER_S};
+use fatpipe_core::time::{transmission_time, Time, PS_PER_MS, PS_PER_S, PS_PER_US};
 use support::*;
 
 const MSS: u64 = 1448;
@@ -28,6 +28,10 @@ fn host(tso: bool) -> HostConfig {
         min_tso_segs: 2,
         tso_rtt_log: 9,
         pacing_shift: 10,
+        gro: false,
+        gro_max_size_bytes: 65_536,
+        rx_coalesce_ps: 0,
+        rx_frames: 1,
     }
 }
 
@@ -143,4 +147,79 @@ fn tso_trains_have_autosizes_length_and_pacing_spaces_the_trains() {
     for w in trains[1..].windows(2) {
         assert_eq!(w[1].0 - w[0].0, gap);
     }
+}
+
+/// The receiver's GRO on, interrupts `rx_usecs` = 16 us after the first frame or after
+/// `rx_frames` frames.
+fn gro_host(rx_frames: u32) -> HostConfig {
+    HostConfig { gro: true, rx_coalesce_ps: 16 * PS_PER_US, rx_frames, ..host(false) }
+}
+
+/// (time, bytes newly acknowledged) of every ACK sent in [from, to).
+fn ack_steps(h: &Harness, from: Time, to: Time) -> Vec<(Time, u64)> {
+    let mut last = 0;
+    let mut steps = Vec::new();
+    for &(t, p) in &h.acks {
+        if (from..to).contains(&t) {
+            steps.push((t, p.ack - last));
+        }
+        last = p.ack;
+    }
+    steps
+}
+
+#[test]
+fn gro_merges_what_arrives_together_and_one_stretch_ack_covers_it() {
+    // The initial window of 200 segments leaves at once (no RTT yet, nothing paced) and
+    // arrives at once, all with the same timestamp: super-segments of as many segments as
+    // stay below 64 KiB (45 x 1448 + 52 header bytes = 65,212), each answered by one ACK
+    // when the interrupt fires 16 us after the first frame.
+    let rtt = 20 * PS_PER_MS;
+    let mut h = Harness::new(linux(Some(gro_host(1000)), 200, None), reno(), rtt, Box::new(|_| false));
+    h.start(None);
+    h.run_until(rtt / 2 + PS_PER_MS);
+    let at = rtt / 2 + 16 * PS_PER_US;
+    let steps: Vec<u64> = ack_steps(&h, 0, rtt).iter().map(|&(t, b)| (t == at) as u64 * b).collect();
+    assert_eq!(steps, [45, 45, 45, 45, 20].map(|n| n * MSS), "{:?}", ack_steps(&h, 0, rtt));
+    // Without GRO this receiver (no delayed ACKs) acknowledges every segment: 200 ACKs.
+    let mut plain = Harness::new(linux(None, 200, None), reno(), rtt, Box::new(|_| false));
+    plain.start(None);
+    plain.run_until(rtt / 2 + PS_PER_MS);
+    assert_eq!(ack_steps(&plain, 0, rtt).len(), 200);
+}
+
+#[test]
+fn rx_frames_cut_the_super_segments_and_fire_the_interrupt_early() {
+    // 32 frames fire the interrupt at once: 6 super-segments of 32 at the arrival, the last
+    // 8 segments 16 us later.
+    let rtt = 20 * PS_PER_MS;
+    let mut h = Harness::new(linux(Some(gro_host(32)), 200, None), reno(), rtt, Box::new(|_| false));
+    h.start(None);
+    h.run_until(rtt / 2 + PS_PER_MS);
+    let steps = ack_steps(&h, 0, rtt);
+    let mut expected = vec![(rtt / 2, 32 * MSS); 6];
+    expected.push((rtt / 2 + 16 * PS_PER_US, 8 * MSS));
+    assert_eq!(steps, expected);
+}
+
+#[test]
+fn with_tso_and_gro_each_paced_train_gets_one_ack() {
+    // The second round of the TSO test above: trains of autosize's length, paced apart;
+    // each arrives together and is acknowledged by one ACK covering the whole train.
+    let rtt = 20 * PS_PER_MS;
+    let host = HostConfig { tso: true, ..gro_host(1000) };
+    let mut h = Harness::new(linux(Some(host), 200, Some(2)), reno(), rtt, Box::new(|_| false));
+    h.start(None);
+    h.run_until(3 * rtt);
+    let mut trains: Vec<(Time, u64)> = Vec::new();
+    for t in send_times(&h, rtt, 2 * rtt) {
+        match trains.last_mut() {
+            Some((at, n)) if *at == t => *n += 1,
+            _ => trains.push((t, 1)),
+        }
+    }
+    let acks = ack_steps(&h, rtt + rtt / 2, 2 * rtt + rtt / 2);
+    let expected: Vec<(Time, u64)> = trains.iter().map(|&(t, n)| (t + rtt / 2 + 16 * PS_PER_US, n * MSS)).collect();
+    assert!(trains.iter().any(|&(_, n)| n > 2), "{trains:?}");
+    assert_eq!(acks, expected);
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from .kinds import Boolean, Integer, Size
+from .kinds import Boolean, Duration, Integer, Size
 from .schema import Field, Table, _fail
 
 #: GSO_MAX_SIZE with BIG TCP (Linux 5.19 IPv6, 6.3 IPv4): the largest gso_max_size a device takes.
@@ -83,8 +83,45 @@ _HOST = Table(
             10,
             "Linux sk_pacing_shift (sock_init_data; Wi-Fi drivers lower it to 8)",
         ),
+        Field(
+            "gro",
+            Boolean(),
+            "the receiving host's GRO with interrupt coalescing: frames wait for the NIC's "
+            "interrupt (rx_usecs after the first, or rx_frames of them), and consecutive "
+            "in-order segments with the same timestamp tick (1 ms) and ECN bits, each as long "
+            "as the first, reach TCP as one super-segment below gro_max_size; TCP acknowledges "
+            "it with one ACK (a stretch ACK). A segment that cannot join hands the held one "
+            "to TCP at once",
+            False,
+            "off. Linux dev_gro_receive (net/core/gro.c), tcp_gro_receive (tcp_offload.c), "
+            "__tcp_ack_snd_check (tcp_input.c); GRO is on by default on every Linux NIC",
+        ),
+        Field(
+            "gro_max_size",
+            Size(minimum=1, maximum=GSO_MAX_SIZE_BYTES, example="64KiB"),
+            "the receiving interface's largest GRO super-segment (ip link's gro_max_size), IP bytes",
+            "64KiB",
+            "Linux GRO_LEGACY_MAX_SIZE (65,536); BIG TCP allows up to 512 KiB",
+        ),
+        Field(
+            "rx_usecs",
+            Duration(positive=False, example="16us"),
+            "interrupt coalescing: how long the receiving NIC waits after the first frame "
+            "before it interrupts (ethtool -C rx-usecs); 0: at once, so GRO merges only what "
+            "arrives at the same instant",
+            "16us",
+            "mlx5e MLX5E_PARAMS_DEFAULT_RX_CQ_MODERATION_USEC (0x10), without its adaptive "
+            "moderation (net_dim, on by default); drivers differ (ixgbe, i40e: dynamic)",
+        ),
+        Field(
+            "rx_frames",
+            Integer(minimum=1, maximum=65535, example=32),
+            "or the NIC interrupts once this many frames have arrived (ethtool -C rx-frames)",
+            32,
+            "mlx5e MLX5E_PARAMS_DEFAULT_RX_CQ_MODERATION_PKTS (0x20)",
+        ),
     ),
-    doc="The hosts' own elements: Linux's pacing and TSO/GSO. All off unless set here.",
+    doc="The hosts' own elements: Linux's pacing, TSO/GSO, GRO with interrupt coalescing. All off unless set here.",
 )
 
 
@@ -107,4 +144,8 @@ def normalize_host(host: Optional[Dict[str, Any]], pacing_gain: Optional[float],
         "min_tso_segs": host["min_tso_segs"],
         "tso_rtt_log": host["tso_rtt_log"],
         "pacing_shift": host["pacing_shift"],
+        "gro": host["gro"],
+        "gro_max_size_bytes": host["gro_max_size"],
+        "rx_coalesce_ps": host["rx_usecs"],
+        "rx_frames": host["rx_frames"],
     }

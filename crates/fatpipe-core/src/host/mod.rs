@@ -5,10 +5,15 @@
 //! and sources in `docs/scenario.md`):
 //! - `pacing.rs`: TCP's internal pacing (`tcp_update_pacing_rate`, `tcp_update_skb_after_send`);
 //! - `tso.rs`: TSO/GSO autosizing (`tcp_tso_autosize`): a paced flow leaves its host in
-//!   line-rate trains of one super-segment each.
+//!   line-rate trains of one super-segment each;
+//! - `gro.rs`: the receiver's GRO and interrupt coalescing (`tcp_gro_receive`, `rx-usecs`):
+//!   what arrives back to back reaches TCP as one super-segment, and one ACK covers it.
 
+pub mod gro;
 pub mod pacing;
 pub mod tso;
+
+use crate::time::Time;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -42,4 +47,13 @@ pub struct HostConfig {
     pub tso_rtt_log: u32,
     /// Linux `sk_pacing_shift`: a super-segment holds about 2^-this seconds of the pacing rate.
     pub pacing_shift: u32,
+    /// The receiving host's GRO (`gro.rs`): segments that arrive together reach TCP as one.
+    pub gro: bool,
+    /// The receiving interface's `gro_max_size`, bytes: a super-segment stays below it.
+    pub gro_max_size_bytes: u32,
+    /// Interrupt coalescing, ethtool `rx-usecs`: the receiving NIC interrupts this long after
+    /// the first frame that finds no interrupt pending (with GRO on).
+    pub rx_coalesce_ps: Time,
+    /// ethtool `rx-frames`: or once this many frames have arrived.
+    pub rx_frames: u32,
 }

@@ -74,6 +74,10 @@ pub(crate) mod tests {
             min_tso_segs: 2,
             tso_rtt_log: 9,
             pacing_shift: 10,
+            gro: false,
+            gro_max_size_bytes: 65_536,
+            rx_coalesce_ps: 0,
+            rx_frames: 1,
         }
     }
 
