@@ -115,7 +115,6 @@ impl Gro {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::PacketKind;
     use crate::time::PS_PER_US;
 
     fn host() -> super::super::HostConfig {
@@ -129,23 +128,7 @@ mod tests {
     }
 
     fn seg(i: u64, len: u32, ts: Time) -> Packet {
-        Packet {
-            flow: 0,
-            conn: 0,
-            src: 0,
-            dst: 1,
-            kind: PacketKind::Data,
-            seq: i * 1448,
-            payload_bytes: len,
-            ip_bytes: len + 52,
-            ack: 0,
-            window_bytes: 0,
-            sack: Default::default(),
-            ts_val: ts,
-            ts_ecr: 0,
-            retransmission: false,
-            ecn: Default::default(),
-        }
+        Packet { seq: i * 1448, ts_val: ts, ip_bytes: len + 52, ..crate::packet::testing::data(0, len + 40) }
     }
 
     #[test]
