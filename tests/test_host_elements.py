@@ -23,6 +23,8 @@ LINUX_DEFAULTS = {
     "gro_max_size_bytes": 65536,
     "rx_coalesce_ps": 16_000_000,
     "rx_frames": 32,
+    "fq": False,
+    "fq_maxrate_bps": None,
 }
 
 
@@ -70,10 +72,17 @@ def test_unknown_keys_are_named():
     assert "flows[0].host.pacing: unknown key" in error(doc(host={"pacing": True}))
 
 
-def test_linux_pacing_and_pacing_gain_are_one_too_many():
-    message = error(doc(host={"linux_pacing": True}, tcp={"pacing_gain": 1.0}))
-    assert message.startswith("flows[0].host.linux_pacing: true is not allowed"), message
+@pytest.mark.parametrize("key", ["linux_pacing", "fq"])
+def test_linux_pacing_and_pacing_gain_are_one_too_many(key):
+    message = error(doc(host={key: True}, tcp={"pacing_gain": 1.0}))
+    assert message.startswith(f"flows[0].host.{key}: true is not allowed"), message
     assert "pacing_gain" in message
+
+
+def test_fq_maxrate_needs_fq():
+    assert error(doc(host={"fq_maxrate": "1Gbps"})).startswith("flows[0].host.fq_maxrate: ")
+    got = load_scenario(doc(host={"fq": True, "fq_maxrate": "1Gbps"}))["flows"][0]["tcp"]["host"]
+    assert (got["fq"], got["fq_maxrate_bps"]) == (True, 10**9)
 
 
 def test_a_udp_flow_takes_no_host_table():

@@ -32,6 +32,8 @@ fn host(tso: bool) -> HostConfig {
         gro_max_size_bytes: 65_536,
         rx_coalesce_ps: 0,
         rx_frames: 1,
+        fq: false,
+        fq_maxrate_bps: None,
     }
 }
 
@@ -62,6 +64,18 @@ fn linux_rate(ratio_percent: u64, cwnd: u64, srtt: Time) -> u64 {
 /// Send times of the data segments in [from, to).
 fn send_times(h: &Harness, from: Time, to: Time) -> Vec<Time> {
     h.sent.iter().map(|&(t, _)| t).filter(|&t| t >= from && t < to).collect()
+}
+
+/// The segments sent in [from, to), grouped by send instant: (time, segments).
+fn trains(h: &Harness, from: Time, to: Time) -> Vec<(Time, u64)> {
+    let mut trains: Vec<(Time, u64)> = Vec::new();
+    for t in send_times(h, from, to) {
+        match trains.last_mut() {
+            Some((at, n)) if *at == t => *n += 1,
+            _ => trains.push((t, 1)),
+        }
+    }
+    trains
 }
 
 #[test]
@@ -126,14 +140,7 @@ fn tso_trains_have_autosizes_length_and_pacing_spaces_the_trains() {
     let segs = (((rate / 8) >> 10).min(65_215) / MSS).max(2);
     assert!(segs > 2, "the closed form must be above the floor to test it: {segs}");
     h.run_until(2 * rtt - 1);
-    let times = send_times(&h, rtt, 2 * rtt);
-    let mut trains: Vec<(Time, u64)> = Vec::new();
-    for t in times {
-        match trains.last_mut() {
-            Some((at, n)) if *at == t => *n += 1,
-            _ => trains.push((t, 1)),
-        }
-    }
+    let trains = trains(&h, rtt, 2 * rtt);
     assert!(trains.len() > 3, "{trains:?}");
     // The first ACK of the round opens room for one segment only, which leaves alone (Linux
     // would defer it, tcp_tso_should_defer, not modelled); the pacing timer then finds the
@@ -207,15 +214,57 @@ fn with_tso_and_gro_each_paced_train_gets_one_ack() {
     let mut h = Harness::new(linux(Some(host), 200, Some(2)), reno(), rtt, Box::new(|_| false));
     h.start(None);
     h.run_until(3 * rtt);
-    let mut trains: Vec<(Time, u64)> = Vec::new();
-    for t in send_times(&h, rtt, 2 * rtt) {
-        match trains.last_mut() {
-            Some((at, n)) if *at == t => *n += 1,
-            _ => trains.push((t, 1)),
-        }
-    }
+    let trains = trains(&h, rtt, 2 * rtt);
     let acks = ack_steps(&h, rtt + rtt / 2, 2 * rtt + rtt / 2);
     let expected: Vec<(Time, u64)> = trains.iter().map(|&(t, n)| (t + rtt / 2 + 16 * PS_PER_US, n * MSS)).collect();
     assert!(trains.iter().any(|&(_, n)| n > 2), "{trains:?}");
     assert_eq!(acks, expected);
+}
+
+/// Wire bytes (IP + 14-byte Ethernet header, as fq counts them) sent in [from, to).
+fn frame_bytes(h: &Harness, from: Time, to: Time) -> u64 {
+    h.sent.iter().filter(|&&(t, _)| (from..to).contains(&t)).map(|(_, p)| u64::from(p.ip_bytes) + 14).sum()
+}
+
+const MAXRATE: u64 = 100_000_000;
+
+/// A bulk flow over an ideal 20 ms path through fq with maxrate 100 Mb/s, after 3 s.
+fn through_fq(tso: bool) -> Harness {
+    let fq = HostConfig { linux_pacing: false, fq: true, fq_maxrate_bps: Some(MAXRATE), ..host(tso) };
+    let mut h = Harness::new(linux(Some(fq), 10, None), reno(), 20 * PS_PER_MS, Box::new(|_| false));
+    h.start(None);
+    h.run_until(3 * PS_PER_S);
+    h
+}
+
+#[test]
+fn fq_maxrate_caps_the_flow_on_the_wire() {
+    // An ideal 20 ms path and an unlimited window: slow start runs away without a cap. With
+    // fq's maxrate at 100 Mb/s the flow puts at most 100 Mb of frames on the wire a second,
+    // and once its window is past the cap's BDP, exactly that (to a frame).
+    let maxrate = MAXRATE;
+    let h = through_fq(false);
+    let second = frame_bytes(&h, 2 * PS_PER_S, 3 * PS_PER_S) * 8;
+    let frame_bits = (MSS + 52 + 14) * 8;
+    assert!(second <= maxrate + frame_bits && second >= maxrate - frame_bits, "{second} bits in a second");
+    // Segments leave (1448 + 52 + 14) bytes at 100 Mb/s apart: 121.12 us.
+    let gap = transmission_time(MSS + 52 + 14, maxrate);
+    let times = send_times(&h, 2 * PS_PER_S, 2 * PS_PER_S + 10 * PS_PER_MS);
+    assert!(times.windows(2).all(|w| w[1] - w[0] == gap), "{times:?}");
+    // fq alone (no maxrate) paces at Linux's rate: past 200 Mb/s within half a second.
+    let fq_only = HostConfig { fq: true, ..host(false) };
+    let mut free = Harness::new(linux(Some(fq_only), 10, None), reno(), 20 * PS_PER_MS, Box::new(|_| false));
+    free.start(None);
+    free.run_until(PS_PER_S / 2);
+    assert!(frame_bytes(&free, 4 * PS_PER_S / 10, PS_PER_S / 2) * 8 > 2 * maxrate / 10);
+}
+
+#[test]
+fn fq_maxrate_spaces_tso_super_segments_by_their_whole_length() {
+    let h = through_fq(true);
+    let trains = trains(&h, 2 * PS_PER_S, 2 * PS_PER_S + 20 * PS_PER_MS);
+    assert!(trains.iter().all(|&(_, n)| n > 1), "{trains:?}");
+    for w in trains.windows(2) {
+        assert_eq!(w[1].0 - w[0].0, transmission_time(w[0].1 * (MSS + 52 + 14), MAXRATE), "{trains:?}");
+    }
 }

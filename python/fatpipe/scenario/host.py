@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from .kinds import Boolean, Duration, Integer, Size
-from .schema import Field, Table, _fail
+from .kinds import Boolean, Duration, Integer, Rate, Size
+from .schema import UNSET, Field, Table, _fail
 
 #: GSO_MAX_SIZE with BIG TCP (Linux 5.19 IPv6, 6.3 IPv4): the largest gso_max_size a device takes.
 GSO_MAX_SIZE_BYTES = 512 * 1024
@@ -120,8 +120,30 @@ _HOST = Table(
             32,
             "mlx5e MLX5E_PARAMS_DEFAULT_RX_CQ_MODERATION_PKTS (0x20)",
         ),
+        Field(
+            "fq",
+            Boolean(),
+            "the fq qdisc on the sending host's interface: Linux then paces the flow as "
+            "linux_pacing does (its departure times, which fq keeps), and fq_maxrate, if set, "
+            "spaces the flow's packets (a TSO super-segment whole) by their frame length at "
+            "that rate. Not modelled: the round robin between flows sharing an interface "
+            "(quantum, initial_quantum), flow_limit and horizon (TCP Small Queues keep a "
+            "flow's fq queue short); not with pacing_gain",
+            False,
+            "off: Linux's default qdisc is fq_codel (net.core.default_qdisc); ESnet's host "
+            "tuning recommends fq for data-transfer nodes. Linux sch_fq.c fq_dequeue",
+        ),
+        Field(
+            "fq_maxrate",
+            Rate(),
+            "fq's per-flow maxrate (tc qdisc ... fq maxrate), bits per second of frames (IP "
+            "packet and 14-byte Ethernet header); needs fq = true",
+            UNSET,
+            "unset: unlimited (sch_fq flow_max_rate ~0)",
+        ),
     ),
-    doc="The hosts' own elements: Linux's pacing, TSO/GSO, GRO with interrupt coalescing. All off unless set here.",
+    doc="The hosts' own elements: Linux's pacing, TSO/GSO, GRO with interrupt coalescing, the fq qdisc's "
+    "maxrate. All off unless set here.",
 )
 
 
@@ -130,11 +152,14 @@ def normalize_host(host: Optional[Dict[str, Any]], pacing_gain: Optional[float],
     normalized document of a flow without it is what it was before the table existed)."""
     if host is None:
         return None
-    if host["linux_pacing"] and pacing_gain is not None:
-        raise _fail(
-            f"{path}.linux_pacing", True,
-            "Linux's pacing sets the rate itself; leave [flows.tcp] pacing_gain unset, or linux_pacing = false",
-        )
+    for key in ("linux_pacing", "fq"):
+        if host[key] and pacing_gain is not None:
+            raise _fail(
+                f"{path}.{key}", True,
+                f"Linux's pacing sets the rate itself; leave [flows.tcp] pacing_gain unset, or {key} = false",
+            )
+    if host["fq_maxrate"] is not None and not host["fq"]:
+        raise _fail(f"{path}.fq_maxrate", host["fq_maxrate"], "fq's maxrate needs fq = true")
     return {
         "linux_pacing": host["linux_pacing"],
         "pacing_ss_ratio_percent": host["pacing_ss_ratio"],
@@ -148,4 +173,6 @@ def normalize_host(host: Optional[Dict[str, Any]], pacing_gain: Optional[float],
         "gro_max_size_bytes": host["gro_max_size"],
         "rx_coalesce_ps": host["rx_usecs"],
         "rx_frames": host["rx_frames"],
+        "fq": host["fq"],
+        "fq_maxrate_bps": host["fq_maxrate"],
     }

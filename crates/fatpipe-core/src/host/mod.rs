@@ -6,9 +6,12 @@
 //! - `pacing.rs`: TCP's internal pacing (`tcp_update_pacing_rate`, `tcp_update_skb_after_send`);
 //! - `tso.rs`: TSO/GSO autosizing (`tcp_tso_autosize`): a paced flow leaves its host in
 //!   line-rate trains of one super-segment each;
+//! - `fq.rs`: the fq qdisc's per-flow maxrate (`sch_fq.c` `fq_dequeue`) on the sender's
+//!   interface, which also makes Linux pace the flow;
 //! - `gro.rs`: the receiver's GRO and interrupt coalescing (`tcp_gro_receive`, `rx-usecs`):
 //!   what arrives back to back reaches TCP as one super-segment, and one ACK covers it.
 
+pub mod fq;
 pub mod gro;
 pub mod pacing;
 pub mod tso;
@@ -56,4 +59,20 @@ pub struct HostConfig {
     pub rx_coalesce_ps: Time,
     /// ethtool `rx-frames`: or once this many frames have arrived.
     pub rx_frames: u32,
+    /// The fq qdisc on the sender's interface (`fq.rs`): Linux paces the flow as with
+    /// `linux_pacing` (`SK_PACING_FQ`).
+    #[serde(default)]
+    pub fq: bool,
+    /// fq's `maxrate`, bits per second on the wire (the qdisc's packet length: IP bytes and
+    /// the Ethernet header); None: unlimited.
+    #[serde(default)]
+    pub fq_maxrate_bps: Option<u64>,
+}
+
+impl HostConfig {
+    /// Linux computes departure times for the flow (`sk_pacing_status` set): its own
+    /// pacing, or fq's.
+    pub fn linux_paces(&self) -> bool {
+        self.linux_pacing || self.fq
+    }
 }

@@ -54,9 +54,16 @@ pub fn next_departure(prior: Time, now: Time, len_bytes: u64, rate_bps: u64, seg
     if segs_out < UNPACED_SEGMENTS {
         return wstamp;
     }
-    let gap = transmission_time(len_bytes, rate_bps.max(1));
-    let credit = wstamp - prior;
-    wstamp + gap - (gap / 2).min(credit)
+    after_gap(prior, now, transmission_time(len_bytes, rate_bps.max(1)))
+}
+
+/// Linux's rule for the next departure a `gap` after a packet that left at `now` while the
+/// earliest departure in force was `prior`: a late sender is forgiven up to half the gap
+/// ("take into account OS jitter" in `tcp_update_skb_after_send`; "Account for
+/// schedule/timers drifts" in sch_fq's `fq_dequeue`).
+pub fn after_gap(prior: Time, now: Time, gap: Time) -> Time {
+    let wstamp = prior.max(now);
+    wstamp + gap - (gap / 2).min(wstamp - prior)
 }
 
 #[cfg(test)]
@@ -78,6 +85,8 @@ pub(crate) mod tests {
             gro_max_size_bytes: 65_536,
             rx_coalesce_ps: 0,
             rx_frames: 1,
+            fq: false,
+            fq_maxrate_bps: None,
         }
     }
 

@@ -51,8 +51,12 @@ pub struct Train {
     pub segs_left: u32,
     /// Payload bytes (or IP bytes, for a sender that paces by the packet) in it so far.
     pub bytes: u64,
+    /// Its length as a qdisc counts it (`fq.rs`: frames, headers of every segment).
+    pub wire_bytes: u64,
     /// The earliest departure in force before it (Linux `prior_wstamp`).
     pub prior: Time,
+    /// fq's `time_next_packet` for the flow before it.
+    pub fq_prior: Option<Time>,
 }
 
 impl Train {
@@ -61,15 +65,17 @@ impl Train {
         self.segs_left > 0 && self.at == now
     }
 
-    /// Opens a train of up to `segs` segments at `now`, the earliest departure being `prior`.
-    pub fn start(&mut self, now: Time, segs: u32, prior: Time) {
-        *self = Train { at: now, segs_left: segs.max(1), bytes: 0, prior };
+    /// Opens a train of up to `segs` segments at `now`, the earliest departures in force
+    /// being `prior` (TCP's) and `fq_prior` (fq's).
+    pub fn start(&mut self, now: Time, segs: u32, prior: Time, fq_prior: Option<Time>) {
+        *self = Train { at: now, segs_left: segs.max(1), bytes: 0, wire_bytes: 0, prior, fq_prior };
     }
 
-    /// A segment of `bytes` joins.
-    pub fn add(&mut self, bytes: u64) {
+    /// A segment of `bytes` (`wire_bytes` as a qdisc counts it) joins.
+    pub fn add(&mut self, bytes: u64, wire_bytes: u64) {
         self.segs_left -= 1;
         self.bytes += bytes;
+        self.wire_bytes += wire_bytes;
     }
 
     pub fn close(&mut self) {

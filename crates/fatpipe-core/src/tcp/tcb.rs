@@ -18,7 +18,7 @@ use super::rtt::RttEstimator;
 use super::send_delay::RandomSendDelay;
 use super::stats::SenderStats;
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
-use crate::host::{pacing, tso};
+use crate::host::{fq, pacing, tso, HostConfig};
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::{transmission_time, Time, PS_PER_S};
 
@@ -77,8 +77,11 @@ pub struct Tcb {
     pub(crate) next_send_ps: Time,
     /// Set while pacing (or the random send delay) holds back data the window would allow.
     pub(crate) pacing_deadline: Option<Time>,
-    /// The TSO super-segment being handed out (`host/tso.rs`), with the host's TSO on.
+    /// The packet being handed out (`host/tso.rs`): a TSO super-segment, or with TSO off
+    /// one segment; only with the host's elements.
     pub(crate) train: tso::Train,
+    /// fq's earliest departure for the flow's next packet (`host/fq.rs`), with fq's maxrate.
+    pub(crate) fq_next_ps: Option<Time>,
     /// ns-2's `overhead_`: a random wait before each send pass (`send_delay.rs`); None: off.
     pub(crate) send_delay: Option<RandomSendDelay>,
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
@@ -159,6 +162,7 @@ impl Tcb {
             next_send_ps: 0,
             pacing_deadline: None,
             train: tso::Train::default(),
+            fq_next_ps: None,
             send_delay: None,
             timed_segment: None,
             lone_runt: None,
@@ -177,7 +181,7 @@ impl Tcb {
         tcb.paces = tcb.cfg.pacing_gain.is_some()
             || tcb.controls
             || tcb.cfg.max_send_rate_bps.is_some()
-            || tcb.cfg.host.is_some_and(|h| h.linux_pacing);
+            || tcb.cfg.host.is_some_and(|h| h.linux_paces());
         tcb.cc_state.paces = tcb.paces;
         if tcb.controls {
             tcb.rate = Some(RateSampler::default());
@@ -262,7 +266,7 @@ impl Tcb {
 
     /// Linux's window-based pacing rate (`host/pacing.rs`), if the host's Linux pacing is on.
     fn linux_pacing_rate_bps(&self, srtt: Time) -> Option<u64> {
-        let host = self.cfg.host.filter(|h| h.linux_pacing)?;
+        let host = self.cfg.host.filter(|h| h.linux_paces())?;
         let s = &self.cc_state;
         let packets_out = self.segments(self.snd_max - self.snd_una);
         Some(pacing::linux_rate_bps(&host, s.cwnd, s.ssthresh, packets_out, self.cfg.mss_bytes, srtt))
@@ -274,8 +278,9 @@ impl Tcb {
         if self.train.open(now) {
             return false;
         }
-        if self.paces && self.pacing_rate_bps().is_some() && now < self.next_send_ps {
-            self.pacing_deadline = Some(self.next_send_ps);
+        let paced = (self.paces && self.pacing_rate_bps().is_some()).then_some(self.next_send_ps);
+        if let Some(until) = paced.into_iter().chain(self.fq_next_ps).max().filter(|&t| now < t) {
+            self.pacing_deadline = Some(until);
             return true;
         }
         if let Some(wait_until) = self.send_delay.as_mut().and_then(|d| d.hold(now)) {
@@ -362,12 +367,12 @@ impl Tcb {
         }
         let ip_bytes = self.cfg.header_bytes() + len;
         if self.paces {
-            if let Some(rate) = self.pacing_rate_bps() {
-                let paced_bytes = if self.paces_payload { len } else { ip_bytes };
-                self.next_send_ps = match self.cfg.host {
-                    Some(host) => self.host_departure(&host, now, paced_bytes as u64, len, rate),
-                    None => now + transmission_time(paced_bytes as u64, rate),
-                };
+            let rate = self.pacing_rate_bps();
+            let paced_bytes = if self.paces_payload { len } else { ip_bytes };
+            match (self.cfg.host, rate) {
+                (Some(host), _) => self.host_departure(&host, now, paced_bytes as u64, len, ip_bytes, rate),
+                (None, Some(rate)) => self.next_send_ps = now + transmission_time(paced_bytes as u64, rate),
+                (None, None) => {}
             }
         }
         out.push(Packet {
@@ -390,32 +395,35 @@ impl Tcb {
         true
     }
 
-    /// When the next segment may leave, with the host's elements: TSO makes the segment part
-    /// of a super-segment (the gap follows the whole train), Linux pacing times departures as
-    /// `tcp_update_skb_after_send` (which paces payload bytes).
+    /// When the next segment may leave, with the host's elements: the segment is part of a
+    /// packet (a TSO super-segment, or itself), whose whole length sets the gaps; Linux's
+    /// pacing times TCP's departures as `tcp_update_skb_after_send` (payload bytes), fq's
+    /// maxrate spaces the packets on the wire (`host/fq.rs`).
     fn host_departure(
         &mut self,
-        host: &crate::host::HostConfig,
+        host: &HostConfig,
         now: Time,
         paced: u64,
         payload: u32,
-        rate: u64,
-    ) -> Time {
-        let bytes = if host.linux_pacing { u64::from(payload) } else { paced };
-        let (prior, bytes) = if host.tso {
-            if !self.train.open(now) {
-                let segs = tso::autosize_segs(host, Some(rate), self.rtt.min_rtt, self.cfg.mss_bytes);
-                self.train.start(now, segs, self.next_send_ps);
-            }
-            self.train.add(bytes);
-            (self.train.prior, self.train.bytes)
-        } else {
-            (self.next_send_ps, bytes)
-        };
-        if host.linux_pacing {
-            pacing::next_departure(prior, now, bytes, rate, self.stats.segments_sent)
-        } else {
-            now + transmission_time(bytes, rate)
+        ip_bytes: u32,
+        rate: Option<u64>,
+    ) {
+        if !self.train.open(now) {
+            let segs = if host.tso { tso::autosize_segs(host, rate, self.rtt.min_rtt, self.cfg.mss_bytes) } else { 1 };
+            self.train.start(now, segs, self.next_send_ps, self.fq_next_ps);
+        }
+        let bytes = if host.linux_paces() { u64::from(payload) } else { paced };
+        self.train.add(bytes, u64::from(ip_bytes) + fq::ETH_HEADER_BYTES);
+        let t = self.train;
+        if let Some(rate) = rate {
+            self.next_send_ps = if host.linux_paces() {
+                pacing::next_departure(t.prior, now, t.bytes, rate, self.stats.segments_sent)
+            } else {
+                now + transmission_time(t.bytes, rate)
+            };
+        }
+        if let Some(maxrate) = host.fq_maxrate_bps.filter(|_| host.fq) {
+            self.fq_next_ps = Some(fq::next_packet(t.fq_prior, now, t.wire_bytes, maxrate));
         }
     }
 
