@@ -278,7 +278,9 @@ impl Tcb {
         if self.train.open(now) {
             return false;
         }
-        let paced = (self.paces && self.pacing_rate_bps().is_some()).then_some(self.next_send_ps);
+        // The cheap test first: the rate is worked out only for a segment the clock holds.
+        let paced =
+            (self.paces && now < self.next_send_ps && self.pacing_rate_bps().is_some()).then_some(self.next_send_ps);
         if let Some(until) = paced.into_iter().chain(self.fq_next_ps).max().filter(|&t| now < t) {
             self.pacing_deadline = Some(until);
             return true;
