@@ -285,7 +285,7 @@ impl TcpReceiver {
     pub fn on_delayed_ack_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
         if self.gro.as_ref().is_some_and(|g| g.deadline.is_some_and(|t| t <= now)) {
             self.gro_interrupt(now, out);
-            if !self.delayed_ack_deadline.is_some_and(|t| t <= now) {
+            if self.delayed_ack_deadline.is_none_or(|t| t > now) {
                 return;
             }
         }
