@@ -182,6 +182,22 @@ def cases(quick: bool = False) -> List[Case]:
                 warmup_ps=warm,
             )
         )
+    # Issue 26: the same 10 Gb/s flow with the host's elements on; per-packet cost must not
+    # grow (pacing alone adds a timer per segment; TSO makes that one per train).
+    ten = 10**10
+    for label, host in (("pacing", {"linux_pacing": True}), ("pacing+TSO", {"linux_pacing": True, "tso": True})):
+        warm = warmup_ps(ten)
+        scenario = bench_scenario(ten, warm + measure_ps(ten, segments))
+        scenario["flows"][0]["host"] = host
+        out.append(
+            Case(
+                name=f"host {label} {format_rate(ten)}",
+                what=f"dumbbell {format_rate(ten)} as above, [flows.host] {label}",
+                kind="steady",
+                scenario=scenario,
+                warmup_ps=warm,
+            )
+        )
     red_measure = (PS_PER_S // 4) if quick else 2 * PS_PER_S
     red_warm = PS_PER_S if quick else RED_WARMUP_PS
     out.append(

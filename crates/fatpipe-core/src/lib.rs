@@ -10,6 +10,7 @@ pub mod capture;
 pub mod cc;
 pub mod chunked;
 pub mod event;
+pub mod host;
 pub mod net;
 pub mod packet;
 pub mod probe;

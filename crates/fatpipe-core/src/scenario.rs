@@ -181,6 +181,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     slow_timer_ps: None,
     fast_timer_ps: None,
     metrics: None,
+    host: None,
     max_send_rate_bps: None,
 };
 

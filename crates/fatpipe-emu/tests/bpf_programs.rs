@@ -6,7 +6,6 @@
 
 use fatpipe_emu::bpf_cc::{self, PROGRAMS};
 use fatpipe_emu::struct_ops;
-use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 

@@ -527,6 +527,7 @@ _BBR = _simple_algorithm(
     (Field("bw_window_rounds", Integer(minimum=1, example=10), "window of the bottleneck-bandwidth max filter, round trips", 10, "draft-00 BtlBwFilterLen; Linux bbr_bw_rtts"), "bw_window_rounds"),
     (Field("min_rtt_window", Duration(example="10s"), "window of the RTprop min filter; when it expires, PROBE_RTT", "10s", "draft-00 RTpropFilterLen; Linux bbr_min_rtt_win_sec"), "min_rtt_window_ps"),
     (Field("probe_rtt_duration", Duration(positive=False, example="200ms"), "how long PROBE_RTT holds cwnd at 4 segments (0: never probe)", "200ms", "draft-00 ProbeRTTDuration; Linux bbr_probe_rtt_mode_ms"), "probe_rtt_duration_ps"),
+    (Field("extra_acked", Boolean(), "ACK aggregation (issue 26): once the pipe is full, cwnd's target also carries the most data acknowledged beyond what BtlBw expects over an ACK epoch (max over 10 round trips, at most 100 ms of BtlBw), for ACKs that arrive in bursts (GRO, stretch ACKs)", False, "off, as before it existed here; Linux 5.1+ always (tcp_bbr.c bbr_update_ack_aggregation, bbr_extra_acked_gain 1)"), "extra_acked"),
 )
 
 #: Congestion control algorithms by name.

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from ..units import U64_MAX, format_duration, format_size
 from .congestion import CC_ALGORITHMS, PRESETS, CongestionControlChoice, stack_recovery
 from .kinds import Boolean, Choice, Duration, Integer, Name, Size
+from .host import _HOST, normalize_host
 from .network import Network
 from .profiles import default_cc_by_profile, flow_profile, metrics_cache, resolve_cc, resolve_tcp_members
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num
@@ -24,7 +25,7 @@ from .tcp import (
 
 #: [[flows]] keys that belong to TCP flows only.
 TCP_ONLY_FLOW_KEYS = (
-    "cc", "tcp", "bytes", "burst_size", "burst_period", "burst_carry_over", "http", "streams", "transfers",
+    "cc", "tcp", "host", "bytes", "burst_size", "burst_period", "burst_carry_over", "http", "streams", "transfers",
     "transfer_gap",
 )
 
@@ -208,6 +209,7 @@ _FLOW = FlowTable(
             "unset: a bulk (or paced) transfer",
         ),
         Field("tcp", _TCP, "TCP options ([flows.tcp])", {}, "each key's own default"),
+        Field("host", _HOST, "the hosts' own elements: Linux pacing, TSO ([flows.host])", UNSET, "unset: none of them"),
         Field(
             "transport",
             Choice(("tcp", "udp")),
@@ -405,7 +407,8 @@ def _normalize_flow(
             f"{tcp_path}.handshake", False,
             'HTTP/1.0 opens a connection per request with a handshake (only version = "1.1" may start established)',
         )
-    return {
+    host = normalize_host(flow["host"], tcp["pacing_gain"], _join(path, "host"))
+    normalized = {
         "name": flow["name"] if flow["name"] is not None else f"flow{index}",
         "src": src,
         "dst": dst,
@@ -462,6 +465,9 @@ def _normalize_flow(
             {k: v for k, v in cc.items() if k not in ("algorithm", "preset", "given", "table")}, _join(path, "cc")
         ),
     }
+    if host is not None:
+        normalized["tcp"]["host"] = host
+    return normalized
 
 
 #: The kind of each [flows.tcp] key (a profile's values are read as the flow's would be).

@@ -201,6 +201,9 @@ pub struct TcpConfig {
     /// The per-destination metrics cache as the profile's kernel kept it (`tcp/metrics.rs`);
     /// None: the profile's stack has none (or none is modelled).
     pub metrics: Option<super::metrics::MetricsConfig>,
+    /// The hosts' own elements (pacing, TSO, GRO, fq; `crate::host`). None (the key absent
+    /// from the scenario): none of them, as before they existed.
+    pub host: Option<crate::host::HostConfig>,
 }
 
 impl TcpConfig {

@@ -98,6 +98,9 @@ pub struct TcpReceiver {
     rcv_adv: u64,
     /// When the application's reading makes a window update due, if the window is small.
     window_update_deadline: Option<Time>,
+    /// The receiving host's GRO and interrupt coalescing (`host/gro.rs`); None: off, every
+    /// segment reaches TCP as it arrives.
+    gro: Option<crate::host::gro::Gro>,
     pub stats: ReceiverStats,
 }
 
@@ -134,6 +137,7 @@ impl TcpReceiver {
             ece: false,
             reader: cfg.receiver_drain_rate_bps.map(AppReader::new),
             rcv_buffer: cfg.rcv_buffer_bytes,
+            gro: cfg.host.filter(|h| h.gro).map(|h| crate::host::gro::Gro::new(&h, cfg.mss_bytes)),
             window_granularity: 1 << cfg.window_shift(),
             max_window: 65_535 << cfg.window_shift(),
             sws_threshold: (cfg.rcv_buffer_bytes / 2).min(cfg.mss_bytes as u64).max(1),
@@ -145,7 +149,11 @@ impl TcpReceiver {
     }
 
     pub fn delayed_ack_deadline(&self) -> Option<Time> {
-        self.delayed_ack_deadline
+        match &self.gro {
+            // The receiver's one timer serves the NIC's interrupt too (`on_delayed_ack_timer`).
+            Some(g) => [self.delayed_ack_deadline, g.deadline].into_iter().flatten().min(),
+            None => self.delayed_ack_deadline,
+        }
     }
 
     /// When the window-update timer must fire (only with a rate-limited application).
@@ -163,10 +171,30 @@ impl TcpReceiver {
         self.ooo.bytes()
     }
 
-    /// Handles one arriving data segment.
+    /// Handles one data segment arriving from the wire: through GRO if the host has it.
     pub fn on_segment(&mut self, now: Time, seg: &Packet, out: &mut Vec<Packet>) {
         debug_assert_eq!(seg.kind, PacketKind::Data);
         self.stats.segments_received += 1;
+        let Some(gro) = &mut self.gro else { return self.receive(now, seg, out) };
+        if gro.arrive(now, seg) {
+            self.gro_interrupt(now, out);
+        }
+    }
+
+    /// The receiving NIC's interrupt: TCP takes what GRO holds, oldest first.
+    fn gro_interrupt(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let Some(gro) = &mut self.gro else { return };
+        let held = gro.interrupt();
+        for s in &held {
+            self.receive(now, s, out);
+        }
+        if let Some(gro) = &mut self.gro {
+            gro.restore(held);
+        }
+    }
+
+    /// TCP takes one (super-)segment.
+    fn receive(&mut self, now: Time, seg: &Packet, out: &mut Vec<Packet>) {
         let (start, end) = (seg.seq, seg.end_seq());
         if self.ecn {
             // CWR first: a segment with both CWR and CE asks for ECN-Echo again. A delayed
@@ -233,7 +261,9 @@ impl TcpReceiver {
                 self.rcv_nxt = self.rcv_nxt.max(e);
             }
             self.stats.last_delivery_ps = Some(now);
-            self.unacked_segments += 1;
+            // A GRO super-segment counts as the segments it carries (Linux acknowledges at
+            // once when more than one full segment is unacknowledged).
+            self.unacked_segments += self.gro.as_ref().map_or(1, |g| g.segments(seg.payload_bytes));
             if had_hole {
                 self.update_sack_blocks(self.rcv_nxt);
             }
@@ -251,8 +281,14 @@ impl TcpReceiver {
         self.schedule_window_update(now, out);
     }
 
-    /// The delayed-ACK timer expired.
+    /// The delayed-ACK timer expired (or, with GRO, the NIC's interrupt is due).
     pub fn on_delayed_ack_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.gro.as_ref().is_some_and(|g| g.deadline.is_some_and(|t| t <= now)) {
+            self.gro_interrupt(now, out);
+            if self.delayed_ack_deadline.is_none_or(|t| t > now) {
+                return;
+            }
+        }
         if self.unacked_segments > 0 {
             self.send_ack(now, out);
         }

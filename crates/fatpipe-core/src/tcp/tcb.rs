@@ -18,6 +18,7 @@ use super::rtt::RttEstimator;
 use super::send_delay::RandomSendDelay;
 use super::stats::SenderStats;
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
+use crate::host::{fq, pacing, tso, HostConfig};
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::{transmission_time, Time, PS_PER_S};
 
@@ -76,6 +77,11 @@ pub struct Tcb {
     pub(crate) next_send_ps: Time,
     /// Set while pacing (or the random send delay) holds back data the window would allow.
     pub(crate) pacing_deadline: Option<Time>,
+    /// The packet being handed out (`host/tso.rs`): a TSO super-segment, or with TSO off
+    /// one segment; only with the host's elements.
+    pub(crate) train: tso::Train,
+    /// fq's earliest departure for the flow's next packet (`host/fq.rs`), with fq's maxrate.
+    pub(crate) fq_next_ps: Option<Time>,
     /// ns-2's `overhead_`: a random wait before each send pass (`send_delay.rs`); None: off.
     pub(crate) send_delay: Option<RandomSendDelay>,
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
@@ -155,6 +161,8 @@ impl Tcb {
             persist_backoff: 0,
             next_send_ps: 0,
             pacing_deadline: None,
+            train: tso::Train::default(),
+            fq_next_ps: None,
             send_delay: None,
             timed_segment: None,
             lone_runt: None,
@@ -170,7 +178,10 @@ impl Tcb {
         };
         tcb.cc.init(&mut tcb.cc_state);
         tcb.controls = tcb.cc.has_cong_control();
-        tcb.paces = tcb.cfg.pacing_gain.is_some() || tcb.controls || tcb.cfg.max_send_rate_bps.is_some();
+        tcb.paces = tcb.cfg.pacing_gain.is_some()
+            || tcb.controls
+            || tcb.cfg.max_send_rate_bps.is_some()
+            || tcb.cfg.host.is_some_and(|h| h.linux_paces());
         tcb.cc_state.paces = tcb.paces;
         if tcb.controls {
             tcb.rate = Some(RateSampler::default());
@@ -238,11 +249,12 @@ impl Tcb {
     }
 
     /// The pacing rate in force, bits per second: the algorithm's own (BBR), else
-    /// gain x cwnd / SRTT when pacing is on and an RTT is known; never above the host's cap.
+    /// gain x cwnd / SRTT when pacing is on and an RTT is known, else Linux's
+    /// `tcp_update_pacing_rate` with the host's Linux pacing on; never above the host's cap.
     pub fn pacing_rate_bps(&self) -> Option<u64> {
         let own = self.cc.pacing_rate_bps(&self.cc_state).map(|r| r.max(1)).or_else(|| {
-            let gain = self.cfg.pacing_gain?;
             let srtt = self.rtt.srtt?.max(1);
+            let Some(gain) = self.cfg.pacing_gain else { return self.linux_pacing_rate_bps(srtt) };
             let bits = self.cc_state.cwnd as f64 * self.cfg.mss_bytes as f64 * 8.0;
             Some(((gain * bits * PS_PER_S as f64 / srtt as f64) as u64).max(1))
         });
@@ -252,11 +264,25 @@ impl Tcb {
         }
     }
 
+    /// Linux's window-based pacing rate (`host/pacing.rs`), if the host's Linux pacing is on.
+    fn linux_pacing_rate_bps(&self, srtt: Time) -> Option<u64> {
+        let host = self.cfg.host.filter(|h| h.linux_paces())?;
+        let s = &self.cc_state;
+        let packets_out = self.segments(self.snd_max - self.snd_una);
+        Some(pacing::linux_rate_bps(&host, s.cwnd, s.ssthresh, packets_out, self.cfg.mss_bytes, srtt))
+    }
+
     /// Whether pacing, or the random send delay, holds the next segment back; if so the
-    /// pacing timer is set.
+    /// pacing timer is set. A segment that joins the open TSO super-segment is never held.
     pub(crate) fn paced_out(&mut self, now: Time) -> bool {
-        if self.paces && self.pacing_rate_bps().is_some() && now < self.next_send_ps {
-            self.pacing_deadline = Some(self.next_send_ps);
+        if self.train.open(now) {
+            return false;
+        }
+        // The cheap test first: the rate is worked out only for a segment the clock holds.
+        let paced =
+            (self.paces && now < self.next_send_ps && self.pacing_rate_bps().is_some()).then_some(self.next_send_ps);
+        if let Some(until) = paced.into_iter().chain(self.fq_next_ps).max().filter(|&t| now < t) {
+            self.pacing_deadline = Some(until);
             return true;
         }
         if let Some(wait_until) = self.send_delay.as_mut().and_then(|d| d.hold(now)) {
@@ -343,9 +369,12 @@ impl Tcb {
         }
         let ip_bytes = self.cfg.header_bytes() + len;
         if self.paces {
-            if let Some(rate) = self.pacing_rate_bps() {
-                let paced_bytes = if self.paces_payload { len } else { ip_bytes };
-                self.next_send_ps = now + transmission_time(paced_bytes as u64, rate);
+            let rate = self.pacing_rate_bps();
+            let paced_bytes = if self.paces_payload { len } else { ip_bytes };
+            match (self.cfg.host, rate) {
+                (Some(host), _) => self.host_departure(&host, now, paced_bytes as u64, len, ip_bytes, rate),
+                (None, Some(rate)) => self.next_send_ps = now + transmission_time(paced_bytes as u64, rate),
+                (None, None) => {}
             }
         }
         out.push(Packet {
@@ -366,6 +395,38 @@ impl Tcb {
             ecn,
         });
         true
+    }
+
+    /// When the next segment may leave, with the host's elements: the segment is part of a
+    /// packet (a TSO super-segment, or itself), whose whole length sets the gaps; Linux's
+    /// pacing times TCP's departures as `tcp_update_skb_after_send` (payload bytes), fq's
+    /// maxrate spaces the packets on the wire (`host/fq.rs`).
+    fn host_departure(
+        &mut self,
+        host: &HostConfig,
+        now: Time,
+        paced: u64,
+        payload: u32,
+        ip_bytes: u32,
+        rate: Option<u64>,
+    ) {
+        if !self.train.open(now) {
+            let segs = if host.tso { tso::autosize_segs(host, rate, self.rtt.min_rtt, self.cfg.mss_bytes) } else { 1 };
+            self.train.start(now, segs, self.next_send_ps, self.fq_next_ps);
+        }
+        let bytes = if host.linux_paces() { u64::from(payload) } else { paced };
+        self.train.add(bytes, u64::from(ip_bytes) + fq::ETH_HEADER_BYTES);
+        let t = self.train;
+        if let Some(rate) = rate {
+            self.next_send_ps = if host.linux_paces() {
+                pacing::next_departure(t.prior, now, t.bytes, rate, self.stats.segments_sent)
+            } else {
+                now + transmission_time(t.bytes, rate)
+            };
+        }
+        if let Some(maxrate) = host.fq_maxrate_bps.filter(|_| host.fq) {
+            self.fq_next_ps = Some(fq::next_packet(t.fq_prior, now, t.wire_bytes, maxrate));
+        }
     }
 
     /// Remembers a segment shorter than the MSS sent with nothing else outstanding (Linux keeps
@@ -420,6 +481,8 @@ impl Tcb {
     /// retransmission timer becomes the persist timer (Linux `tcp_check_probe_timer`); and
     /// an application that left the window unfilled marks the rate samples to come.
     pub(crate) fn after_send_pass(&mut self, now: Time) {
+        // A super-segment never outlives the pass that handed it out.
+        self.train.close();
         if self.rwnd == 0 && self.snd_max == self.snd_una && self.written > self.snd_una && self.rto_deadline.is_none()
         {
             self.persisting = true;

@@ -57,6 +57,7 @@ pub fn tcp_config() -> TcpConfig {
         slow_timer_ps: None,
         fast_timer_ps: None,
         metrics: None,
+        host: None,
         max_send_rate_bps: None,
     }
 }
