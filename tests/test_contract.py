@@ -8,6 +8,7 @@ no other, so a key the core adds, renames or drops fails ``test_real_core_output
 """
 
 import copy
+import json
 import sys
 from pathlib import Path
 
