@@ -64,7 +64,7 @@ class PeakRss:
 
 
 def zero_rate_sender() -> dict:
-    spec = {"name": "u", "src": 0, "dst": 1,
+    spec = {"name": "u", "src": 0, "dst": 1, "start_jitter_ps": 0,
             "source": {"kind": "udp_cbr", "start_ps": 0, "stop_ps": None, "rate_bps": 0, "payload_bytes": 1472}}
     return {"type": "setup", "test": {"duration_ps": PS_PER_S, "sample_interval_ps": PS_PER_S // 10, "flows": [
         {"spec": spec, "sends": True, "tcp": None, "quick_ack": False, "port": None, "peer_udp_port": 9}]}}
@@ -72,7 +72,7 @@ def zero_rate_sender() -> dict:
 
 def receiving_test(seconds: float) -> dict:
     """A test in which the daemon only receives UDP (nothing has to be sent to it)."""
-    spec = {"name": "r", "src": 0, "dst": 1,
+    spec = {"name": "r", "src": 0, "dst": 1, "start_jitter_ps": 0,
             "source": {"kind": "udp_cbr", "start_ps": 0, "stop_ps": None, "rate_bps": 1_000_000, "payload_bytes": 1000}}
     return {"type": "setup", "test": {"duration_ps": int(seconds * PS_PER_S), "sample_interval_ps": PS_PER_S // 10,
             "flows": [{"spec": spec, "sends": False, "tcp": None, "quick_ack": False, "port": None, "peer_udp_port": 9}]}}

@@ -171,7 +171,10 @@ pub fn module_runs_as_asked(
     module_params: &dyn Fn(&str, &str) -> Option<String>,
 ) -> bool {
     let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
-    let linux_form = cc.get("variant").and_then(Value::as_str).is_none_or(|v| v == "linux");
+    // Reno's variants are RFC 5681's growth (what Linux's reno does) and BSD's bytes (which
+    // parameter_notes names): "rfc" is the Linux form there.
+    let linux_form =
+        cc.get("variant").and_then(Value::as_str).is_none_or(|v| v == "linux" || (algorithm == "reno" && v == "rfc"));
     linux_name(algorithm).is_some_and(|l| available.iter().any(|a| a == l))
         && linux_form
         && parameter_notes(algorithm, cc, module_params).is_empty()
