@@ -92,6 +92,11 @@ impl Ecn {
     pub const ECE: Ecn = Ecn(4);
     /// TCP: congestion window reduced, the sender tells the receiver it responded.
     pub const CWR: Ecn = Ecn(8);
+    /// IP: ECN-capable transport with codepoint ECT(1), the L4S identifier (RFC 9331 section
+    /// 4.1). Exclusive with `ECT` (ECT(0)). A router's CE mark keeps the sender's codepoint
+    /// bit here, so a dual queue (RFC 9332) can classify a CE packet as L4S, as RFC 9331
+    /// section 5.3 asks, without a separate field.
+    pub const ECT1: Ecn = Ecn(16);
 
     pub fn has(self, bits: Ecn) -> bool {
         self.0 & bits.0 == bits.0
@@ -226,6 +231,11 @@ mod tests {
         e.set(Ecn::ECT);
         e.set(Ecn::CWR);
         assert!(e.has(Ecn::ECT) && e.has(Ecn::CWR) && !e.has(Ecn::CE) && !e.has(Ecn::ECE));
+        assert!(!e.has(Ecn::ECT1));
+        let mut l4s = Ecn::default();
+        l4s.set(Ecn::ECT1);
+        l4s.set(Ecn::CE);
+        assert!(l4s.has(Ecn::ECT1) && l4s.has(Ecn::CE) && !l4s.has(Ecn::ECT));
     }
 
     #[test]
