@@ -14,6 +14,7 @@ pub mod elf;
 pub mod ext;
 pub mod insn;
 pub mod jit;
+pub mod machine;
 pub mod object;
 pub mod params;
 pub mod read;

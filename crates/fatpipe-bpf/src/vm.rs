@@ -13,13 +13,12 @@
 //! pointer r10 are kept). A run stops after [`MAX_INSNS`] instructions: the kernel's
 //! verifier proves that programs end; here an endless one is an error instead.
 //!
-//! A program added with [`Machine::add_compiled`] runs as machine code from `jit.rs` (x86-64
-//! Linux) instead: the same memory, checks and errors (`errors`), faster.
+//! The machine that holds the programs and runs each either here or as machine code from
+//! `jit/` (x86-64 Linux) is `machine.rs`: both read this memory model, checks and errors
+//! (`errors`), so neither depends on the other.
 
 use crate::insn::{self, Insn};
-use crate::jit;
 use crate::read::Error;
-use std::sync::Arc;
 
 /// Bytes of stack per frame (the kernel's MAX_BPF_STACK) and frames (MAX_CALL_FRAMES).
 pub const STACK_FRAME: usize = 512;
@@ -78,6 +77,15 @@ pub(crate) mod errors {
 }
 
 impl Memory {
+    /// The memory of `regions`, region 0 first (the machine builds it, `machine.rs`).
+    pub(crate) fn new(regions: Vec<Region>) -> Memory {
+        Memory { regions }
+    }
+
+    pub(crate) fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
     fn fault(addr: u64, size: usize, what: &str) -> Error {
         errors::fault(addr, size, what)
     }
@@ -143,69 +151,6 @@ impl Memory {
 pub trait Host {
     fn helper(&mut self, id: i32, args: [u64; 5], mem: &mut Memory) -> Result<u64, Error>;
     fn kfunc(&mut self, index: u32, args: [u64; 5], mem: &mut Memory) -> Result<u64, Error>;
-}
-
-/// A program ready to run: instructions with data addresses and kernel function indices
-/// filled in.
-pub struct Program {
-    pub name: String,
-    insns: Vec<Insn>,
-    code: Option<Arc<jit::Code>>,
-}
-
-pub struct Machine {
-    pub memory: Memory,
-    programs: Vec<Program>,
-    /// The regions as compiled code sees them, once a compiled program is added.
-    jit_regions: Option<jit::Regions>,
-}
-
-impl Machine {
-    /// A machine with the stack and ctx regions; `regions` follow from [`FIRST_FREE`] in
-    /// order.
-    pub fn new(regions: Vec<Region>) -> Machine {
-        let mut all = vec![
-            Region { bytes: Vec::new(), writable: Some(Vec::new()) },
-            Region { bytes: vec![0; STACK_FRAME * MAX_FRAMES], writable: None },
-            Region { bytes: vec![0; 6 * 8], writable: Some(Vec::new()) },
-        ];
-        all.extend(regions);
-        Machine { memory: Memory { regions: all }, programs: Vec::new(), jit_regions: None }
-    }
-
-    /// Adds a program; returns its index for [`Machine::run`]. Every instruction is checked
-    /// for what this machine can execute.
-    pub fn add(&mut self, name: &str, insns: Vec<Insn>) -> Result<usize, Error> {
-        check_program(name, &insns)?;
-        self.programs.push(Program { name: name.to_string(), insns, code: None });
-        Ok(self.programs.len() - 1)
-    }
-
-    /// Adds a program with its machine code (`jit::compile` of the same instructions); it
-    /// runs compiled.
-    pub fn add_compiled(&mut self, name: &str, insns: Vec<Insn>, code: Arc<jit::Code>) -> Result<usize, Error> {
-        check_program(name, &insns)?;
-        if self.jit_regions.is_none() {
-            self.jit_regions = Some(jit::Regions::new(&self.memory.regions));
-        }
-        self.programs.push(Program { name: name.to_string(), insns, code: Some(code) });
-        Ok(self.programs.len() - 1)
-    }
-
-    /// Runs program `index` with `args` in r1.. (the first also stored in ctx as the
-    /// kernel passes struct_ops arguments); returns r0.
-    pub fn run(&mut self, index: usize, args: &[u64], host: &mut dyn Host) -> Result<u64, Error> {
-        let ctx = address(CTX, 0);
-        for (i, a) in args.iter().enumerate() {
-            self.memory.regions[CTX as usize].bytes[i * 8..i * 8 + 8].copy_from_slice(&a.to_le_bytes());
-        }
-        let program = &self.programs[index];
-        match (&program.code, &mut self.jit_regions) {
-            (Some(code), Some(regions)) => jit::run(code, &mut self.memory, regions, host, ctx),
-            _ => execute(&program.insns, &mut self.memory, host, ctx),
-        }
-        .map_err(|e| Error::new(format!("{}: {e}", program.name)))
-    }
 }
 
 /// Checks that every instruction of `insns` is one this interpreter executes, with its jumps
@@ -437,7 +382,7 @@ struct Frame {
     fp: u64,
 }
 
-fn execute(insns: &[Insn], mem: &mut Memory, host: &mut dyn Host, ctx: u64) -> Result<u64, Error> {
+pub(crate) fn execute(insns: &[Insn], mem: &mut Memory, host: &mut dyn Host, ctx: u64) -> Result<u64, Error> {
     use insn::*;
     let mut r = [0u64; 11];
     r[1] = ctx;

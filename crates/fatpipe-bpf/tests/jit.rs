@@ -13,7 +13,8 @@
 #![allow(clippy::identity_op)]
 
 use fatpipe_bpf::insn::*;
-use fatpipe_bpf::vm::{self, Host, Machine, Memory, Region};
+use fatpipe_bpf::machine::Machine;
+use fatpipe_bpf::vm::{self, Host, Memory, Region};
 use fatpipe_bpf::{jit, Error};
 use std::sync::Arc;
 

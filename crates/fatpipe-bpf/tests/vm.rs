@@ -3,7 +3,8 @@
 //! the memory checks that stand in for the kernel's verifier.
 
 use fatpipe_bpf::insn::{self, Insn};
-use fatpipe_bpf::vm::{self, Host, Machine, Memory, Region};
+use fatpipe_bpf::machine::Machine;
+use fatpipe_bpf::vm::{self, Host, Memory, Region};
 use fatpipe_bpf::Error;
 
 struct NoHost;

@@ -124,7 +124,7 @@ impl std::fmt::Debug for Code {
     }
 }
 
-/// Compiles `insns` (checked first, as [`crate::vm::Machine::add`] checks them).
+/// Compiles `insns` (checked first, as [`crate::machine::Machine::add`] checks them).
 pub fn compile(name: &str, insns: &[Insn]) -> Result<Code, Error> {
     crate::vm::check_program(name, insns)?;
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
