@@ -52,6 +52,10 @@ class RouteError(ValueError):
     """As the core's: a flow whose packets find no way (the fake routes everything)."""
 
 
+class FlowFieldError(ValueError):
+    """As the core's: a flow's field the core refuses (the fake refuses none)."""
+
+
 def check(scenario):
     _document(scenario)
 

@@ -65,6 +65,19 @@ def test_json_text_is_not_a_scenario(call):
         getattr(core, call)(text)
 
 
+def test_a_flows_refused_field_comes_back_as_data():
+    core = import_core()
+    linux_cubic = dict(CHAIN["flows"][0], cc={"algorithm": "cubic", "variant": "linux"})
+    doc = load_scenario(dict(CHAIN, flows=[linux_cubic]))
+    doc["flows"][0]["cc"]["c"] = 0.0001  # past the loader, which would refuse it the same way
+    with pytest.raises(core.FlowFieldError) as err:
+        core.check(doc)
+    assert isinstance(err.value, ValueError)
+    assert (err.value.flow, err.value.field) == (0, ".cc.c")
+    assert err.value.problem.startswith('0.0001 is not allowed with variant = "linux"')
+    assert str(err.value) == f"flows[0].cc.c: {err.value.problem}"
+
+
 def test_a_flow_without_a_route_comes_back_as_data():
     core = import_core()
     doc = load_scenario(CHAIN)

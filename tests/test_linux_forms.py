@@ -67,6 +67,17 @@ def test_cubic_hystart_parameters_go_with_linux_hystart():
     assert refused(algorithm="cubic", variant="linux", c=0.001).startswith('flows[0].cc.c: 0.001 is not allowed with variant = "linux"')
 
 
+def test_cubics_fixed_point_rules_are_the_cores_and_name_the_users_flow():
+    """CUBIC's Linux fixed-point limits live in the core alone (cc/cubic.rs validate); the
+    loader reports the core's refusal against the flow the user wrote, past a flow whose
+    streams the normalizer expanded into several."""
+    bad = {"cc": {"algorithm": "cubic", "variant": "linux", "beta": 0.99999}}
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(dict(BASE, flows=[{"streams": 3}, bad]))
+    assert str(err.value) == 'flows[1].cc.beta: 0.99999 is not allowed with variant = "linux": must round to 1..1023 / 1024'
+    assert err.value.field == "flows[1].cc.beta"
+
+
 def test_linux_highspeed_keeps_rfc_3649s_table():
     assert cc(algorithm="highspeed", variant="linux")["high_p"] == 1e-7
     message = refused(algorithm="highspeed", variant="linux", high_p=1e-6)

@@ -27,6 +27,34 @@ pub type FlowRoute = (Vec<u32>, Vec<u32>);
 pub enum ScenarioError {
     Field(String),
     Route(RouteError),
+    /// A field of one flow (its parameters are checked here, where they are used, so the
+    /// Python front states no rule of its own, and names the user's flow).
+    Flow(FlowFieldError),
+}
+
+/// A flow's field that `FlowSpec::check` refused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowFieldError {
+    /// The flow's index in the normalized scenario.
+    pub flow: usize,
+    /// The field's path inside the flow, from its first dot: `.cc.c`, `.tcp.mss_bytes`.
+    pub field: String,
+    /// The value and what is allowed: `0.001 is not allowed with variant = "linux": ...`.
+    pub problem: String,
+}
+
+impl FlowFieldError {
+    /// `check`'s message for flow `flow` (".cc.c: problem") taken apart at its first ": ".
+    pub fn new(flow: usize, message: &str) -> FlowFieldError {
+        let (field, problem) = message.split_once(": ").unwrap_or(("", message));
+        FlowFieldError { flow, field: field.to_string(), problem: problem.to_string() }
+    }
+}
+
+impl std::fmt::Display for FlowFieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "flows[{}]{}: {}", self.flow, self.field, self.problem)
+    }
 }
 
 /// A flow whose data, ACKs or datagrams find no route, or whose route loops.
@@ -51,6 +79,7 @@ impl std::fmt::Display for ScenarioError {
         match self {
             ScenarioError::Field(message) => f.write_str(message),
             ScenarioError::Route(e) => e.fmt(f),
+            ScenarioError::Flow(e) => e.fmt(f),
         }
     }
 }
@@ -302,7 +331,7 @@ impl Scenario {
             if f.src == f.dst {
                 return Err(format!("flows[{i}]: src and dst are the same host").into());
             }
-            f.check().map_err(|e| format!("flows[{i}]{e}"))?;
+            f.check().map_err(|e| ScenarioError::Flow(FlowFieldError::new(i, &e)))?;
             if f.source.is_udp() {
                 // UDP is not fragmented here: a datagram fits every link on its way.
                 let payload = f.source.udp_payload_bytes().expect("a UDP source");

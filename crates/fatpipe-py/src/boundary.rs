@@ -31,6 +31,15 @@ pub fn scenario(obj: &Bound<'_, PyAny>) -> PyResult<Scenario> {
     from_python(obj, "scenario")
 }
 
+create_exception!(
+    _core,
+    FlowFieldError,
+    PyValueError,
+    "A field of one flow that the core refused: `flow` (its index in the normalized scenario), \
+     `field` (the path inside the flow from its first dot, e.g. `.cc.c`) and `problem` (the \
+     value and what is allowed)."
+);
+
 /// `value` as Python objects: structs and maps as dicts, sequences as lists.
 pub fn to_python<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
     Ok(pythonize::pythonize(py, value)?)
@@ -48,6 +57,16 @@ pub fn scenario_error(py: Python<'_>, e: ScenarioError) -> PyErr {
                 value.setattr("flow", route.flow)?;
                 value.setattr("loops", route.loops)?;
                 value.setattr("problem", &route.problem)
+            };
+            set().err().unwrap_or(err)
+        }
+        ScenarioError::Flow(field) => {
+            let err = FlowFieldError::new_err(field.to_string());
+            let value = err.value(py);
+            let set = || -> PyResult<()> {
+                value.setattr("flow", field.flow)?;
+                value.setattr("field", &field.field)?;
+                value.setattr("problem", &field.problem)
             };
             set().err().unwrap_or(err)
         }

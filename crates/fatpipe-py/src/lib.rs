@@ -149,7 +149,7 @@ impl Simulation {
 /// Checks a normalized scenario (a dict) as `Simulation` would (references, routes, MTU
 /// along them), without building anything; raises ValueError("<path>: <message>"), or its
 /// subclass RouteError for a flow whose packets find no way (attributes `flow`, `loops`,
-/// `problem`).
+/// `problem`), or FlowFieldError for a flow's field (attributes `flow`, `field`, `problem`).
 #[pyfunction]
 fn check(scenario: &Bound<'_, PyAny>) -> PyResult<()> {
     boundary::scenario(scenario)?.validate().map(|_| ()).map_err(|e| scenario_error(scenario.py(), e))
@@ -306,6 +306,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_program_object, m)?)?;
     m.add("RouteError", m.py().get_type::<boundary::RouteError>())?;
+    m.add("FlowFieldError", m.py().get_type::<boundary::FlowFieldError>())?;
     probe::register(m)?;
     Ok(())
 }

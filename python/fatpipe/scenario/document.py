@@ -234,8 +234,7 @@ def load(source: Union[PathLike, Mapping[str, Any]]) -> Loaded:
         "splits": network.splits,
         "routes": network.routes,
     }
-    if network.hosts is not None:
-        _check_routes(core, top["flows"])
+    _check_in_core(core, top["flows"])
     captures = _capture_points(output, network, duration_ps)
     check_budget(core, captures, output, queue_fields)
     return Loaded(core=core, plots=output["plots"], captures=captures, memory_budget=output["memory_budget"])
@@ -266,22 +265,26 @@ def _default_name(stem: str) -> str:
         ) from None
 
 
-def _check_routes(core: Dict[str, Any], parsed_flows: List[Dict[str, Any]]) -> None:
-    """Asks the core whether every flow of a custom network finds its way (both ways for
-    TCP's ACKs): routes are the core's to compute, shortest paths with the explicit routes
-    laid over them, so Python does not compute them a second time. The fixed shapes route
-    every pair by construction."""
+def _check_in_core(core: Dict[str, Any], parsed_flows: List[Dict[str, Any]]) -> None:
+    """Asks the core to validate the normalized scenario. Rules the core must enforce anyway
+    live there alone and are not restated here: every flow of a custom network finds its way
+    (routes are the core's to compute, shortest paths with the explicit routes laid over
+    them) and each algorithm's own parameter rules (CUBIC's Linux fixed point, ...). Either
+    comes back as data naming the normalized flow, mapped here to the user's."""
     from ..core import import_core
 
     core_module = import_core()
+    # Streams are expanded after validation: map the core's flow back to the user's.
+    origin = [i for i, flow in enumerate(parsed_flows) for _ in range(flow["streams"])]
     try:
         core_module.check(core)
     except core_module.RouteError as err:
-        # Streams are expanded after validation: map the core's flow back to the user's.
-        origin = [i for i, flow in enumerate(parsed_flows) for _ in range(flow["streams"])]
         i = origin[err.flow]
         problem = err.problem if err.loops else f"{err.problem} over topology.links"
         raise _fail(f"flows[{i}].dst", parsed_flows[i]["dst"], problem) from None
+    except core_module.FlowFieldError as err:
+        path = f"flows[{origin[err.flow]}]{err.field}"
+        raise ScenarioError(f"{path}: {err.problem}", path) from None
     except ValueError as err:  # the normalizer wrote something the core refuses: a bug here
         raise ScenarioError(f"the core refused the normalized scenario: {err}") from None
 
