@@ -459,7 +459,7 @@ pub fn flow_knobs(
     let program = program_for(cc).filter(|_| match policy {
         BpfPolicy::Never => false,
         BpfPolicy::Always => true,
-        BpfPolicy::Auto => !crate::kernel::module_runs_as_asked(cc, available, module_params),
+        BpfPolicy::Auto => !crate::kernel::module_runs_as_asked(spec, available, module_params),
     });
     let Some(program) = program else {
         return crate::kernel::flow_knobs(spec, available, sysctl_value, module_params).map_err(RegisterError::Object);

@@ -10,6 +10,7 @@
 //! values of a host-wide sysctl cannot share the host: that is an error naming both.
 
 use crate::traffic::tcp::TcpOptions;
+use fatpipe_core::cc::CcSpec;
 use fatpipe_core::scenario::FlowSpec;
 use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind, TcpConfig, WindowReduction};
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S, PS_PER_US};
@@ -26,22 +27,26 @@ pub const LINUX_ACK_EVERY: u32 = 2;
 /// tcp_rto_max_ms accepts 1 s to 120 s (Documentation/networking/ip-sysctl.rst).
 const RTO_MAX_RANGE_MS: (u64, u64) = (1_000, 120_000);
 
-/// The scenario's algorithm names and the Linux modules that implement them. Linux's
-/// "westwood" is Westwood+ (net/ipv4/tcp_westwood.c: "TCP Westwood+"), so the original
-/// Westwood has no counterpart; FAST, GridDT and the no-congestion-control stack have none
-/// in mainline either.
-pub fn linux_name(algorithm: &str) -> Option<&'static str> {
-    Some(match algorithm {
-        "reno" => "reno",
-        "cubic" => "cubic",
-        "bbr" => "bbr",
-        "bic" => "bic",
-        "htcp" => "htcp",
-        "highspeed" => "highspeed",
-        "scalable" => "scalable",
-        "vegas" => "vegas",
-        "westwood_plus" => "westwood",
-        _ => return None,
+/// The Linux module that runs `cc`'s algorithm, and whether `cc` asks for the form that
+/// module runs (its `variant`); None: mainline Linux has no such module. One exhaustive
+/// match over the core's algorithms, so a new algorithm must say here what the kernel has.
+/// Linux's reno grows as RFC 5681 does (in segments: variant "rfc"; BSD's growth in bytes
+/// is not Linux's). Linux's "westwood" is Westwood+ (net/ipv4/tcp_westwood.c: "TCP
+/// Westwood+"), so the original Westwood has no counterpart; FAST, GridDT and the
+/// no-congestion-control stack have none in mainline either, and a BPF object is its own.
+pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
+    use fatpipe_core::cc::{bbr, cubic, highspeed, reno, scalable, vegas, westwood};
+    Some(match cc {
+        CcSpec::Reno(c) => ("reno", c.variant == reno::RenoVariant::Rfc),
+        CcSpec::Cubic(c) => ("cubic", matches!(c.variant, cubic::CubicVariant::Linux)),
+        CcSpec::Bbr(c) => ("bbr", matches!(c.variant, bbr::BbrVariant::Linux)),
+        CcSpec::Bic(_) => ("bic", true),
+        CcSpec::Htcp(_) => ("htcp", true),
+        CcSpec::Highspeed(c) => ("highspeed", matches!(c.variant, highspeed::HighSpeedVariant::Linux)),
+        CcSpec::Scalable(c) => ("scalable", matches!(c.variant, scalable::ScalableVariant::Linux)),
+        CcSpec::Vegas(c) => ("vegas", matches!(c.variant, vegas::VegasVariant::Linux)),
+        CcSpec::WestwoodPlus(c) => ("westwood", matches!(c.variant, westwood::WestwoodPlusVariant::Linux)),
+        CcSpec::Westwood(_) | CcSpec::Fast(_) | CcSpec::GridDt(_) | CcSpec::Nocc(_) | CcSpec::Bpf(_) => return None,
     })
 }
 
@@ -120,10 +125,11 @@ pub fn flow_knobs(
     module_params: &dyn Fn(&str, &str) -> Option<String>,
 ) -> Result<FlowKnobs, String> {
     tcp_of(spec)?; // the MSS is refused before the algorithm
-    let cc = &cc_table(spec);
-    let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
+    let cc = spec.cc.as_ref().ok_or("cc: a TCP flow needs a congestion control")?;
+    let table = &cc_table(spec);
+    let algorithm = table.get("algorithm").and_then(Value::as_str).unwrap_or("?");
     let list = available.join(" ");
-    let Some(linux) = linux_name(algorithm) else {
+    let Some((linux, _)) = kernel_module(cc) else {
         return Err(format!(
             "cc: congestion control {algorithm:?} has no Linux implementation to emulate; the kernel offers: {list} (/proc/sys/net/ipv4/tcp_available_congestion_control)"
         ));
@@ -134,7 +140,7 @@ pub fn flow_knobs(
         ));
     }
     let mut k = FlowKnobs { congestion: linux.to_string(), ..FlowKnobs::default() };
-    k.notes.extend(parameter_notes(algorithm, cc, module_params));
+    k.notes.extend(parameter_notes(cc, table, module_params));
     tcp_knobs(spec, k, sysctl_value)
 }
 
@@ -166,18 +172,13 @@ pub fn cc_table(spec: &FlowSpec) -> Value {
 /// Whether the kernel's own module runs the flow's algorithm as asked: it is available, in
 /// its Linux form, with the flow's parameters.
 pub fn module_runs_as_asked(
-    cc: &Value,
+    spec: &FlowSpec,
     available: &[String],
     module_params: &dyn Fn(&str, &str) -> Option<String>,
 ) -> bool {
-    let algorithm = cc.get("algorithm").and_then(Value::as_str).unwrap_or("?");
-    // Reno's variants are RFC 5681's growth (what Linux's reno does) and BSD's bytes (which
-    // parameter_notes names): "rfc" is the Linux form there.
-    let linux_form =
-        cc.get("variant").and_then(Value::as_str).is_none_or(|v| v == "linux" || (algorithm == "reno" && v == "rfc"));
-    linux_name(algorithm).is_some_and(|l| available.iter().any(|a| a == l))
-        && linux_form
-        && parameter_notes(algorithm, cc, module_params).is_empty()
+    let Some(cc) = spec.cc.as_ref() else { return false };
+    kernel_module(cc).is_some_and(|(linux, linux_form)| linux_form && available.iter().any(|a| a == linux))
+        && parameter_notes(cc, &cc_table(spec), module_params).is_empty()
 }
 
 /// The flow's TCP settings and the TCP_MAXSEG its MSS asks for: what is refused first,
@@ -408,79 +409,80 @@ fn stack_knobs(t: &fatpipe_core::tcp::config::TcpConfig, k: &mut FlowKnobs) {
 }
 
 /// Notes for the algorithm's parameters that differ from what the kernel runs (module
-/// parameters are machine-wide, so the emulator never changes them).
-fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &str) -> Option<String>) -> Vec<String> {
-    let num = |key: &str| cc.get(key).and_then(Value::as_f64);
-    let flag = |key: &str| cc.get(key).and_then(Value::as_bool);
+/// parameters are machine-wide, so the emulator never changes them). The scenario's values
+/// are read from the typed `cc` (every one present: the core has no defaults); `table` is
+/// the same as written, for naming values in notes.
+fn parameter_notes(cc: &CcSpec, table: &Value, module_params: &dyn Fn(&str, &str) -> Option<String>) -> Vec<String> {
+    let algorithm = table.get("algorithm").and_then(Value::as_str).unwrap_or("?");
     let module_num = |module: &str, p: &str, default: f64| {
         module_params(module, p).and_then(|v| v.trim().parse::<f64>().ok()).unwrap_or(default)
     };
+    let flag = |b: bool| f64::from(u8::from(b));
     // (parameter, the scenario's value, the kernel's value)
     let mut checks: Vec<(&str, f64, f64)> = Vec::new();
-    match algorithm {
-        "reno" => {
-            checks.push(("a", num("a").unwrap_or(1.0), 1.0));
-            checks.push(("b", num("b").unwrap_or(0.5), 0.5));
+    match cc {
+        CcSpec::Reno(c) => {
+            checks.push(("a", c.a, 1.0));
+            checks.push(("b", c.b, 0.5));
             // tcp_reno_cong_avoid grows by the segments an ACK covers: byte counting.
-            checks.push(("byte_counting", f64::from(u8::from(flag("byte_counting").unwrap_or(false))), 1.0));
+            checks.push(("byte_counting", flag(c.byte_counting), 1.0));
             // BSD's growth in bytes, and 4.3BSD-Reno's eighth of a segment per ACK: Linux has neither.
-            let bsd = cc.get("variant").and_then(Value::as_str) == Some("bsd");
-            checks.push(("variant", f64::from(u8::from(bsd)), 0.0));
-            checks.push(("eighth", f64::from(u8::from(flag("eighth").unwrap_or(false))), 0.0));
+            checks.push(("variant", flag(c.variant == fatpipe_core::cc::reno::RenoVariant::Bsd), 0.0));
+            checks.push(("eighth", flag(c.eighth), 0.0));
         }
-        "cubic" => {
+        CcSpec::Cubic(c) => {
+            use fatpipe_core::cc::cubic::hystart::{HyStartDetect, HyStartMode};
             // net/ipv4/tcp_cubic.c: beta = 717/1024, C = bic_scale x 10 / 1024 (41: 0.40).
-            checks.push(("beta", num("beta").unwrap_or(0.7), module_num("tcp_cubic", "beta", 717.0) / 1024.0));
-            checks.push(("c", num("c").unwrap_or(0.4), module_num("tcp_cubic", "bic_scale", 41.0) * 10.0 / 1024.0));
+            checks.push(("beta", c.beta, module_num("tcp_cubic", "beta", 717.0) / 1024.0));
+            checks.push(("c", c.c, module_num("tcp_cubic", "bic_scale", 41.0) * 10.0 / 1024.0));
             checks.push((
                 "fast_convergence",
-                f64::from(u8::from(flag("fast_convergence").unwrap_or(true))),
+                flag(c.fast_convergence),
                 module_num("tcp_cubic", "fast_convergence", 1.0),
             ));
             checks.push((
                 "tcp_friendliness",
-                f64::from(u8::from(flag("tcp_friendliness").unwrap_or(true))),
+                flag(c.tcp_friendliness),
                 module_num("tcp_cubic", "tcp_friendliness", 1.0),
             ));
             // HyStart: module parameters hystart (1), hystart_detect (3: both tests),
             // hystart_low_window (16), hystart_ack_delta_us (2000).
-            let s = |key: &str| cc.get(key).and_then(Value::as_str);
-            let mode = match s("hystart") {
-                Some("off") => 0.0,
-                Some("rfc9406") => 2.0,
-                _ => 1.0,
+            let mode = match c.hystart {
+                HyStartMode::Off => 0.0,
+                HyStartMode::Linux => 1.0,
+                HyStartMode::Rfc9406 => 2.0,
             };
             checks.push(("hystart", mode, module_num("tcp_cubic", "hystart", 1.0)));
             if mode == 1.0 {
-                let detect = match s("hystart_detect") {
-                    Some("ack_train") => 1.0,
-                    Some("delay") => 2.0,
-                    _ => 3.0,
+                let detect = match c.hystart_detect {
+                    HyStartDetect::AckTrain => 1.0,
+                    HyStartDetect::Delay => 2.0,
+                    HyStartDetect::Both => 3.0,
                 };
                 checks.push(("hystart_detect", detect, module_num("tcp_cubic", "hystart_detect", 3.0)));
                 checks.push((
                     "hystart_low_window",
-                    num("hystart_low_window").unwrap_or(16.0),
+                    f64::from(c.hystart_low_window),
                     module_num("tcp_cubic", "hystart_low_window", 16.0),
                 ));
                 checks.push((
                     "hystart_ack_delta_us",
-                    num("hystart_ack_delta_ps").unwrap_or(2e9) / PS_PER_US as f64,
+                    c.hystart_ack_delta_ps as f64 / PS_PER_US as f64,
                     module_num("tcp_cubic", "hystart_ack_delta_us", 2000.0),
                 ));
             }
         }
-        "bbr" => {
+        CcSpec::Bbr(c) => {
             // net/ipv4/tcp_bbr.c: bbr_high_gain 2885/1000 (739/256), bbr_cwnd_gain 2,
             // bbr_bw_rtts 10, bbr_min_rtt_win_sec 10, bbr_probe_rtt_mode_ms 200.
-            checks.push(("high_gain", num("high_gain").unwrap_or(2.885), 739.0 / 256.0));
-            checks.push(("cwnd_gain", num("cwnd_gain").unwrap_or(2.0), 2.0));
-            checks.push(("bw_window_rounds", num("bw_window_rounds").unwrap_or(10.0), 10.0));
-            checks.push(("min_rtt_window_s", num("min_rtt_window_ps").unwrap_or(1e13) / PS_PER_S as f64, 10.0));
-            checks.push(("probe_rtt_duration_s", num("probe_rtt_duration_ps").unwrap_or(2e11) / PS_PER_S as f64, 0.2));
+            checks.push(("high_gain", c.high_gain, 739.0 / 256.0));
+            checks.push(("cwnd_gain", c.cwnd_gain, 2.0));
+            checks.push(("bw_window_rounds", c.bw_window_rounds as f64, 10.0));
+            checks.push(("min_rtt_window_s", c.min_rtt_window_ps as f64 / PS_PER_S as f64, 10.0));
+            checks.push(("probe_rtt_duration_s", c.probe_rtt_duration_ps as f64 / PS_PER_S as f64, 0.2));
         }
         _ => {
-            let params: Vec<String> = cc
+            let params: Vec<String> = table
                 .as_object()
                 .into_iter()
                 .flatten()
@@ -505,7 +507,7 @@ fn parameter_notes(algorithm: &str, cc: &Value, module_params: &dyn Fn(&str, &st
             "eighth" => "reno eighth = true: Linux's reno has no 4.3BSD-Reno eighth of a segment per ACK".to_string(),
             "hystart" => format!(
                 "cubic hystart = {}: the kernel's cubic runs {} (module parameter hystart = {linux}, machine-wide, not changed)",
-                cc.get("hystart").unwrap_or(&Value::Null),
+                table.get("hystart").unwrap_or(&Value::Null),
                 if linux == 1.0 { "HyStart" } else { "no HyStart" }
             ),
             _ => format!("{algorithm} {p} = {asked}: the kernel runs {linux:.4} (a module parameter for the whole machine, not changed)"),
@@ -606,6 +608,25 @@ mod tests {
         assert_eq!(k.sender_sysctls["net.ipv4.tcp_max_reordering"], "127");
         let text = k.notes.join("\n");
         assert!(text.contains("FACK") && text.contains("PRR"), "{text}");
+    }
+
+    #[test]
+    fn the_module_runs_as_asked_only_in_its_linux_form_with_its_parameters() {
+        let runs = |alg: &str, changes: Value| {
+            module_runs_as_asked(&flow(tcp(), cc(alg, changes)), &available(), &|_, _| None)
+        };
+        // Linux's reno is RFC 5681's growth in segments; BSD's bytes and its eighth are not.
+        assert!(runs("reno", json!({})));
+        assert!(!runs("reno", json!({"variant": "bsd"})));
+        assert!(!runs("reno", json!({"eighth": true})));
+        assert!(runs("cubic", json!({})));
+        assert!(!runs("cubic", json!({"variant": "rfc", "hystart": "off"})));
+        assert!(!runs("cubic", json!({"beta": 0.5})));
+        assert!(runs("bbr", json!({})));
+        assert!(!runs("bbr", json!({"high_gain": 2.0})));
+        // A module this kernel does not offer, and an algorithm mainline Linux lacks.
+        assert!(!runs("highspeed", json!({})));
+        assert!(!runs("fast", json!({})));
     }
 
     #[test]
