@@ -98,6 +98,35 @@ def test_full_blast_on_loopback_with_tcp_info_from_both_ends(lo_daemon, tmp_path
     assert [n["name"] for n in scenario_json["nodes"]] == ["controller", "daemon"] and scenario_json["links"] == []
 
 
+def test_the_result_document_is_the_one_its_types_generate(lo_daemon, tmp_path):
+    """ProbeRun.finish returns the typed document of fatpipe-probe's document.rs, and the
+    schema generated from those types (probe-results.schema.json) allows no other key."""
+    import jsonschema
+
+    from fatpipe.probe.runner import load_probe_scenario, resolve_daemon
+    from fatpipe.runner import import_core
+    from fatpipe.schemas import probe_schema
+
+    core = import_core()
+    body = ('[[flows]]\nname = "up"\ncc = "cubic"\n'
+            '[[flows]]\nname = "back"\ntransport = "udp"\ndirection = "reverse"\n'
+            'udp = { mode = "burst", burst_size = "10KB", repeats = 3, burst_period = "50ms" }\n')
+    ps = load_probe_scenario(toml(tmp_path / "typed.toml", body, duration="0.5s", extra=FAST_PATH))
+    run = core.ProbeRun(resolve_daemon(lo_daemon.address, core.PROBE_DEFAULT_PORT), ps.loaded.core, ps.controller_sends)
+    try:
+        while not run.wait(0.2):
+            pass
+        output = run.finish()
+    finally:
+        run.close()
+    validator = jsonschema.Draft202012Validator(probe_schema())
+    assert [e.message for e in validator.iter_errors(output)] == []
+    probe = output["summary"]["probe"]
+    assert set(probe["tcp_ext"]) == {"controller", "daemon"} and len(probe["data_ports"]) == 2
+    probe["daemon"]["made_up_key"] = 1
+    assert any("made_up_key" in e.message for e in validator.iter_errors(output))
+
+
 def test_burst_mode_offered_load_and_failed_cycles(lo_daemon, tmp_path):
     # 64 KB every 10 ms (51.2 Mb/s) on loopback: every burst is written in its period.
     below = toml(tmp_path / "below.toml", '[[flows]]\nname = "paced"\ncc = "cubic"\nburst_size = "64KB"\nburst_period = "10ms"\n',

@@ -26,14 +26,20 @@ pub fn scenario_schema() -> Value {
 /// key is required, null where a value is absent, and no other key is allowed, so a key the
 /// core adds, renames or drops shows as a difference.
 pub fn results_schema() -> Value {
+    output_schema::<Output>("fatpipe core results", "What Simulation::finish returns (docs/core-interface.md).")
+}
+
+/// JSON Schema of a result document of type `T` as serde serializes it, with its title and
+/// description: the simulator's, the emulator's and the probe's are made alike.
+pub fn output_schema<T: schemars::JsonSchema>(title: &str, description: &str) -> Value {
     let generator = SchemaSettings::draft2020_12().for_serialize().into_generator();
-    let mut schema = generator.into_root_schema_for::<Output>().to_value();
-    annotate(&mut schema, "fatpipe core results", "What Simulation::finish returns (docs/core-interface.md).");
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    annotate(&mut schema, title, description);
     schema
 }
 
-/// Sets a schema's title and description (fatpipe-emu's result schema uses it too).
-pub fn annotate(schema: &mut Value, title: &str, description: &str) {
+/// Sets a schema's title and description.
+fn annotate(schema: &mut Value, title: &str, description: &str) {
     if let Some(map) = schema.as_object_mut() {
         map.insert("title".into(), title.into());
         map.insert("description".into(), description.into());

@@ -269,12 +269,8 @@ pub struct HostCounters {
 /// JSON Schema of `Emulation::finish`'s output. Keys a real stack may not fill are optional;
 /// no other key is allowed.
 pub fn emulation_schema() -> serde_json::Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12().for_serialize().into_generator();
-    let mut schema = generator.into_root_schema_for::<EmulationOutput>().to_value();
-    fatpipe_core::schema::annotate(
-        &mut schema,
+    fatpipe_core::schema::output_schema::<EmulationOutput>(
         "fatpipe emulation results",
         "What Emulation::finish returns (docs/emulation.md).",
-    );
-    schema
+    )
 }

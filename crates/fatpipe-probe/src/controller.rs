@@ -4,6 +4,7 @@
 //! (merge.rs). A `ProbeRun` does all of it on a thread, so that a caller can show progress
 //! and stop it (closing the control connection stops the daemon's end at once).
 
+use crate::document::{ProbeFacts, ProbeHost, ProbeOutput, ProbePath, TcpExtBySide};
 use crate::end::{End, END_GRACE_PS};
 use crate::merge;
 use crate::plan::{Host, Plan};
@@ -14,7 +15,6 @@ use fatpipe_core::scenario::Scenario;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US};
 use fatpipe_emu::clock::{monotonic_ns, Clock};
 use fatpipe_emu::traffic::tcp::fmt_ip;
-use serde_json::{json, Value};
 use std::net::{SocketAddrV4, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -76,7 +76,7 @@ struct Shared {
 
 pub struct ProbeRun {
     shared: Arc<Shared>,
-    worker: Option<JoinHandle<Result<Value, ProbeError>>>,
+    worker: Option<JoinHandle<Result<ProbeOutput, ProbeError>>>,
 }
 
 impl ProbeRun {
@@ -124,7 +124,7 @@ impl ProbeRun {
     }
 
     /// Waits for the end and returns the result document.
-    pub fn finish(mut self) -> Result<Value, ProbeError> {
+    pub fn finish(mut self) -> Result<ProbeOutput, ProbeError> {
         let worker = self.worker.take().expect("finish once");
         worker.join().unwrap_or_else(|_| Err(ProbeError::System("the probe's thread panicked".into())))
     }
@@ -167,7 +167,7 @@ fn run(
     controller_sends: &[bool],
     options: &ControllerOptions,
     shared: &Shared,
-) -> Result<Value, ProbeError> {
+) -> Result<ProbeOutput, ProbeError> {
     let at = daemon.to_string();
     let timeout = Duration::from_nanos(options.connect_timeout_ps / PS_PER_NS);
     let stream = TcpStream::connect_timeout(&daemon.into(), timeout).map_err(|e| {
@@ -225,33 +225,34 @@ fn run(
     };
     let daemon_report = wait_for_result(&mut conn, &end, &at, shared)?;
     let controller_report = end.finish();
-    let probe = json!({
-        "protocol_version": PROTOCOL_VERSION,
-        "authenticated": authenticated,
-        "controller": host_json(&local_host, &fmt_ip(local_ip)),
-        "daemon": host_json(&daemon_host, &at),
-        "path": {
-            "base_rtt_ps": base_rtt,
-            "rtt_samples_ps": path.rtts_ps,
-            "control_tcp_min_rtt_ps": path.tcp_min_rtt_ps,
-            "path_mtu_bytes": path.mtu_bytes,
+    let probe = ProbeFacts {
+        protocol_version: PROTOCOL_VERSION,
+        authenticated,
+        controller: probe_host(&local_host, &fmt_ip(local_ip)),
+        daemon: probe_host(&daemon_host, &at),
+        path: ProbePath {
+            base_rtt_ps: base_rtt,
+            rtt_samples_ps: path.rtts_ps,
+            control_tcp_min_rtt_ps: path.tcp_min_rtt_ps,
+            path_mtu_bytes: path.mtu_bytes,
             // Time 0 is agreed over the control path: off by at most half its RTT.
-            "clock_offset_bound_ps": base_rtt / 2,
+            clock_offset_bound_ps: base_rtt / 2,
         },
-        "data_ports": ports,
-    });
+        data_ports: ports,
+        tcp_ext: TcpExtBySide::default(), // merge::document fills in both ends'
+    };
     merge::document(&plan, &controller_report, &daemon_report, probe).map_err(ProbeError::System)
 }
 
-fn host_json(h: &HostInfo, address: &str) -> Value {
-    json!({
-        "address": address,
-        "hostname": h.hostname,
-        "kernel": h.kernel,
-        "software": h.software,
-        "available_congestion_control": h.available_congestion_control,
-        "cap_net_admin": h.cap_net_admin,
-    })
+fn probe_host(h: &HostInfo, address: &str) -> ProbeHost {
+    ProbeHost {
+        address: address.to_string(),
+        hostname: h.hostname.clone(),
+        kernel: h.kernel.clone(),
+        software: h.software.clone(),
+        available_congestion_control: h.available_congestion_control.clone(),
+        cap_net_admin: h.cap_net_admin,
+    }
 }
 
 /// hello, hello, welcome: the version on both sides, and the secret proven both ways.

@@ -6,10 +6,11 @@
 //! (`protocol`, `wire`), with an optional shared secret proven by HMAC-SHA256 of fresh nonces
 //! (`auth`, `sha256`). The test's flows run between the two hosts on the emulator's traffic
 //! engine (`fatpipe_emu::traffic`), one end on each (`end`), as `plan` maps them; the two ends'
-//! results become one result document in the simulator's schema (`merge`).
+//! results become one result document in the simulator's shape (`merge`), typed (`document`).
 
 pub mod auth;
 pub mod controller;
+pub mod document;
 pub mod end;
 pub mod host;
 pub mod merge;

@@ -8,6 +8,7 @@
 //! connection, within half its RTT). A probe sees no network in between: there are no links,
 //! and a count only the network knows (packets lost in it) is absent, never zero.
 
+use crate::document::{ProbeFacts, ProbeOutput, ProbeSummary, TcpExtBySide};
 use crate::plan::Plan;
 use crate::protocol::{EndFlow, EndReport};
 use fatpipe_core::probe::QueueSeries;
@@ -21,8 +22,14 @@ const RECEIVER_COLUMNS: [&str; 4] = ["delivered_bytes", "read_bytes", "datagrams
 /// Which host was which: (controller's name, daemon's name), as summaries say them.
 pub const SIDES: (&str, &str) = ("controller", "daemon");
 
-/// The result document of a test: `probe` goes into the summary as its `probe` section.
-pub fn document(plan: &Plan, controller: &EndReport, daemon: &EndReport, probe: Value) -> Result<Value, String> {
+/// The result document of a test: `probe` goes into the summary as its `probe` section,
+/// with the two hosts' TcpExt counters.
+pub fn document(
+    plan: &Plan,
+    controller: &EndReport,
+    daemon: &EndReport,
+    probe: ProbeFacts,
+) -> Result<ProbeOutput, String> {
     for (end, report) in [("controller", controller), ("daemon", daemon)] {
         if let Some(failure) = &report.failure {
             return Err(format!("the {end}'s end failed: {failure}"));
@@ -80,21 +87,23 @@ pub fn document(plan: &Plan, controller: &EndReport, daemon: &EndReport, probe: 
         flows.push(entry);
     }
     let series = merge_series(plan, &controller.series, &daemon.series)?;
-    let mut probe = probe;
-    probe["tcp_ext"] = json!({ SIDES.0: controller.tcp_ext, SIDES.1: daemon.tcp_ext });
-    Ok(json!({
-        "summary": {
-            "name": plan.name,
-            "seed": plan.seed,
-            "duration_ps": plan.duration_ps,
-            "flows": flows,
-            "links": [],
-            "captures": [],
-            "probe": probe,
+    let probe = ProbeFacts {
+        tcp_ext: TcpExtBySide { controller: controller.tcp_ext.clone(), daemon: daemon.tcp_ext.clone() },
+        ..probe
+    };
+    Ok(ProbeOutput {
+        summary: ProbeSummary {
+            name: plan.name.clone(),
+            seed: plan.seed,
+            duration_ps: plan.duration_ps,
+            flows,
+            links: Vec::new(),
+            captures: Vec::new(),
+            probe,
         },
-        "flow_series": series,
-        "queue_series": QueueSeries::default(),
-    }))
+        flow_series: series,
+        queue_series: QueueSeries::default(),
+    })
 }
 
 /// The flow series of both ends as one: per row (a flow at a sample time), each column from

@@ -106,9 +106,9 @@ impl Live for CoreRun {
 
     /// ValueError for what the user asked that cannot be done, OSError for a failure,
     /// RuntimeError if the run was stopped.
-    type Output = serde_json::Value;
+    type Output = fatpipe_probe::document::ProbeOutput;
 
-    fn finish(self) -> Result<serde_json::Value, PyErr> {
+    fn finish(self) -> Result<Self::Output, PyErr> {
         CoreRun::finish(self).map_err(|e| match e {
             ProbeError::Refused(m) => PyValueError::new_err(m),
             ProbeError::System(m) => PyOSError::new_err(m),
