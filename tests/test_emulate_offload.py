@@ -10,14 +10,17 @@ run did not keep up with real time is rerun (realtime_tolerances.until_kept_up).
 - every segment cut from a super-packet went through the links as a packet: the bottleneck
   counted each, and its drops are the relay's losses;
 - goodput with offloads matches the old path's (both fill the bottleneck, as test_emulate
-  asks of the old path), when both kept up; otherwise only what lateness cannot change.
+  asks of the old path), when both kept up; otherwise only what lateness cannot change;
+- `fatpipe emulate --no-tun-offload` keeps the old path.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from emulate_helpers import require_root
+from emulate_helpers import cli, require_root
 from fatpipe.emulate import emulate
 from realtime_tolerances import until_kept_up
 
@@ -95,3 +98,21 @@ def test_goodput_matches_the_old_path(pair):
     for g in goodput.values():
         assert g >= 0.95 * CAPACITY_BPS, {k: v / 1e6 for k, v in goodput.items()}
     assert abs(goodput["offload"] - goodput["plain"]) <= 0.05 * CAPACITY_BPS
+
+
+def test_the_command_line_switch_keeps_the_old_path(tmp_path):
+    """`fatpipe emulate --no-tun-offload`: the devices without offloads, one packet per call."""
+    require_root()
+    toml = tmp_path / "short.toml"
+    toml.write_text(
+        'name = "short"\nduration = "1s"\n[topology]\nshape = "dumbbell"\nbottleneck_rate = "20Mbps"\nrtt = "20ms"\n'
+        '[[flows]]\nname = "cubic"\ncc = "cubic"\n[output]\nplots = false\n'
+    )
+    for switch, offload in (("--no-tun-offload", False), (None, True)):
+        out = tmp_path / f"run-{offload}"
+        proc = cli("emulate", toml, "-o", out, *([switch] if switch else []))
+        assert proc.returncode == 0, proc.stderr
+        assert "refused the TUN devices' offloads" not in proc.stderr
+        tun = json.loads((out / "summary.json").read_text())["emulation"]["relay"]["tun"]
+        assert (tun["offload_asked"], tun["offload"]) == (offload, offload)
+        assert (tun["reads"] < tun["packets_read"]) == offload, tun
