@@ -1,15 +1,20 @@
 """The rates `fatpipe emulate` sustains on this machine: one cubic flow over a dumbbell of
 rate R x 20 ms RTT with a 1-BDP drop-tail queue, for 10 s each, at 100 Mb/s, 500 Mb/s,
 1 Gb/s and 2 Gb/s. Prints goodput against the payload capacity, the release lateness and
-whether the run kept up, and the relay thread's CPU use (docs/benchmarks.md records it).
+whether the run kept up, the relay thread's CPU use, the packets per read and per write
+on the TUN devices (super-packets with offloads), and the load average when the run ended
+(docs/benchmarks.md records it). `--tun-offload both` runs each rate with offloads and
+without, alternating which goes first, so a changing load falls on both alike.
 
     sudo python3 scripts/bench_emulator.py [--rates 100Mbps,1Gbps] [--duration 10s] [--rtt 20ms]
                                            [--no-realtime-priority] [--spin-margin US]
+                                           [--tun-offload on|off|both] [--repeat N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from fatpipe.emulate import emulate
@@ -23,26 +28,43 @@ def main() -> int:
     parser.add_argument("--rtt", default="20ms")
     parser.add_argument("--no-realtime-priority", action="store_true", help="as fatpipe emulate's option")
     parser.add_argument("--spin-margin", type=float, metavar="US", help="as fatpipe emulate's option")
+    parser.add_argument("--tun-offload", choices=("on", "off", "both"), default="on",
+                        help="super-packets through the TUN devices (on, the default), not (off), or each rate both ways")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per rate and path")
     args = parser.parse_args()
     duration_s = parse_duration(args.duration) / 1e12
-    print("| bottleneck | goodput (Mb/s) | of capacity | lateness median / p99 / max (us) | kept up | relay CPU (% of a core) |")
-    print("|---|---|---|---|---|---|")
+    paths = {"on": [True], "off": [False], "both": [True, False]}[args.tun_offload]
+    print("| bottleneck | TUN offload | goodput (Mb/s) | of capacity | lateness median / p99 / max (us) | kept up "
+          "| relay CPU (% of a core) | packets per read / per write | load average (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    turn = 0
     for rate in args.rates.split(","):
         rate_bps = parse_rate(rate)
-        result = emulate({
-            "name": f"bench-{rate}",
-            "duration": args.duration,
-            "topology": {"shape": "dumbbell", "bottleneck_rate": rate, "rtt": args.rtt, "queue": {"limit_bdp": 1.0}},
-            "flows": [{"name": "cubic", "cc": "cubic"}],
-            "output": {"plots": False, "sample_interval": "100ms"},
-        }, realtime_priority=not args.no_realtime_priority, spin_margin_us=args.spin_margin)
-        flow = result.summary["flows"][0]
-        e = result.summary["emulation"]
-        late = e["release_lateness"]
-        capacity = rate_bps * 1448 / (1448 + 52 + 38)
-        print(f"| {rate} | {flow['goodput_bps'] / 1e6:.1f} | {100 * flow['goodput_bps'] / capacity:.1f} % | "
-              f"{late['median_ps'] / 1e6:.0f} / {late['p99_ps'] / 1e6:.0f} / {late['max_ps'] / 1e6:.0f} | "
-              f"{'yes' if e['kept_up'] else 'no'} | {100 * e['relay']['cpu_s'] / duration_s:.0f} |", flush=True)
+        for _ in range(args.repeat):
+            order = paths if turn % 2 == 0 else paths[::-1]
+            turn += 1
+            for offload in order:
+                result = emulate({
+                    "name": f"bench-{rate}",
+                    "duration": args.duration,
+                    "topology": {"shape": "dumbbell", "bottleneck_rate": rate, "rtt": args.rtt,
+                                 "queue": {"limit_bdp": 1.0}},
+                    "flows": [{"name": "cubic", "cc": "cubic"}],
+                    "output": {"plots": False, "sample_interval": "100ms"},
+                }, realtime_priority=not args.no_realtime_priority, spin_margin_us=args.spin_margin,
+                    tun_offload=offload)
+                flow = result.summary["flows"][0]
+                e = result.summary["emulation"]
+                late = e["release_lateness"]
+                tun = e["relay"]["tun"]
+                capacity = rate_bps * 1448 / (1448 + 52 + 38)
+                per_read = tun["packets_read"] / max(tun["reads"], 1)
+                per_write = tun["packets_written"] / max(tun["writes"], 1)
+                print(f"| {rate} | {'on' if tun['offload'] else 'off'} | {flow['goodput_bps'] / 1e6:.1f} | "
+                      f"{100 * flow['goodput_bps'] / capacity:.1f} % | "
+                      f"{late['median_ps'] / 1e6:.0f} / {late['p99_ps'] / 1e6:.0f} / {late['max_ps'] / 1e6:.0f} | "
+                      f"{'yes' if e['kept_up'] else 'no'} | {100 * e['relay']['cpu_s'] / duration_s:.0f} | "
+                      f"{per_read:.1f} / {per_write:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
     return 0
 
 

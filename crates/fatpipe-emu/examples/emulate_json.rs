@@ -23,6 +23,10 @@ fn main() {
         if std::env::args().nth(3).as_deref() == Some("0") {
             options.realtime_priority = false;
         }
+        // Optional fourth argument: 0 for one packet per read and write on the TUN devices.
+        if std::env::args().nth(4).as_deref() == Some("0") {
+            options.tun_offload = false;
+        }
         let mut emulation = fatpipe_emu::Emulation::new(
             fatpipe_core::Scenario::from_json(&text).map_err(fatpipe_emu::Error::Scenario)?,
             options,

@@ -26,7 +26,7 @@ use crate::traffic::app::{self, App, Obtain};
 use crate::traffic::tcp::{TcpListener, TcpStream, Writer};
 use crate::traffic::udp::UdpSocket;
 use crate::traffic::{self, Counters, Schedule};
-use crate::tun::{Tun, DEVICE};
+use crate::tun::{Offload, Tun, DEVICE};
 use fatpipe_core::capture::{node_ip, Capture};
 use fatpipe_core::scenario::{FlowSpec, Scenario};
 use fatpipe_core::source::udp::{UdpFlow, UdpSchedule};
@@ -60,6 +60,10 @@ pub struct Options {
     pub connect_timeout_ps: Time,
     /// When a flow's algorithm runs as fatpipe's BPF program (`bpf_cc.rs`).
     pub bpf: BpfPolicy,
+    /// Ask the TUN devices for offloads (`tun::Offload::Tso`: the hosts' kernels hand the
+    /// relay TSO super-packets and take GRO super-packets back); false: one packet per
+    /// system call, as before.
+    pub tun_offload: bool,
 }
 
 impl Default for Options {
@@ -68,7 +72,16 @@ impl Default for Options {
         // brings the median release lateness from ~20 us to ~3 us, but spinning through
         // every wake-up costs the relay a quarter of a core at 100 Mb/s and caps the rate
         // it sustains (docs/benchmarks.md); 20 us is nothing next to the RTTs fatpipe models.
-        Options { spin_margin_ps: 0, realtime_priority: true, connect_timeout_ps: 10 * PS_PER_S, bpf: BpfPolicy::Auto }
+        // Offloads on: a host's TCP meets a device as on a NIC with TSO and GRO, as a current
+        // kernel runs, and the relay spends one system call per super-packet
+        // (docs/benchmarks.md, "Emulator").
+        Options {
+            spin_margin_ps: 0,
+            realtime_priority: true,
+            connect_timeout_ps: 10 * PS_PER_S,
+            bpf: BpfPolicy::Auto,
+            tun_offload: true,
+        }
     }
 }
 
@@ -143,6 +156,9 @@ pub struct Emulation {
     /// How long the namespaces and connections took to set up.
     pub(crate) setup_ps: Time,
     pub(crate) available: Vec<String>,
+    /// Why the kernel refused the devices' offloads, if it did (the relay then passes one
+    /// packet per system call).
+    pub(crate) offload_refused: Option<String>,
     /// The BPF congestion controls registered for this run: last, so that they are
     /// unregistered after every socket has closed.
     _registrations: Vec<Registration>,
@@ -188,10 +204,15 @@ impl Emulation {
         let plans = host_plans(&scenario, &flows)?;
         let clock = Clock::start();
         let mut hosts = Vec::new();
+        let mut offload_refused = None;
+        let offload = if options.tun_offload { Offload::Tso } else { Offload::None };
         for plan in plans {
             let name = scenario.nodes[plan.node as usize].name.clone();
-            let (ns, tun) = Namespace::create(&name, || setup_host(&plan))
+            let (ns, (tun, refused)) = Namespace::create(&name, || setup_host(&plan, offload))
                 .map_err(|e| Error::System(format!("host {name}: {e}")))?;
+            if let Some(why) = refused {
+                offload_refused.get_or_insert(format!("host {name}: {why}"));
+            }
             hosts.push(Host { node: plan.node, ns, tun });
         }
         let shared = Arc::new(Shared::new(flows.len()));
@@ -209,6 +230,7 @@ impl Emulation {
             options,
             setup_ps: 0,
             available,
+            offload_refused,
             _registrations: registrations,
         };
         emulation.start_relay()?;
@@ -222,7 +244,11 @@ impl Emulation {
         for spec in &self.scenario.captures {
             captures.push(Capture::create(spec.clone()).map_err(Error::System)?);
         }
-        let ports = self.hosts.iter().map(|h| Port { node: h.node, tun: h.tun.raw() }).collect();
+        let ports = self
+            .hosts
+            .iter()
+            .map(|h| Port { node: h.node, tun: h.tun.raw(), vnet: h.tun.offload() == Offload::Tso })
+            .collect();
         let flow_ports = self.flows.iter().map(|f| f.ports).collect();
         let options = RelayOptions {
             spin_margin_ps: self.options.spin_margin_ps,
@@ -521,6 +547,8 @@ impl Emulation {
             available: &self.available,
             setup_ps: self.setup_ps,
             spin_margin_ps: self.options.spin_margin_ps,
+            tun_offload_asked: self.options.tun_offload,
+            offload_refused: self.offload_refused.as_deref(),
             notes: &self.notes,
         };
         Ok(output::document(&run, relay, sampler))
@@ -696,7 +724,8 @@ fn host_plans(scenario: &Scenario, flows: &[FlowState]) -> Result<Vec<HostPlan>,
 }
 
 /// Inside a new namespace: sysctls, loopback, the TUN device with the host's address, routes.
-fn setup_host(plan: &HostPlan) -> io::Result<Tun> {
+/// Returns the device and why the kernel refused its offloads, if it did.
+fn setup_host(plan: &HostPlan, offload: Offload) -> io::Result<(Tun, Option<String>)> {
     for (key, value) in &plan.sysctls {
         if netns::sysctl_exists(key) {
             netns::write_sysctl(key, value)?;
@@ -704,7 +733,7 @@ fn setup_host(plan: &HostPlan) -> io::Result<Tun> {
     }
     let ifs = Interfaces::new()?;
     ifs.up("lo")?;
-    let tun = Tun::create(DEVICE)?;
+    let (tun, refused) = Tun::create(DEVICE, offload)?;
     ifs.set_mtu(DEVICE, plan.mtu)?;
     ifs.set_txqueuelen(DEVICE, TUN_QUEUE_PACKETS)?;
     // node_ip numbers the nodes in 10.0.0.0/8 (as simulated captures do): the connected
@@ -716,5 +745,5 @@ fn setup_host(plan: &HostPlan) -> io::Result<Tun> {
         crate::rtnl::set_host_route(node_ip(*peer), DEVICE, metrics)
             .map_err(|e| netns::with_context(e, "route metrics"))?;
     }
-    Ok(tun)
+    Ok((tun, refused))
 }

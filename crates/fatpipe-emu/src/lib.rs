@@ -10,12 +10,15 @@
 
 pub mod bpf_cc;
 pub mod clock;
+mod deliver;
 pub mod emulation;
+pub mod gso;
 pub mod ip;
 pub mod kernel;
 pub mod lateness;
 pub mod netns;
 pub mod output;
+mod pool;
 pub mod relay;
 mod rtnl;
 pub mod sampler;

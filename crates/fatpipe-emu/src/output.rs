@@ -17,7 +17,7 @@ use crate::relay::{FlowNet, RelayReport};
 use crate::sampler::{FinalState, SamplerOutput};
 use crate::summary::{
     EmulationFacts, EmulationOutput, EmulationSummary, HostCounters, Negotiated, RealFlow, RealTcpFlow, RealUdpFlow,
-    RelayFacts, ReleaseLateness, TcpKernel, UdpHosts,
+    RelayFacts, ReleaseLateness, TcpKernel, TunTraffic, UdpHosts,
 };
 use crate::traffic::tcp::Granted;
 use crate::traffic::tcp_info::{Field, Sampled, INFINITE_SSTHRESH, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
@@ -47,6 +47,9 @@ pub struct EmulatedRun<'a> {
     /// How long the namespaces and connections took to set up.
     pub setup_ps: Time,
     pub spin_margin_ps: Time,
+    /// TUN offloads asked for, and the kernel's refusal if it refused.
+    pub tun_offload_asked: bool,
+    pub offload_refused: Option<&'a str>,
     /// Where the kernel departs from the scenario, one sentence each.
     pub notes: &'a [String],
 }
@@ -103,6 +106,20 @@ pub fn document(emu: &EmulatedRun, relay: RelayReport, sampler: SamplerOutput) -
             foreign_packets: relay.foreign_packets,
             other_packets: relay.other_packets,
             delivery_errors: relay.delivery_errors,
+            tun: TunTraffic {
+                offload_asked: emu.tun_offload_asked,
+                offload: emu.tun_offload_asked && emu.offload_refused.is_none(),
+                offload_refused: emu.offload_refused.map(String::from),
+                reads: relay.reads.reads,
+                packets_read: relay.reads.segments,
+                super_packets_read: relay.reads.super_packets,
+                super_packet_segments_read: relay.reads.super_packet_segments,
+                super_packet_bytes_read: relay.reads.super_packet_bytes,
+                writes: relay.writes.writes,
+                packets_written: relay.writes.segments,
+                super_packets_written: relay.writes.super_packets,
+                super_packet_segments_written: relay.writes.super_packet_segments,
+            },
         },
         hosts,
         notes: emu.notes.to_vec(),

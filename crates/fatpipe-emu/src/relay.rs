@@ -15,13 +15,22 @@
 //! only set CE, which the relay copies into the real header before a capture or the
 //! receiving host sees it).
 //!
+//! Super-packets: a host whose device has offloads (`tun::Offload::Tso`) hands the relay
+//! TCP super-packets; the relay cuts each into the segments the sender's MTU allows
+//! (`gso::write_segment`, one pool slot each) and offers them to the link one after the
+//! other at the time it read them, as a NIC puts a TSO burst on its wire. On the way out,
+//! `deliver.rs` merges what the links release together back into super-packets.
+//!
 //! Waiting: until the next event the relay sleeps in `epoll_pwait2` (nanosecond timeout) on
 //! the TUN devices, waking `spin_margin` early and spinning on the clock until the event is
 //! due, since a virtual machine wakes a sleeping thread tens of microseconds late.
 
 use crate::clock::Clock;
+use crate::deliver::{Delivery, WriteCounters};
+use crate::gso::{self, VnetHdr, VNET_HDR_LEN};
 use crate::ip::{self, Header};
 use crate::lateness::Lateness;
+use crate::pool::Pool;
 use crate::sys;
 use fatpipe_core::capture::{node_ip, Capture};
 use fatpipe_core::event::{Event, EventQueue};
@@ -129,56 +138,39 @@ pub struct RelayReport {
     pub other_packets: u64,
     /// Packets a host's kernel would not take back (write to its TUN device failed).
     pub delivery_errors: u64,
+    /// What the relay read from and wrote into the hosts' devices.
+    pub reads: ReadCounters,
+    pub writes: WriteCounters,
     pub realtime_priority: bool,
     pub cpu_s: f64,
     /// Link events (serializations ended, arrivals) processed.
     pub events: u64,
 }
 
-/// The buffers of packets in the network, by slot; a freed slot is reused, so after the
-/// first round trips nothing is allocated.
-struct Pool {
-    bufs: Vec<Box<[u8]>>,
-    lens: Vec<u32>,
-    free: Vec<u32>,
-    size: usize,
-}
-
-impl Pool {
-    fn new(size: usize, initial: usize) -> Pool {
-        let mut pool = Pool { bufs: Vec::new(), lens: Vec::new(), free: Vec::new(), size };
-        for _ in 0..initial {
-            let slot = pool.grow();
-            pool.free.push(slot);
-        }
-        pool
-    }
-
-    fn grow(&mut self) -> u32 {
-        self.bufs.push(vec![0u8; self.size].into_boxed_slice());
-        self.lens.push(0);
-        (self.bufs.len() - 1) as u32
-    }
-
-    fn take(&mut self) -> u32 {
-        self.free.pop().unwrap_or_else(|| self.grow())
-    }
-
-    fn put(&mut self, slot: u32) {
-        self.free.push(slot);
-    }
-
-    fn packet(&self, slot: u32) -> &[u8] {
-        &self.bufs[slot as usize][..self.lens[slot as usize] as usize]
-    }
-}
-
-/// A host's end of the relay: its node and TUN device.
+/// A host's end of the relay: its node and TUN device, and whether the device carries
+/// virtio-net headers (offloads granted).
 #[derive(Clone, Copy, Debug)]
 pub struct Port {
     pub node: u32,
     pub tun: RawFd,
+    pub vnet: bool,
 }
+
+/// The reads from the hosts' devices, for the summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadCounters {
+    /// `read` calls that returned a packet.
+    pub reads: u64,
+    /// Packets that came out of them (a super-packet counts its segments).
+    pub segments: u64,
+    /// Super-packets read, their segments and their bytes (IP packets, headers included).
+    pub super_packets: u64,
+    pub super_packet_segments: u64,
+    pub super_packet_bytes: u64,
+}
+
+/// Room for the largest super-packet a device hands over (64 KB) after its header.
+const SUPER_PACKET_BUFFER: usize = VNET_HDR_LEN + 65_536;
 
 pub struct RelayOptions {
     /// Wake this long before an event and poll until it is due (0: sleep to the event).
@@ -210,7 +202,10 @@ pub struct Relay {
     flow_ports: Vec<FlowPorts>,
     flows: Vec<FlowNet>,
     pool: Pool,
-    lateness: Lateness,
+    /// A super-packet as read, before it is cut into pool slots (only with offloads).
+    super_buf: Box<[u8]>,
+    delivery: Delivery,
+    reads: ReadCounters,
     captures: Vec<Capture>,
     link_taps: Vec<Vec<u32>>,
     node_taps: Vec<Vec<u32>>,
@@ -221,7 +216,6 @@ pub struct Relay {
     probes_scheduled: bool,
     foreign_packets: u64,
     other_packets: u64,
-    delivery_errors: u64,
 }
 
 impl Relay {
@@ -260,6 +254,8 @@ impl Relay {
             fatpipe_core::capture::taps(&scenario.captures, &scenario.links, scenario.nodes.len());
         let mtu = scenario.links.iter().map(|l| l.mtu_bytes as usize).max().unwrap_or(1500).max(1500);
         let flows = vec![FlowNet::default(); flow_ports.len()];
+        let delivery = Delivery::new(ports.iter().map(|p| (p.tun, p.vnet)), clock);
+        let super_len = if ports.iter().any(|p| p.vnet) { SUPER_PACKET_BUFFER } else { 0 };
         Relay {
             clock,
             shared,
@@ -278,7 +274,9 @@ impl Relay {
             flow_ports,
             flows,
             pool: Pool::new(mtu, 4096),
-            lateness: Lateness::default(),
+            super_buf: vec![0u8; super_len].into_boxed_slice(),
+            delivery,
+            reads: ReadCounters::default(),
             captures,
             link_watched: vec![false; link_taps.len()],
             link_starts_seen: vec![0; link_taps.len()],
@@ -287,7 +285,6 @@ impl Relay {
             probes_scheduled: false,
             foreign_packets: 0,
             other_packets: 0,
-            delivery_errors: 0,
         }
     }
 
@@ -311,6 +308,7 @@ impl Relay {
                     for link in &mut self.links {
                         link.set_schedule_origin(epoch);
                     }
+                    self.delivery.count_lateness_from(epoch);
                     self.probes_scheduled = true;
                 }
             }
@@ -354,11 +352,13 @@ impl Relay {
             queue_series,
             flows: self.flows,
             datagrams_in_flight,
-            lateness: self.lateness,
+            lateness: self.delivery.lateness,
             captures: self.captures.iter().map(CaptureSummary::of).collect(),
             foreign_packets: self.foreign_packets,
             other_packets: self.other_packets,
-            delivery_errors: self.delivery_errors,
+            delivery_errors: self.delivery.counters.failed_packets,
+            reads: self.reads,
+            writes: self.delivery.counters,
             realtime_priority,
             cpu_s: thread_cpu_seconds(),
             events: self.events.popped,
@@ -368,15 +368,20 @@ impl Relay {
     /// Reads what host `h` sent, until its device is empty or READ_BATCH packets so the
     /// other hosts get their turn (level-triggered epoll reports it again).
     fn read_host(&mut self, h: usize, queue_series: &mut QueueSeries) -> io::Result<()> {
+        if self.ports[h].vnet {
+            return self.read_host_vnet(h, queue_series);
+        }
         for _ in 0..READ_BATCH {
             let slot = self.pool.take();
-            let buf = &mut self.pool.bufs[slot as usize];
+            let buf = self.pool.buffer(slot);
             match sys::read_nonblocking(self.ports[h].tun, buf)? {
                 Some(n) if n > 0 => {
-                    self.pool.lens[slot as usize] = n as u32;
+                    self.pool.set_len(slot, n);
                     let t = self.clock.now();
                     // Everything due before the packet arrived happens first.
                     self.run_events_until(t, queue_series);
+                    self.reads.reads += 1;
+                    self.reads.segments += 1;
                     self.ingress(self.ports[h].node, t, slot);
                 }
                 _ => {
@@ -388,8 +393,62 @@ impl Relay {
         Ok(())
     }
 
-    /// Processes every event due at or before `t`, at its own time.
+    /// As `read_host`, from a device with virtio-net headers: a super-packet is cut into
+    /// its segments, each offered to the link at the time it was read; a packet whose
+    /// checksum was left to the device gets it here, so the network carries real packets.
+    fn read_host_vnet(&mut self, h: usize, queue_series: &mut QueueSeries) -> io::Result<()> {
+        let node = self.ports[h].node;
+        for _ in 0..READ_BATCH {
+            let n = match sys::read_nonblocking(self.ports[h].tun, &mut self.super_buf)? {
+                Some(n) if n > VNET_HDR_LEN => n,
+                _ => return Ok(()),
+            };
+            let t = self.clock.now();
+            self.run_events_until(t, queue_series);
+            self.reads.reads += 1;
+            let hdr = VnetHdr::read(&self.super_buf[..VNET_HDR_LEN]);
+            let packet = &mut self.super_buf[VNET_HDR_LEN..n];
+            if hdr.gso_type == gso::GSO_NONE {
+                if packet.len() > self.pool.slot_bytes()
+                    || (hdr.flags & gso::F_NEEDS_CSUM != 0 && !gso::complete_checksum(packet, &hdr))
+                {
+                    self.foreign_packets += 1;
+                    continue;
+                }
+                let slot = self.pool.take();
+                self.pool.buffer(slot)[..packet.len()].copy_from_slice(packet);
+                self.pool.set_len(slot, packet.len());
+                self.reads.segments += 1;
+                self.ingress(node, t, slot);
+                continue;
+            }
+            let Some(g) = gso::plan(&hdr, packet).filter(|g| g.header_bytes + g.mss <= self.pool.slot_bytes()) else {
+                self.foreign_packets += 1;
+                continue;
+            };
+            self.reads.super_packets += 1;
+            self.reads.super_packet_segments += g.segments as u64;
+            self.reads.super_packet_bytes += (g.header_bytes + g.payload_bytes) as u64;
+            self.reads.segments += g.segments as u64;
+            for i in 0..g.segments {
+                let slot = self.pool.take();
+                let len = gso::write_segment(&self.super_buf[VNET_HDR_LEN..n], &g, i, self.pool.buffer(slot))
+                    .expect("a segment fits a slot (checked above)");
+                self.pool.set_len(slot, len);
+                self.ingress(node, t, slot);
+            }
+        }
+        Ok(())
+    }
+
+    /// Processes every event due at or before `t`, at its own time, then writes what the
+    /// links released that is still held for merging.
     fn run_events_until(&mut self, t: Time, queue_series: &mut QueueSeries) {
+        self.run_due_events(t, queue_series);
+        self.delivery.flush(&mut self.pool);
+    }
+
+    fn run_due_events(&mut self, t: Time, queue_series: &mut QueueSeries) {
         while let Some((time, event)) = self.events.pop_until(t) {
             match event {
                 Event::LinkArrival(l) => {
@@ -440,9 +499,7 @@ impl Relay {
 
     fn sync_ce(&mut self, pkt: &Packet) {
         if pkt.ecn.has(Ecn::CE) {
-            let slot = pkt.seq as u32;
-            let len = self.pool.lens[slot as usize] as usize;
-            let buf = &mut self.pool.bufs[slot as usize][..len];
+            let buf = self.pool.packet_mut(pkt.seq as u32);
             if buf[1] & 3 != 3 {
                 ip::set_ce(buf);
             }
@@ -471,18 +528,12 @@ impl Relay {
         if !self.node_taps[node as usize].is_empty() {
             self.tap(node, false, time, &pkt);
         }
-        let port = self.ports[self.port_of[node as usize].expect("destinations are hosts")];
-        if sys::write(port.tun, self.pool.packet(slot)).is_err() {
-            self.delivery_errors += 1;
-        }
-        if self.shared.epoch().is_some_and(|e| time >= e) {
-            self.lateness.record(self.clock.now().saturating_sub(time));
-        }
         if pkt.kind == PacketKind::Datagram && (pkt.flow as usize) < self.flows.len() {
             self.flows[pkt.flow as usize].datagrams_delivered += 1;
             self.shared.flows[pkt.flow as usize].delivered.fetch_add(pkt.payload_bytes as u64, Ordering::Relaxed);
         }
-        self.pool.put(slot);
+        let port = self.port_of[node as usize].expect("destinations are hosts");
+        self.delivery.deliver(&mut self.pool, port, slot, time);
     }
 
     /// Offers `pkt` at `node` to the next link of its route (a member of a split drawn at

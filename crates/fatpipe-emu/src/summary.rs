@@ -239,7 +239,7 @@ pub struct ReleaseLateness {
     pub limit_p99_ps: Time,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RelayFacts {
     pub realtime_priority: bool,
@@ -248,6 +248,34 @@ pub struct RelayFacts {
     pub foreign_packets: u64,
     pub other_packets: u64,
     pub delivery_errors: u64,
+    pub tun: TunTraffic,
+}
+
+/// The hosts' TUN devices: whether they carried super-packets (`IFF_VNET_HDR` with TSO
+/// offload, docs/emulation.md) and what the relay read from and wrote into them.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TunTraffic {
+    /// Offloads asked for (`--no-tun-offload` turns them off) and granted on every device.
+    pub offload_asked: bool,
+    pub offload: bool,
+    /// The kernel's refusal, when it refused (the relay then passes one packet per call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload_refused: Option<String>,
+    /// Reads that returned a packet, and the packets they carried (a super-packet counts
+    /// its segments).
+    pub reads: u64,
+    pub packets_read: u64,
+    /// Super-packets read (TSO), their segments and their IP bytes.
+    pub super_packets_read: u64,
+    pub super_packet_segments_read: u64,
+    pub super_packet_bytes_read: u64,
+    /// Writes into the devices, and the packets they carried.
+    pub writes: u64,
+    pub packets_written: u64,
+    /// Super-packets written (GRO), and their segments.
+    pub super_packets_written: u64,
+    pub super_packet_segments_written: u64,
 }
 
 /// A host's kernel counters at the end, read inside its namespace.

@@ -134,3 +134,15 @@ fn socket_name(fd: &impl AsRawFd, call: NameCall) -> io::Result<([u8; 4], u16)> 
     check(unsafe { call(fd.as_raw_fd(), (&mut addr as *mut libc::sockaddr_in).cast(), &mut len) })?;
     Ok((addr.sin_addr.s_addr.to_ne_bytes(), u16::from_be(addr.sin_port)))
 }
+
+/// `writev(2)` of one packet gathered from several buffers.
+#[inline]
+pub fn writev(fd: RawFd, iov: &[libc::iovec]) -> io::Result<usize> {
+    // SAFETY: every iovec points to a live buffer of its length (the caller's slices).
+    let n = unsafe { libc::writev(fd, iov.as_ptr(), iov.len() as libc::c_int) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}

@@ -199,15 +199,17 @@ impl Emulation {
     /// default, 0);
     /// `realtime_priority`: run the relay under SCHED_FIFO (default True);
     /// `bpf`: when an algorithm runs as fatpipe's BPF program: "auto" (default: where the
-    /// kernel's module does not run it as asked), "always", "never".
+    /// kernel's module does not run it as asked), "always", "never";
+    /// `tun_offload`: TSO and GRO super-packets through the TUN devices (default True).
     #[new]
-    #[pyo3(signature = (scenario, spin_margin_ps=None, realtime_priority=None, bpf=None))]
+    #[pyo3(signature = (scenario, spin_margin_ps=None, realtime_priority=None, bpf=None, tun_offload=None))]
     fn new(
         py: Python<'_>,
         scenario: &Bound<'_, PyAny>,
         spin_margin_ps: Option<u64>,
         realtime_priority: Option<bool>,
         bpf: Option<&str>,
+        tun_offload: Option<bool>,
     ) -> PyResult<Self> {
         let bpf = match bpf.unwrap_or("auto") {
             "auto" => BpfPolicy::Auto,
@@ -223,6 +225,9 @@ impl Emulation {
         }
         if let Some(r) = realtime_priority {
             options.realtime_priority = r;
+        }
+        if let Some(t) = tun_offload {
+            options.tun_offload = t;
         }
         let scenario = boundary::scenario(scenario)?;
         let inner = py.detach(|| CoreEmulation::new(scenario, options)).map_err(emu_error)?;

@@ -35,6 +35,9 @@ def add_emulate(commands: Any) -> None:
                    "sleep to it); tighter release timing for more CPU")
     p.add_argument("--no-realtime-priority", action="store_true",
                    help="leave the relay and the applications at normal priority instead of SCHED_FIFO")
+    p.add_argument("--no-tun-offload", action="store_true",
+                   help="one packet per read and write on the hosts' TUN devices, instead of TSO and GRO "
+                   "super-packets (the hosts' kernels then segment before the device, as without a NIC's TSO)")
     p.add_argument("--bpf", choices=("auto", "always", "never"), default="auto",
                    help="run algorithms as fatpipe's BPF congestion controls (bpf/, compiled with clang): "
                    "auto (default) where the kernel's own module does not run the flow's algorithm as asked; "
@@ -80,6 +83,7 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
             spin_margin_us=args.spin_margin,
             realtime_priority=not args.no_realtime_priority,
             bpf=args.bpf,
+            tun_offload=not args.no_tun_offload,
             capture_dir=scratch,
         )
         wall_s = time.perf_counter() - wall_start
@@ -100,6 +104,10 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
     finally:
         discard(scratch)  # gone already once published
     summary = result.summary
+    refused = summary["emulation"]["relay"]["tun"].get("offload_refused")
+    if refused:
+        print(f"fatpipe: note: the kernel refused the TUN devices' offloads ({refused}): "
+              "one packet per read and write, as with --no-tun-offload", file=sys.stderr)
     if not summary["emulation"]["kept_up"]:
         print(
             "fatpipe: warning: the emulator did not keep up with real time ("

@@ -54,6 +54,7 @@ def emulate(
     on_start: Optional[Callable[[Any], None]] = None,
     capture_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     bpf: str = "auto",
+    tun_offload: bool = True,
 ) -> Result:
     """Runs a scenario in real time with real Linux TCP and returns its
     :class:`~fatpipe.result.Result`.
@@ -75,6 +76,11 @@ def emulate(
             compiled with clang and registered for the run): ``"auto"`` where the kernel's
             own module does not run it as the flow asks, ``"always"`` (the kernel's reno and
             cubic too, to check the programs), ``"never"``.
+        tun_offload: pass TSO and GRO super-packets through the hosts' TUN devices (default
+            True: the hosts' kernels send and receive as on a NIC with TSO and GRO, and the
+            relay makes one system call per super-packet); False passes one packet per call.
+            A kernel that refuses the offloads gets the latter, and
+            ``summary["emulation"]["relay"]["tun"]["offload_refused"]`` says why.
 
     Raises:
         ScenarioError: the scenario is invalid, or asks for what the emulator or the kernel
@@ -87,7 +93,7 @@ def emulate(
     core = import_core()
     check_privileges()
     doc, capture_files = with_capture_paths(loaded, capture_dir)
-    options: Dict[str, Any] = {"realtime_priority": realtime_priority, "bpf": bpf}
+    options: Dict[str, Any] = {"realtime_priority": realtime_priority, "bpf": bpf, "tun_offload": tun_offload}
     if spin_margin_us is not None:
         options["spin_margin_ps"] = int(round(spin_margin_us * 1e6))
     with sigterm_as_interrupt():
