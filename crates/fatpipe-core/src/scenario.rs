@@ -165,7 +165,7 @@ pub struct FlowSpec {
 }
 
 /// TCP settings for the idle endpoints a UDP flow carries (they never send or receive; any
-/// valid values do).
+/// valid values do, and none of them is a default of anything).
 pub const IDLE_TCP: TcpConfig = TcpConfig {
     mss_bytes: 536,
     initial_window_segments: 1,
@@ -206,7 +206,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     undo: false,
     window_reduction: crate::tcp::config::WindowReduction::Prr,
     adaptive_reordering: false,
-    max_reordering_segments: 300,
+    max_reordering_segments: 3,
     slow_timer_ps: None,
     fast_timer_ps: None,
     metrics: None,
