@@ -6,6 +6,9 @@ controller run in-line; bad classes, values and modules are one line each."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -99,10 +102,18 @@ def test_python_example_gives_the_built_in_summary(case, examples_path):
     assert flows(scenario(python, **kw)) == flows(scenario(builtin, **kw))
 
 
-def test_a_scenario_file_finds_its_class_beside_it():
-    # examples/python_cc/cubic-python.toml names "cubic:Cubic", found in the file's directory.
+def test_a_scenario_file_finds_its_class_beside_it(tmp_path):
+    # examples/python_cc/cubic-python.toml names "cubic:Cubic", found in the file's directory;
+    # the normalized scenario says where, so another process (a sweep's worker) finds it too.
     loaded = load(EXAMPLES / "cubic-python.toml")
-    assert loaded.core["flows"][0]["cc"]["class"] == "cubic:Cubic"
+    cc = loaded.core["flows"][0]["cc"]
+    assert cc["class"] == "cubic:Cubic" and Path(cc["module_dir"]).resolve() == EXAMPLES.resolve()
+    loaded.core["duration_ps"] = 10**12
+    (tmp_path / "doc.json").write_text(json.dumps(loaded.core))
+    proc = subprocess.run([sys.executable, "-c", "import json, sys, fatpipe; "
+                           "print(fatpipe.run(json.load(open(sys.argv[1]))).summary['flows'][0]['algorithm'])",
+                           str(tmp_path / "doc.json")], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "python", proc.stderr
 
 
 def test_the_class_itself_in_a_dict_scenario(examples_path):

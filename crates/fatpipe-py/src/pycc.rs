@@ -579,7 +579,8 @@ pub fn attach(
         let path = format!("flows[{i}].cc.python");
         let class = match classes.map(|c| c.get_item(i)).transpose()?.flatten() {
             Some(c) => c,
-            None => import_class(py, &cfg.class).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?,
+            None => import_class(py, &cfg.class, cfg.module_dir.as_deref())
+                .map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?,
         };
         check_class(&class, &cfg.class, cfg.mode).map_err(|e| PyValueError::new_err(format!("{path}: {e}")))?;
         let parameters = crate::boundary::to_python(py, &cfg.parameters)?.cast_into::<PyDict>()?.unbind();
@@ -594,16 +595,23 @@ pub fn attach(
     Ok(())
 }
 
-/// "module:Class" (the class may be dotted, "module:Outer.Inner") imported; the error is
-/// one line.
-pub fn import_class<'py>(py: Python<'py>, spec: &str) -> Result<Bound<'py, PyAny>, String> {
+/// "module:Class" (the class may be dotted, "module:Outer.Inner") imported, its module looked
+/// for in `directory` first (where it stood beside the scenario file); the error is one line.
+pub fn import_class<'py>(py: Python<'py>, spec: &str, directory: Option<&str>) -> Result<Bound<'py, PyAny>, String> {
     let Some((module, name)) = spec.split_once(':').filter(|(m, n)| !m.is_empty() && !n.is_empty()) else {
         return Err(format!("{spec:?} is not allowed: expected \"module:Class\""));
     };
-    let mut obj = py
-        .import(module)
-        .map_err(|e| format!("{spec:?}: module {module} does not import: {}", one_line(py, &e)))?
-        .into_any();
+    let sys_path = py.import("sys").and_then(|sys| sys.getattr("path")).map_err(|e| one_line(py, &e))?;
+    let added = match directory {
+        Some(dir) if !sys_path.contains(dir).unwrap_or(true) => sys_path.call_method1("insert", (0, dir)).is_ok(),
+        _ => false,
+    };
+    let imported = py.import(module);
+    if added {
+        let _ = sys_path.call_method1("remove", (directory,));
+    }
+    let mut obj =
+        imported.map_err(|e| format!("{spec:?}: module {module} does not import: {}", one_line(py, &e)))?.into_any();
     for part in name.split('.') {
         obj = obj.getattr(part).map_err(|_| format!("{spec:?}: module {module} has no {name}"))?;
     }

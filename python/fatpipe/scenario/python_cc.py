@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Dict, Mapping
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .bpf import _BASE
 from .kinds import Choice, Duration
@@ -32,8 +33,10 @@ def class_name(cls: Any) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def import_class(spec: str, path: str) -> Any:
-    """The class "module:Class" names; one line naming ``path`` if it cannot be had."""
+def import_class(spec: str, path: str, directory: Optional[str] = None) -> Any:
+    """The class "module:Class" names (its module looked for in ``directory``, else beside
+    the scenario file being loaded, then on the Python path); one line naming ``path`` if it
+    cannot be had."""
     if spec in _GIVEN:
         return _GIVEN[spec]
     module, sep, name = spec.partition(":")
@@ -41,7 +44,7 @@ def import_class(spec: str, path: str) -> Any:
         raise _fail(path, spec, 'expected "module:Class" (the module importable from the Python path)')
     # A module beside the scenario file imports as it would from there (as cc = { bpf = ... }
     # finds its file): the scenario's directory leads the path while the module is imported.
-    base = _BASE.get()
+    base = directory if directory is not None else _BASE.get()
     added = base is not None and str(base) not in sys.path
     if added:
         sys.path.insert(0, str(base))
@@ -73,19 +76,25 @@ def check_hooks(cls: Any, spec: str, mode: str, path: str) -> None:
 
 
 class ClassSpec(Kind):
-    """"module:Class", or the class itself (in a scenario given as a dict)."""
+    """"module:Class", or the class itself (in a scenario given as a dict): (the name, the
+    directory its module was found in when that is beside the scenario file, else None)."""
 
     type_doc = '"module:Class"'
 
-    def parse(self, value: Any, path: str) -> str:
+    def parse(self, value: Any, path: str) -> Tuple[str, Optional[str]]:
         if isinstance(value, type):
             spec = class_name(value)
             _GIVEN[spec] = value
-            return spec
+            return spec, None
         if not isinstance(value, str):
             raise _fail(path, value, 'expected "module:Class" or the class itself')
-        import_class(value, path)
-        return value
+        cls = import_class(value, path)
+        # Where the module was found, when beside the scenario file: a run in another
+        # process (a sweep's worker) imports it from there too.
+        base = _BASE.get()
+        origin = getattr(sys.modules.get(getattr(cls, "__module__", "")), "__file__", None)
+        beside = base is not None and origin is not None and Path(origin).resolve().parent == Path(base).resolve()
+        return value, str(base) if beside else None
 
 
 class ReportEvery(Kind):
@@ -117,8 +126,8 @@ class Parameters(Kind):
 
 PYTHON_TABLE = Table(
     fields=(
-        Field("python", ClassSpec(), 'the class, "module:Class", imported from the Python path (in a scenario given '
-              "as a dict, the class itself)"),
+        Field("python", ClassSpec(), 'the class, "module:Class", imported from the scenario file\'s directory, then '
+              "from the Python path (in a scenario given as a dict, the class itself)"),
         Field("mode", Choice(("ack", "report")), 'when the class is called: "ack", every hook of Linux\'s '
               'tcp_congestion_ops on every ACK; "report", on_report(report) once per report interval, whose '
               "cwnd and pacing rate the core applies", "ack",
@@ -127,7 +136,7 @@ PYTHON_TABLE = Table(
               "N ACKs (a number) or a duration after it began", "rtt",
               "CCP's usual report once per RTT (Narayan et al., SIGCOMM 2018)"),
         Field("parameters", Parameters(), "keyword arguments of the class's constructor; any other key of the "
-              "table is one too", {}, "none"),
+              "table is one too", {}, "none: the constructor's own defaults"),
     ),
     doc='A congestion control written in Python, cc = { python = "module:Class", ...parameters } (algorithm = '
     '"python" may be left out): the core calls the class on every ACK or once per report (docs/python-cc.md).',
@@ -151,14 +160,15 @@ def python_value(value: Mapping[str, Any], tag: str) -> Dict[str, Any]:
 
 
 def normalize_python(values: Dict[str, Any], path: str) -> Dict[str, Any]:
-    spec, mode = values["python"], values["mode"]
-    check_hooks(import_class(spec, _join(path, "python")), spec, mode, _join(path, "python"))
+    (spec, module_dir), mode = values["python"], values["mode"]
+    check_hooks(import_class(spec, _join(path, "python"), module_dir), spec, mode, _join(path, "python"))
     report = values["report"]
     every: Any = "rtt" if report["every"] == "rtt" else (
         {"acks": report["acks"]} if report["every"] == "acks" else {"time_ps": report["time_ps"]})
     return {
         "algorithm": "python",
         "class": spec,
+        "module_dir": module_dir,
         "parameters": dict(values["parameters"] or {}),
         "mode": mode,
         "report_every": every,
@@ -172,5 +182,5 @@ def controllers(core_doc: Mapping[str, Any]) -> Dict[int, Any]:
     for i, flow in enumerate(core_doc.get("flows", [])):
         cc = flow.get("cc") or {}
         if cc.get("algorithm") == "python":
-            out[i] = import_class(cc["class"], f"flows[{i}].cc.python")
+            out[i] = import_class(cc["class"], f"flows[{i}].cc.python", cc.get("module_dir"))
     return out

@@ -57,6 +57,9 @@ pub enum ReportEvery {
 pub struct ExternalConfig {
     /// The class, "module:Class" (what the binding imports; for messages here).
     pub class: String,
+    /// The directory the module was found in when it stood beside the scenario file (so a
+    /// run in another process imports it from there too); None: from the Python path.
+    pub module_dir: Option<String>,
     /// Keyword arguments of the class's constructor, as the scenario wrote them.
     pub parameters: Map<String, Value>,
     pub mode: ExternalMode,
