@@ -104,7 +104,8 @@ def run(
     core = import_core()
     sim_doc, capture_files = with_capture_paths(loaded, capture_dir)
     try:
-        sim = core.Simulation(sim_doc, controllers=controllers(core_doc) or None)
+        classes = controllers(core_doc)  # flows with a Python congestion control (python_cc.py)
+        sim = core.Simulation(sim_doc, controllers=classes) if classes else core.Simulation(sim_doc)
     except ValueError as err:
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.
