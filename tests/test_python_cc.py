@@ -211,3 +211,10 @@ def test_a_core_without_the_class_says_so(classes):
     doc["flows"][0]["cc"]["class"] = "pycc_classes:Nowhere"
     with pytest.raises(ValueError, match=r"flows\[0\]\.cc\.python: .*has no Nowhere"):
         import_core().Simulation(doc)
+
+
+def test_bench_python_quick_runs_and_the_per_ack_run_matches_native():
+    proc = cli("bench", "--python", "--quick")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("100 Mb/s", "1 Gb/s"))]
+    assert len(rows) == 2 and all(row.split()[-1] == "yes" for row in rows), proc.stdout

@@ -130,7 +130,7 @@ pub struct Report {
     /// Bytes the ACKs newly marked lost (Linux `rs->losses`; losses found by a
     /// retransmission timeout are not reported by any ACK).
     pub lost_bytes: u64,
-    /// ACKs that echoed an ECN mark (`CwndEvent::EcnIsCe`).
+    /// ACKs that echoed an ECN mark (`CwndEvent::EcnIsCe`; 0 while no stack raises it).
     pub marked_acks: u32,
     /// New data sent (snd_nxt's advance), bytes.
     pub sent_bytes: u64,
