@@ -24,7 +24,9 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional
+
+from .bench_bpf import _best  # best wall time of repeated runs, and the last summary
 
 __all__ = ["ReportReno", "main"]
 
@@ -60,18 +62,6 @@ def scenario(rate: str, cc: Any, duration_s: int) -> Dict[str, Any]:
         "flows": [{"name": "f", "cc": cc}],
         "output": {"plots": False, "sample_interval": "1s"},
     }
-
-
-def _best(s: Dict[str, Any], repeats: int) -> Tuple[float, Dict[str, Any]]:
-    import fatpipe
-
-    best, summary = float("inf"), {}
-    for _ in range(repeats):
-        start = time.perf_counter()
-        r = fatpipe.run(s)
-        best = min(best, time.perf_counter() - start)
-        summary = r.summary["flows"][0]
-    return best, summary
 
 
 def env_steps_per_s(steps: int) -> Optional[float]:
