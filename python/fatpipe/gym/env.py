@@ -10,13 +10,13 @@ from a distribution with the episode's seed; the same seed gives the same episod
 Defaults are Aurora's (Jay, Rotman, Godfrey, Schapira, Tamar, "A Deep Reinforcement Learning
 Perspective on Internet Congestion Control", ICML 2019):
 - observation: the last ``history`` = 10 intervals' latency gradient, latency ratio and
-  sending ratio (section 4, "State space": the gradient of latency over the interval, the
+  sending ratio (the paper's state: the gradient of latency over the interval, the
   interval's mean latency over the smallest mean latency seen, packets sent over packets
   acknowledged);
 - action: a rate change, rate x (1 + alpha a) for a >= 0 and rate / (1 - alpha a) for
-  a < 0, alpha = 0.025 (section 4, "Action space");
+  a < 0, alpha = 0.025 (its action);
 - reward: 10 x throughput - 1000 x latency - 2000 x loss, throughput in packets per
-  second, latency in seconds, loss the fraction of packets lost (section 4, "Reward").
+  second, latency in seconds, loss the fraction of packets lost (its reward).
 fatpipe computes the latency gradient from successive intervals' mean RTTs (Aurora fits it
 within the interval), and scales the reward by ``reward_scale`` (default 1e-3) so that
 returns stay in a range PPO's defaults handle; both are ours.
