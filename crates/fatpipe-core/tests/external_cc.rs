@@ -216,3 +216,20 @@ fn a_scenario_without_its_controller_is_refused_by_name() {
     let err = Simulation::new(s).err().expect("refused");
     assert!(err.starts_with("flows[0].cc.python: mine:Cc: no controller attached"), "{err}");
 }
+
+#[test]
+fn the_first_report_starts_when_the_flow_first_sends() {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let factory = Arc::new(FixedFactory(reports.clone(), None, Arc::new(AtomicBool::new(false))));
+    let mut s = dumbbell(RATE, RTT, 1000, 3 * PS_PER_S, tcp_config());
+    s.flows[0].cc = Some(external(ExternalMode::Report, ReportEvery::TimePs(100 * PS_PER_MS), factory));
+    let start = 2 * PS_PER_S;
+    if let fatpipe_core::source::SourceSpec::Bulk(b) = &mut s.flows[0].source {
+        b.start_ps = start;
+    }
+    Simulation::new(s).unwrap().run();
+    let first = reports.lock().unwrap()[0];
+    // Built at 0, sending from 2 s: the first interval is the first 100 ms of sending, not 2.1 s.
+    assert!(first.start_ps >= start && first.start_ps < start + PS_PER_MS, "{first:?}");
+    assert!(first.end_ps - first.start_ps < 100 * PS_PER_MS + RTT, "{first:?}");
+}

@@ -193,6 +193,9 @@ pub struct External {
     /// `report` mode: the pacing rate the last action set.
     pacing_rate_bps: Option<u64>,
     in_recovery: bool,
+    /// An ACK has been seen: the first interval starts when the connection first sent, not
+    /// when it was built (a flow may start long after).
+    acked: bool,
 }
 
 /// The algorithm of a new connection of the flow.
@@ -206,6 +209,7 @@ pub fn build(cfg: &ExternalConfig) -> Box<dyn CongestionControl> {
         interval: Interval::default(),
         pacing_rate_bps: None,
         in_recovery: false,
+        acked: false,
     })
 }
 
@@ -237,6 +241,11 @@ impl External {
     fn aggregate(&mut self, s: &mut CcState, ack: &AckSample) {
         let i = &mut self.interval;
         let r = &mut i.report;
+        if !self.acked {
+            // The first ACK: its segment left an RTT sample ago (else the interval starts now).
+            self.acked = true;
+            r.start_ps = ack.rtt.map_or(s.now, |rtt| s.now.saturating_sub(rtt)).max(r.start_ps);
+        }
         r.acks += 1;
         r.delivered_bytes += ack.delivered_bytes;
         r.lost_bytes += ack.newly_lost_bytes;
