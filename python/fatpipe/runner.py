@@ -21,6 +21,7 @@ from .buffers import BufferWarning, buffer_warnings, lines_to_say
 from .core import CoreUnavailableError, import_core
 from .result import Result
 from .scenario import Loaded, ScenarioError, check_depth, load
+from .scenario.python_cc import controllers
 from .units import PS_PER_S, U64_MAX, plain_scalar
 
 __all__ = ["run", "prepare", "import_core", "with_capture_paths", "CoreUnavailableError", "PROGRESS_CHUNKS"]
@@ -103,7 +104,8 @@ def run(
     core = import_core()
     sim_doc, capture_files = with_capture_paths(loaded, capture_dir)
     try:
-        sim = core.Simulation(sim_doc)
+        classes = controllers(core_doc)  # flows with a Python congestion control (python_cc.py)
+        sim = core.Simulation(sim_doc, controllers=classes) if classes else core.Simulation(sim_doc)
     except ValueError as err:
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.

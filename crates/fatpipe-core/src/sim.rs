@@ -234,11 +234,29 @@ impl Simulation {
 
     /// Runs every event up to and including `t` (at most the scenario's duration).
     pub fn run_until(&mut self, t: Time) {
+        self.run_loop(t, || false);
+    }
+
+    /// `run_until`, but stops after the event under way once `halt` is set (a controller
+    /// outside the core failed or its caller went away, `cc/external.rs`); returns whether
+    /// it stopped so, with `now` the time of that event. A loop of its own, so that
+    /// `run_until` checks nothing per event.
+    pub fn run_until_halted(&mut self, t: Time, halt: &std::sync::atomic::AtomicBool) -> bool {
+        let halted = || halt.load(std::sync::atomic::Ordering::Relaxed);
+        self.run_loop(t, halted);
+        halted()
+    }
+
+    #[inline(always)]
+    fn run_loop(&mut self, t: Time, halted: impl Fn() -> bool) {
         let end = t.min(self.scenario.duration_ps);
         self.run_end = end;
         while let Some((time, event)) = self.events.pop_until(end) {
             self.now = time;
             self.dispatch(event);
+            if halted() {
+                return;
+            }
         }
         self.now = self.now.max(end);
         // Links are brought up to date lazily (`Link::advance`); whoever reads them next

@@ -33,7 +33,8 @@ const RTO_MAX_RANGE_MS: (u64, u64) = (1_000, 120_000);
 /// Linux's reno grows as RFC 5681 does (in segments: variant "rfc"; BSD's growth in bytes
 /// is not Linux's). Linux's "westwood" is Westwood+ (net/ipv4/tcp_westwood.c: "TCP
 /// Westwood+"), so the original Westwood has no counterpart; FAST, GridDT and the
-/// no-congestion-control stack have none in mainline either, and a BPF object is its own.
+/// no-congestion-control stack have none in mainline either, a BPF object is its own and a
+/// Python controller has none.
 pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
     use fatpipe_core::cc::{bbr, cubic, highspeed, reno, scalable, vegas, westwood};
     Some(match cc {
@@ -46,7 +47,13 @@ pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
         CcSpec::Scalable(c) => ("scalable", matches!(c.variant, scalable::ScalableVariant::Linux)),
         CcSpec::Vegas(c) => ("vegas", matches!(c.variant, vegas::VegasVariant::Linux)),
         CcSpec::WestwoodPlus(c) => ("westwood", matches!(c.variant, westwood::WestwoodPlusVariant::Linux)),
-        CcSpec::Westwood(_) | CcSpec::Fast(_) | CcSpec::GridDt(_) | CcSpec::Nocc(_) | CcSpec::Bpf(_) => return None,
+        // A Python controller runs in the simulator's process only.
+        CcSpec::Westwood(_)
+        | CcSpec::Fast(_)
+        | CcSpec::GridDt(_)
+        | CcSpec::Nocc(_)
+        | CcSpec::Bpf(_)
+        | CcSpec::Python(_) => return None,
     })
 }
 

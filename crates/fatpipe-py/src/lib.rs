@@ -22,6 +22,8 @@ use pyo3::types::{PyDict, PyTuple};
 mod boundary;
 mod live;
 mod probe;
+mod pycc;
+mod stepper;
 
 use boundary::{scenario_error, to_python};
 
@@ -31,6 +33,9 @@ use live::{Lifecycle, Live};
 #[pyclass(module = "fatpipe._core")]
 struct Simulation {
     inner: CoreSimulation,
+    /// Some flow runs a Python congestion control: the run keeps the GIL (its hooks take it
+    /// on every ACK) and stops at a failure (`pycc.rs`).
+    python: Option<std::sync::Arc<pycc::Failures>>,
 }
 
 /// One column of results, owned here; `numpy.asarray(column)` views it read-only through
@@ -77,10 +82,14 @@ fn columns<'py>(py: Python<'py>, table: Vec<(&'static str, CoreColumn)>) -> PyRe
 #[pymethods]
 impl Simulation {
     /// `scenario`: the normalized scenario, a dict (`fatpipe.load_scenario`).
+    /// `controllers`: for flows whose `cc` names a Python class, the class by flow index
+    /// (else it is imported from the "module:Class" the scenario names).
     #[new]
-    fn new(scenario: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let inner = CoreSimulation::new(boundary::scenario(scenario)?).map_err(PyValueError::new_err)?;
-        Ok(Simulation { inner })
+    #[pyo3(signature = (scenario, controllers=None))]
+    fn new(py: Python<'_>, scenario: &Bound<'_, PyAny>, controllers: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (scenario, python) = stepper::with_controllers(py, scenario, controllers)?;
+        let inner = CoreSimulation::new(scenario).map_err(PyValueError::new_err)?;
+        Ok(Simulation { inner, python })
     }
 
     /// Simulated time reached, picoseconds.
@@ -109,8 +118,15 @@ impl Simulation {
     /// Advances to `t_ps` (at most the duration) with the GIL released, so other Python
     /// threads run meanwhile. A BPF congestion control's fault ends the run with a
     /// ValueError (one line); the simulation is unusable after it.
+    /// A Python congestion control's failure raises `ControllerError` (`pycc.rs`).
     fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<()> {
         let inner = &mut self.inner;
+        if let Some(failures) = &self.python {
+            if inner.run_until_halted(t_ps, &failures.halt) {
+                return Err(failures.take(py).unwrap_or_else(|| PyValueError::new_err("the run was stopped")));
+            }
+            return Ok(());
+        }
         let run = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_until(t_ps))));
         match run {
             Ok(()) => Ok(()),
@@ -135,8 +151,19 @@ impl Simulation {
     /// Runs to the end; returns {"summary": dict, "flow_series", "queue_series",
     /// "requests": {column name: Column}}. The columns are moved out: call it once.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if self.python.is_some() {
+            let end = self.inner.duration();
+            self.run_until(py, end)?;
+        }
         let inner = &mut self.inner;
         let output = py.detach(|| inner.finish_output());
+        output_dict(py, output)
+    }
+}
+
+/// A finished run's output as `Simulation.finish` returns it.
+fn output_dict(py: Python<'_>, output: fatpipe_core::sim::Output) -> PyResult<Bound<'_, PyDict>> {
+    {
         let result = PyDict::new(py);
         result.set_item("summary", to_python(py, &output.summary)?)?;
         result.set_item("flow_series", columns(py, output.flow_series.into_columns())?)?;
@@ -312,6 +339,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bpf_program_object, m)?)?;
     m.add("RouteError", m.py().get_type::<boundary::RouteError>())?;
     m.add("FlowFieldError", m.py().get_type::<boundary::FlowFieldError>())?;
+    m.add("ControllerError", m.py().get_type::<pycc::ControllerError>())?;
+    m.add_class::<pycc::CcView>()?;
+    m.add_class::<pycc::AckView>()?;
+    m.add_class::<stepper::Stepper>()?;
     probe::register(m)?;
     Ok(())
 }

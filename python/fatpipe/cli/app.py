@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from typing import Any, NoReturn, Optional, Sequence
 
 from ..scenario import ScenarioError
@@ -108,6 +109,15 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except ImportError as err:
         # The compiled core (or an optional dependency) is missing: not the user's mistake
         # in the command line, but not a bug to show a traceback for either.
+        error(str(err))
+        return EXIT_FAILURE
+    except RuntimeError as err:
+        if type(err).__name__ != "ControllerError":
+            raise
+        # A Python congestion control failed (scenario/python_cc.py): the user's traceback,
+        # then one line saying which flow, hook and simulated time.
+        if err.__cause__ is not None:
+            traceback.print_exception(type(err.__cause__), err.__cause__, err.__cause__.__traceback__, file=sys.stderr)
         error(str(err))
         return EXIT_FAILURE
     except KeyboardInterrupt as err:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from .bpf import BPF_TABLE, KERNEL_HZ, KERNEL_HZ_SOURCE, normalize_bpf
+from .python_cc import PYTHON_TABLE, normalize_python, python_value
 from ..units import format_duration
 from .kinds import Boolean, Choice, Duration, Integer, Real, Size
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num, _toml_literal
@@ -535,6 +536,8 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     "bbr": _BBR,
     # A BPF struct_ops program of the user's: cc = { bpf = "algo.bpf.o" } (scenario/bpf.py).
     "bpf": Algorithm(table=BPF_TABLE, normalize=normalize_bpf),
+    # A class of the user's in Python: cc = { python = "module:Class" } (scenario/python_cc.py).
+    "python": Algorithm(table=PYTHON_TABLE, normalize=normalize_python),
 }
 
 
@@ -547,7 +550,7 @@ def core_defaults() -> Dict[str, Dict[str, Any]]:
     return {
         name: algorithm.normalize(algorithm.table.parse({}, "cc"), "cc")
         for name, algorithm in CC_ALGORITHMS.items()
-        if name != "bpf"
+        if name not in ("bpf", "python")
     }
 
 # ---- presets: the documents' "TCP versions" ----------------------------------------------
@@ -697,11 +700,13 @@ class CongestionControlChoice(Tagged):
             return {**parsed, "preset": value, "given": frozenset(preset.params), "table": False}
         if isinstance(value, Mapping) and "bpf" in value and self.tag not in value:
             value = {self.tag: "bpf", **value}  # cc = { bpf = "algo.bpf.o" }
+        if isinstance(value, Mapping) and "python" in value:
+            value = python_value(value, self.tag)  # cc = { python = "module:Class", ...parameters }
         parsed = super().parse(value, path)
         given = frozenset(value) if isinstance(value, Mapping) else frozenset()
         # Every algorithm has a preset of its name: the table takes its recovery from it. A BPF
         # program recovers as every algorithm but Reno's versions does: with SACK ("sack"'s).
-        preset = "sack" if parsed[self.tag] == "bpf" else parsed[self.tag]
+        preset = "sack" if parsed[self.tag] in ("bpf", "python") else parsed[self.tag]
         return {**parsed, "preset": preset, "given": given, "table": True}
 
 

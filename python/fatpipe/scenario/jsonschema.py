@@ -17,6 +17,8 @@ from typing import Any, Dict, List
 from ..units import _DURATION_UNITS, _RATE_UNITS, _SIZE_UNITS, U64_MAX
 from .congestion import PRESETS, CongestionControlChoice
 from .bpf import ObjectPath, Parameters
+from .python_cc import PYTHON_TABLE, ClassSpec, ReportEvery
+from .python_cc import Parameters as ClassParameters
 from .document import SCENARIO
 from .impairments import LinkName, OutageWindows
 from .kinds import Boolean, Choice, Duration, DurationList, Integer, Name, Rate, Real, Size, SizeList
@@ -94,6 +96,12 @@ def _kind(kind: Kind) -> Dict[str, Any]:
         return {"type": "string", "pattern": r"\.(o|c)$"}
     if isinstance(kind, Parameters):
         return {"type": "object", "additionalProperties": {"type": ["number", "boolean", "string"]}}
+    if isinstance(kind, ClassSpec):
+        return {"type": "string", "pattern": r"^[^:]+:[^:]+$", "examples": ["reno:Reno"]}
+    if isinstance(kind, ReportEvery):
+        return {"anyOf": [{"const": "rtt"}, {"type": "integer", "minimum": 1}, _DURATION]}
+    if isinstance(kind, ClassParameters):
+        return {"type": "object"}
     raise TypeError(f"no JSON Schema for {type(kind).__name__}")  # a new kind: add it here
 
 
@@ -122,7 +130,8 @@ def _table(table: Table, tag: str = "", value: str = "", tag_required: bool = Tr
         properties[f.key] = _field(f)
         if f.default is REQUIRED:
             required.append(f.key)
-    schema: Dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    # cc = { python = ... }: every other key is a keyword argument of the class (python_cc.py).
+    schema: Dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": table is PYTHON_TABLE}
     if required:
         schema["required"] = required
     if table.doc:
@@ -131,10 +140,11 @@ def _table(table: Table, tag: str = "", value: str = "", tag_required: bool = Tr
 
 
 def _tagged(kind: Tagged) -> Dict[str, Any]:
-    # cc = { bpf = "..." } may leave its algorithm out (congestion.py).
-    bpf = isinstance(kind, CongestionControlChoice)
+    # cc = { bpf = "..." } and cc = { python = "..." } may leave their algorithm out (congestion.py).
+    cc = isinstance(kind, CongestionControlChoice)
     variants = [
-        dict(_table(table, kind.tag, value, tag_required=value != kind.default_tag and not (bpf and value == "bpf")),
+        dict(_table(table, kind.tag, value,
+                    tag_required=value != kind.default_tag and not (cc and value in ("bpf", "python"))),
              title=f"{kind.tag} = {json.dumps(value)}")
         for value, table in kind.variants.items()
     ]

@@ -11,6 +11,7 @@ pub mod bbr;
 pub mod bic;
 pub mod bpf;
 pub mod cubic;
+pub mod external;
 pub mod fast;
 pub mod griddt;
 pub mod highspeed;
@@ -369,6 +370,8 @@ pub enum CcSpec {
     Cubic(cubic::CubicConfig),
     /// A BPF struct_ops program (`cc/bpf.rs`).
     Bpf(bpf::BpfConfig),
+    /// A controller written in Python (`cc/external.rs`; fatpipe-py attaches it).
+    Python(external::ExternalConfig),
 }
 
 impl CcSpec {
@@ -388,6 +391,7 @@ impl CcSpec {
             CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
             CcSpec::Cubic(cfg) => cubic::build(cfg),
             CcSpec::Bpf(cfg) => bpf::build(cfg),
+            CcSpec::Python(cfg) => external::build(cfg),
         }
     }
 }

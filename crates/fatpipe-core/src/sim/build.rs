@@ -6,6 +6,11 @@ use super::*;
 impl Simulation {
     pub fn new(mut scenario: Scenario) -> Result<Simulation, String> {
         let routes = scenario.validate()?;
+        for (i, f) in scenario.flows.iter().enumerate() {
+            if let Some(CcSpec::Python(cfg)) = &f.cc {
+                cfg.check_attached().map_err(|e| format!("flows[{i}].cc.{e}"))?;
+            }
+        }
         jittered_flows(&mut scenario);
         let links: Vec<Link> = scenario.links.iter().cloned().map(|l| Link::new(l, scenario.seed)).collect();
         let (splits, split_of) = crate::net::split::groups(&scenario.splits, links.len(), scenario.seed);
