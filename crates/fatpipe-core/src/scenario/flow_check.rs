@@ -173,6 +173,7 @@ impl FlowSpec {
             CcSpec::Bic(c) => c.validate(),
             CcSpec::Bpf(c) => c.validate(),
             CcSpec::Cubic(c) => c.validate(),
+            CcSpec::Bbr3(c) => c.validate(),
         };
         cc_params.map_err(|e| format!(".cc.{e}"))
     }
