@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from .bpf import BPF_TABLE, KERNEL_HZ, KERNEL_HZ_SOURCE, normalize_bpf
+from .bbr3 import BBR3_TABLE, normalize_bbr3
 from ..units import format_duration
 from .kinds import Boolean, Choice, Duration, Integer, Real, Size
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num, _toml_literal
@@ -547,6 +548,7 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     "bbr": _BBR,
     # A BPF struct_ops program of the user's: cc = { bpf = "algo.bpf.o" } (scenario/bpf.py).
     "bpf": Algorithm(table=BPF_TABLE, normalize=normalize_bpf),
+    "bbr3": Algorithm(table=BBR3_TABLE, normalize=normalize_bbr3),
 }
 
 
@@ -643,6 +645,7 @@ PRESETS: Dict[str, Preset] = {
     "bic": Preset("bic", "sack", "BIC-TCP", "Xu, Harfoush and Rhee 2004; Linux"),
     "cubic": Preset("cubic", "sack", "CUBIC, Linux's default", "RFC 9438"),
     "bbr": Preset("bbr", "sack", "BBR v1: model-based, paced", "Cardwell et al. 2016"),
+    "bbr3": Preset("bbr3", "sack", "BBRv3: BBR with loss and ECN bounds", "Google's v3 tcp_bbr.c; draft-ietf-ccwg-bbr"),
 }
 
 #: Document 003's Reno versions: on the RFC stack their names say the recovery, so a
