@@ -215,6 +215,7 @@ const ALGORITHMS: &[(&str, &str)] = &[
     ("fast", "{}"),
     ("griddt", "{}"),
     ("nocc", "{}"),
+    ("bbr3", "{}"),
 ];
 
 /// Each congestion control's on-ACK path in congestion avoidance: an ACK of two segments

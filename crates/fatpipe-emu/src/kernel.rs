@@ -33,8 +33,8 @@ const RTO_MAX_RANGE_MS: (u64, u64) = (1_000, 120_000);
 /// Linux's reno grows as RFC 5681 does (in segments: variant "rfc"; BSD's growth in bytes
 /// is not Linux's). Linux's "westwood" is Westwood+ (net/ipv4/tcp_westwood.c: "TCP
 /// Westwood+"), so the original Westwood has no counterpart; FAST, GridDT and the
-/// no-congestion-control stack have none in mainline either, a BPF object is its own and a
-/// Python controller has none.
+/// no-congestion-control stack have none in mainline either, a BPF object is its own, and a
+/// Python controller and BBRv3 (out of tree) have none.
 pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
     use fatpipe_core::cc::{bbr, cubic, highspeed, reno, scalable, vegas, westwood};
     Some(match cc {
@@ -47,8 +47,10 @@ pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
         CcSpec::Scalable(c) => ("scalable", matches!(c.variant, scalable::ScalableVariant::Linux)),
         CcSpec::Vegas(c) => ("vegas", matches!(c.variant, vegas::VegasVariant::Linux)),
         CcSpec::WestwoodPlus(c) => ("westwood", matches!(c.variant, westwood::WestwoodPlusVariant::Linux)),
-        // A Python controller runs in the simulator's process only.
+        // A Python controller runs in the simulator's process only; BBRv3 is Google's
+        // out-of-tree tcp_bbr.c (v3 branch), not mainline's "bbr", which is v1.
         CcSpec::Westwood(_)
+        | CcSpec::Bbr3(_)
         | CcSpec::Fast(_)
         | CcSpec::GridDt(_)
         | CcSpec::Nocc(_)

@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from .bpf import BPF_TABLE, KERNEL_HZ, KERNEL_HZ_SOURCE, normalize_bpf
 from .python_cc import PYTHON_TABLE, normalize_python, python_value
+from .bbr3 import BBR3_TABLE, normalize_bbr3
 from ..units import format_duration
 from .kinds import Boolean, Choice, Duration, Integer, Real, Size
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num, _toml_literal
@@ -538,6 +539,7 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     "bpf": Algorithm(table=BPF_TABLE, normalize=normalize_bpf),
     # A class of the user's in Python: cc = { python = "module:Class" } (scenario/python_cc.py).
     "python": Algorithm(table=PYTHON_TABLE, normalize=normalize_python),
+    "bbr3": Algorithm(table=BBR3_TABLE, normalize=normalize_bbr3),
 }
 
 
@@ -634,6 +636,7 @@ PRESETS: Dict[str, Preset] = {
     "bic": Preset("bic", "sack", "BIC-TCP", "Xu, Harfoush and Rhee 2004; Linux"),
     "cubic": Preset("cubic", "sack", "CUBIC, Linux's default", "RFC 9438"),
     "bbr": Preset("bbr", "sack", "BBR v1: model-based, paced", "Cardwell et al. 2016"),
+    "bbr3": Preset("bbr3", "sack", "BBRv3: BBR with loss and ECN bounds", "Google's v3 tcp_bbr.c; draft-ietf-ccwg-bbr"),
 }
 
 #: Document 003's Reno versions: on the RFC stack their names say the recovery, so a

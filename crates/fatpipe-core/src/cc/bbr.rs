@@ -41,10 +41,12 @@
 //! ACK bursts it answers. Not modelled: the long-term bandwidth estimate for token-bucket
 //! policers (`lt_bw`) and the earliest-departure-time corrections (v4.20).
 
-mod ack_aggregation;
+pub(crate) mod ack_aggregation;
 mod max_filter;
+pub(crate) mod pacing;
 
 pub use max_filter::MaxFilter;
+use pacing::Pacing;
 
 use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::rng::Rng;
@@ -66,13 +68,6 @@ const FULL_BW_GROWTH: f64 = 1.25;
 /// ... in this many consecutive rounds (draft-00 "Startup"; Linux `bbr_full_bw_thresh`,
 /// `bbr_full_bw_cnt`: one round for receive-window autotuning, one to fill it, one to see it).
 const FULL_BW_ROUNDS: u32 = 3;
-/// Linux paces 1 % below the model (`bbr_pacing_margin_percent`, since v4.20 "tcp_bbr:
-/// adjust TCP BBR for departure time pacing") so that the average rate slightly undershoots
-/// the bottleneck and queues stay low; the draft has no margin.
-const PACING_MARGIN: f64 = 0.01;
-/// RTT assumed for the initial pacing rate before any sample (Linux
-/// `bbr_init_pacing_rate_from_rtt`: a nominal 1 ms).
-const NOMINAL_RTT_PS: Time = PS_PER_MS;
 /// Send quantum (draft-00 BBRSetSendQuantum): one segment below 1.2 Mb/s, two below 24 Mb/s,
 /// otherwise 1 ms of data up to 64 KB, the size of the bursts a host's offload engines
 /// handle. cwnd carries three quanta (one in the sender's queue, one in its offload engine,
@@ -158,10 +153,8 @@ pub struct Bbr {
     mode: Mode,
     pacing_gain: f64,
     cwnd_gain: f64,
-    /// Current pacing rate, payload bits per second.
-    pacing_rate_bps: u64,
-    /// The pacing rate has been set from a measured RTT (Linux `has_seen_rtt`).
-    has_seen_rtt: bool,
+    /// The pacing rate (`bbr/pacing.rs`).
+    pacing: Pacing,
     /// cwnd when the connection started: the fallback before RTprop is known.
     initial_cwnd: u32,
 
@@ -220,8 +213,19 @@ pub struct Bbr {
 
 /// Linux's `state >= TCP_CA_Recovery`: CWR (local congestion, ECN) is not a recovery, and
 /// BBR sets its window through it as in the open state.
-fn recovering(state: CaState) -> bool {
+pub(crate) fn recovering(state: CaState) -> bool {
     matches!(state, CaState::Recovery | CaState::Loss)
+}
+
+/// The window to restore after recovery or PROBE_RTT, as v1 and v3 save it (Linux
+/// `bbr_save_cwnd`): cwnd now, unless recovery (`prev_ca_state`) or PROBE_RTT already cut
+/// it; then the larger of it and the one saved before the cut.
+pub(crate) fn saved_cwnd(prior_cwnd: u32, cwnd: u32, prev_ca_state: CaState, in_probe_rtt: bool) -> u32 {
+    if !recovering(prev_ca_state) && !in_probe_rtt {
+        cwnd
+    } else {
+        prior_cwnd.max(cwnd)
+    }
 }
 
 impl Bbr {
@@ -233,8 +237,7 @@ impl Bbr {
             mode: Mode::Startup,
             pacing_gain: high_gain,
             cwnd_gain: high_gain,
-            pacing_rate_bps: 0,
-            has_seen_rtt: false,
+            pacing: Pacing::default(),
             initial_cwnd: MIN_PIPE_CWND_SEGMENTS,
             max_bw: MaxFilter::default(),
             round_count: 0,
@@ -288,49 +291,22 @@ impl Bbr {
         self.round_start
     }
 
-    // ---- Pacing rate (draft-00 "Pacing Rate") ----
+    // ---- Pacing rate (draft-00 "Pacing Rate"; `bbr/pacing.rs`) ----
 
-    /// gain x bw, less Linux's margin, bits per second.
-    fn rate_with_gain(bw_bps: u64, gain: f64) -> u64 {
-        (bw_bps as f64 * gain * (1.0 - PACING_MARGIN)) as u64
-    }
-
-    /// Before any bandwidth sample: high_gain x cwnd / RTT, with the smoothed RTT if there is
-    /// one, else a nominal 1 ms (Linux `bbr_init_pacing_rate_from_rtt`).
-    fn init_pacing_rate(&mut self, s: &CcState) {
-        let rtt_ps = match s.srtt {
-            Some(srtt) => {
-                self.has_seen_rtt = true;
-                srtt.max(1)
-            }
-            None => NOMINAL_RTT_PS,
-        };
-        let bw_bps = (s.cwnd as u128 * s.mss_bytes as u128 * 8 * PS_PER_S as u128 / rtt_ps as u128) as u64;
-        self.pacing_rate_bps = Self::rate_with_gain(bw_bps, self.cfg.high_gain);
-    }
-
-    /// Until the pipe is full the rate never falls, so that a low early sample cannot slow
-    /// STARTUP down (draft-00 BBRSetPacingRateWithGain).
     fn set_pacing_rate(&mut self, s: &CcState, bw_bps: u64, gain: f64) {
-        if !self.has_seen_rtt && s.srtt.is_some() {
-            self.init_pacing_rate(s);
-        }
-        let rate = Self::rate_with_gain(bw_bps, gain);
-        if self.full_bw_reached || rate > self.pacing_rate_bps {
-            self.pacing_rate_bps = rate;
-        }
+        self.pacing.set(s, bw_bps, gain, self.full_bw_reached, self.cfg.high_gain);
     }
 
     // ---- Window (draft-00 "Send Quantum", "Congestion Window") ----
 
     fn send_quantum_bytes(&self, mss: u64) -> u64 {
-        if self.pacing_rate_bps < QUANTUM_ONE_SEGMENT_BELOW_BPS {
+        if self.pacing.rate_bps < QUANTUM_ONE_SEGMENT_BELOW_BPS {
             mss
-        } else if self.pacing_rate_bps < QUANTUM_TWO_SEGMENTS_BELOW_BPS {
+        } else if self.pacing.rate_bps < QUANTUM_TWO_SEGMENTS_BELOW_BPS {
             2 * mss
         } else {
             let one_interval =
-                (self.pacing_rate_bps as u128 * QUANTUM_INTERVAL_PS as u128 / 8 / PS_PER_S as u128) as u64;
+                (self.pacing.rate_bps as u128 * QUANTUM_INTERVAL_PS as u128 / 8 / PS_PER_S as u128) as u64;
             one_interval.min(QUANTUM_MAX_BYTES)
         }
     }
@@ -349,12 +325,7 @@ impl Bbr {
 
     /// Remembers cwnd before recovery or PROBE_RTT cuts it (Linux `bbr_save_cwnd`).
     fn save_cwnd(&mut self, s: &CcState) {
-        if !recovering(self.prev_ca_state) && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = s.cwnd;
-        } else {
-            // Already cut: keep the larger value saved before the cut.
-            self.prior_cwnd = self.prior_cwnd.max(s.cwnd);
-        }
+        self.prior_cwnd = saved_cwnd(self.prior_cwnd, s.cwnd, self.prev_ca_state, self.mode == Mode::ProbeRtt);
     }
 
     /// Fast recovery: one round of packet conservation, then growth; the old window back when
@@ -601,7 +572,7 @@ impl CongestionControl for Bbr {
         self.initial_cwnd = s.cwnd.max(1);
         self.min_rtt_ps = s.min_rtt;
         self.min_rtt_stamp_ps = s.now;
-        self.init_pacing_rate(s);
+        self.pacing.init_from_rtt(s, self.cfg.high_gain);
     }
 
     /// BBR does not reduce on loss: it remembers cwnd and keeps ssthresh (Linux `bbr_ssthresh`).
@@ -677,7 +648,7 @@ impl CongestionControl for Bbr {
     }
 
     fn pacing_rate_bps(&self, _s: &CcState) -> Option<u64> {
-        Some(self.pacing_rate_bps)
+        Some(self.pacing.rate_bps)
     }
 
     fn marks_app_limited(&self) -> bool {

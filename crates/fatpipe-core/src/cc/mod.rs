@@ -8,6 +8,7 @@
 //! as in Linux.
 
 pub mod bbr;
+pub mod bbr3;
 pub mod bic;
 pub mod bpf;
 pub mod cubic;
@@ -188,6 +189,18 @@ pub struct AckSample {
     /// timeout are not reported by any ACK, as in Linux. Filled only for algorithms with
     /// `cong_control`.
     pub newly_lost_bytes: u64,
+    /// The ACK echoed ECN (ECE; Linux `rs->is_ece`). Filled only for algorithms with
+    /// `cong_control`.
+    pub is_ece: bool,
+    /// Of the rate sample (filled only for algorithms with `cong_control`; 0 without a
+    /// sample): bytes delivered over its interval (Linux `rs->delivered`); bytes in flight
+    /// when its segment was sent (BBRv3's `rs->tx_in_flight`); bytes marked lost and bytes
+    /// delivered by ECN-echoing ACKs since then (v3 `rs->lost`, `rs->delivered_ce`). Losses
+    /// count as ACKs report them (`newly_lost_bytes`).
+    pub rate_delivered_bytes: u64,
+    pub tx_in_flight_bytes: u64,
+    pub rate_lost_bytes: u64,
+    pub rate_delivered_ce_bytes: u64,
 }
 
 impl AckSample {
@@ -368,6 +381,7 @@ pub enum CcSpec {
     Htcp(htcp::HtcpConfig),
     Bic(bic::BicConfig),
     Cubic(cubic::CubicConfig),
+    Bbr3(bbr3::Bbr3Config),
     /// A BPF struct_ops program (`cc/bpf.rs`).
     Bpf(bpf::BpfConfig),
     /// A controller written in Python (`cc/external.rs`; fatpipe-py attaches it).
@@ -392,6 +406,7 @@ impl CcSpec {
             CcSpec::Cubic(cfg) => cubic::build(cfg),
             CcSpec::Bpf(cfg) => bpf::build(cfg),
             CcSpec::Python(cfg) => external::build(cfg),
+            CcSpec::Bbr3(cfg) => Box::new(bbr3::Bbr3::new(cfg.clone())),
         }
     }
 }
@@ -432,6 +447,7 @@ default_from_the_scenario!(
     scalable::ScalableConfig => "scalable",
     htcp::HtcpConfig => "htcp",
     bic::BicConfig => "bic",
+    bbr3::Bbr3Config => "bbr3",
 );
 
 /// Test helpers shared by the algorithms' unit tests: a window state and an ACK with the

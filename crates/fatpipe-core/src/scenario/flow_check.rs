@@ -174,6 +174,7 @@ impl FlowSpec {
             CcSpec::Bpf(c) => c.validate(),
             CcSpec::Cubic(c) => c.validate(),
             CcSpec::Python(c) => c.validate(),
+            CcSpec::Bbr3(c) => c.validate(),
         };
         cc_params.map_err(|e| format!(".cc.{e}"))
     }

@@ -24,6 +24,13 @@ struct TxRecord {
     is_app_limited: bool,
     /// Already counted as delivered (SACKed before the cumulative ACK reached it).
     delivered_done: bool,
+    /// Bytes in flight when this segment left, itself included (BBRv3's `tx.in_flight`,
+    /// Google's v3 tcp_output.c `tcp_set_tx_in_flight`).
+    tx_in_flight: u64,
+    /// The connection's lost and CE-echoed delivered bytes when it left (v3 `tx.lost`,
+    /// `tx.delivered_ce`).
+    lost: u64,
+    delivered_ce: u64,
 }
 
 /// One rate sample.
@@ -35,6 +42,14 @@ pub struct RateSample {
     /// The connection's delivered bytes when the sampled segment was sent (Linux
     /// `rs->prior_delivered`): BBR counts round trips with it.
     pub prior_delivered_bytes: u64,
+    /// Bytes delivered over the sample's interval (Linux `rs->delivered`).
+    pub delivered_bytes: u64,
+    /// Bytes in flight when the sampled segment was sent (v3 `rs->tx_in_flight`), and the
+    /// bytes marked lost and delivered with an ECN echo since then (v3 `rs->lost`,
+    /// `rs->delivered_ce`): BBRv3's loss and ECN rates over the flight.
+    pub tx_in_flight_bytes: u64,
+    pub lost_bytes: u64,
+    pub delivered_ce_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -49,6 +64,13 @@ pub struct RateSampler {
     app_limited_until: u64,
     // Per-ACK accumulation: the most recently sent delivered segment.
     best: Option<TxRecord>,
+    /// Bytes in the network as the sender last knew it: the stack's pipe after the last ACK
+    /// plus what was sent since (Linux `tcp_packets_in_flight` at send time).
+    in_flight: u64,
+    /// Bytes marked lost (Linux `tp->lost`, as ACKs report it) and delivered by ACKs that
+    /// echoed ECN (Linux `tp->delivered_ce`) since the start.
+    lost: u64,
+    delivered_ce: u64,
 }
 
 impl RateSampler {
@@ -58,7 +80,9 @@ impl RateSampler {
             // A new flight: its clocks start now.
             self.first_sent_time = now;
             self.delivered_time = now;
+            self.in_flight = 0;
         }
+        self.in_flight += end - seq;
         let rec = TxRecord {
             seq,
             end,
@@ -68,6 +92,9 @@ impl RateSampler {
             sent_time: now,
             is_app_limited: self.app_limited_until != 0,
             delivered_done: false,
+            tx_in_flight: self.in_flight,
+            lost: self.lost,
+            delivered_ce: self.delivered_ce,
         };
         match self.records.back() {
             Some(last) if seq < last.end => {
@@ -135,7 +162,26 @@ impl RateSampler {
             interval_ps: interval,
             is_app_limited: best.is_app_limited,
             prior_delivered_bytes: best.delivered,
+            delivered_bytes: bytes,
+            tx_in_flight_bytes: best.tx_in_flight,
+            lost_bytes: self.lost - best.lost,
+            delivered_ce_bytes: self.delivered_ce - best.delivered_ce,
         }
+    }
+
+    /// Before an ACK's [`finish_ack`](Self::finish_ack): what it marked lost, and what it
+    /// delivered if it echoed ECN (`ece`), counted into the connection's totals.
+    pub fn count_lost_and_ce(&mut self, lost: u64, ece: bool, delivered: u64) {
+        self.lost += lost;
+        if ece {
+            self.delivered_ce += delivered;
+        }
+    }
+
+    /// After an ACK: the stack's count of bytes in the network (its pipe), from which the
+    /// next sends count up.
+    pub fn set_in_flight(&mut self, in_flight: u64) {
+        self.in_flight = in_flight;
     }
 
     /// The application has nothing more to send while the window would allow it: samples

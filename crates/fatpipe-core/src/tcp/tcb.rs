@@ -456,13 +456,20 @@ impl Tcb {
     }
 
     /// The ACK's delivery-rate sample (Linux `tcp_rate_gen`), for an algorithm that sets the
-    /// window from it; the stack adds what is in flight and what it found lost.
+    /// window from it; the stack has filled in what is in flight, what it found lost and
+    /// whether the ACK echoed ECN.
     pub(crate) fn rate_sample(&mut self, now: Time, sample: &mut AckSample) {
         if let Some(r) = &mut self.rate {
+            r.count_lost_and_ce(sample.newly_lost_bytes, sample.is_ece, sample.delivered_bytes);
             let rs = r.finish_ack(now, self.cc_state.delivered_bytes, self.rtt.min_rtt);
+            r.set_in_flight(sample.in_flight_bytes);
             sample.delivery_rate_bps = rs.delivery_rate_bps;
             sample.is_app_limited = rs.is_app_limited;
             sample.prior_delivered_bytes = rs.prior_delivered_bytes;
+            sample.rate_delivered_bytes = rs.delivered_bytes;
+            sample.tx_in_flight_bytes = rs.tx_in_flight_bytes;
+            sample.rate_lost_bytes = rs.lost_bytes;
+            sample.rate_delivered_ce_bytes = rs.delivered_ce_bytes;
         }
     }
 

@@ -38,12 +38,28 @@ impl AckAggregation {
     /// (Linux `delivered_mstamp`), `bw_bps` the bandwidth estimate, `round_start` whether a
     /// round trip began with it.
     pub fn update(&mut self, now: Time, round_start: bool, bw_bps: u64, mss_bytes: u32, acked: u32, cwnd: u32) {
+        self.update_in_window(now, round_start, bw_bps, mss_bytes, acked, cwnd, WIN_RTTS);
+    }
+
+    /// [`update`](Self::update) with windows of `window_rtts` round trips: BBRv3 uses 1
+    /// until STARTUP has filled the pipe (v3 `bbr_update_ack_aggregation`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_in_window(
+        &mut self,
+        now: Time,
+        round_start: bool,
+        bw_bps: u64,
+        mss_bytes: u32,
+        acked: u32,
+        cwnd: u32,
+        window_rtts: u32,
+    ) {
         if acked == 0 {
             return;
         }
         if round_start {
             self.win_rtts = (self.win_rtts + 1).min(0x1F);
-            if self.win_rtts >= WIN_RTTS {
+            if self.win_rtts >= window_rtts {
                 self.win_rtts = 0;
                 self.idx ^= 1;
                 self.extra[self.idx] = 0;
@@ -61,6 +77,12 @@ impl AckAggregation {
         self.epoch_acked = (self.epoch_acked + acked).min(0xF_FFFF);
         let extra = (self.epoch_acked - expected).min(cwnd);
         self.extra[self.idx] = self.extra[self.idx].max(extra);
+    }
+
+    /// A new epoch from `now`: sending restarts from idle (v3 `bbr_cwnd_event`, `bbr_init`).
+    pub fn restart_epoch(&mut self, now: Time) {
+        self.epoch_start = now;
+        self.epoch_acked = 0;
     }
 
     /// The excess the filter holds, segments (Linux `bbr_extra_acked`).

@@ -452,9 +452,10 @@ impl LinuxStack {
         let mss = tcb.cfg.mss_bytes as u64;
         let delivered = sample.delivered_segments;
         if tcb.controls {
-            tcb.rate_sample(now, sample);
             sample.in_flight_bytes = self.in_flight_bytes(tcb);
             sample.newly_lost_bytes = newly_lost as u64 * mss;
+            sample.is_ece = f.ece;
+            tcb.rate_sample(now, sample);
         }
         tcb.sync_cc_view(now);
         tcb.cc_state.in_flight_segments = self.q.in_flight();

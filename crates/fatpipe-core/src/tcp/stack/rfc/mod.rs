@@ -135,6 +135,7 @@ impl TcpStack for RfcStack {
                 let mut sample = AckSample {
                     delivered_bytes: newly_sacked,
                     prior_in_flight_bytes: prior_in_flight,
+                    is_ece: tcb.cfg.ecn && ack_pkt.ecn.has(Ecn::ECE),
                     ..Default::default()
                 };
                 self.fill_rate_sample(tcb, now, &mut sample);
@@ -298,9 +299,9 @@ impl RfcStack {
     /// an algorithm that sets the window from it.
     pub(crate) fn fill_rate_sample(&mut self, tcb: &mut Tcb, now: Time, sample: &mut AckSample) {
         if tcb.rate.is_some() {
-            tcb.rate_sample(now, sample);
             sample.in_flight_bytes = self.in_flight_bytes(tcb);
             sample.newly_lost_bytes = self.take_newly_lost_bytes(tcb);
+            tcb.rate_sample(now, sample);
         }
     }
 
@@ -386,6 +387,7 @@ impl RfcStack {
                 sacked_before + newly_sacked,
                 ack_pkt.ecn.has(Ecn::ECE),
             ),
+            is_ece: tcb.cfg.ecn && ack_pkt.ecn.has(Ecn::ECE),
             ..Default::default()
         };
         tcb.snd_una = ack;
