@@ -1,4 +1,4 @@
-//! Hybla, Illinois, Veno and YeAH (issue 28) on the full engine, each on the kind of path it
+//! Hybla, Illinois, Veno, YeAH, NV, TCP-LP and CDG (issue 28) on the full engine, each on the kind of path it
 //! was made for, against Reno on the same path; the outcome each asserts follows from its
 //! design (closed forms in the comments), not from a run of this code. The figures printed
 //! here are the ones docs/validation.md shows.
@@ -197,4 +197,106 @@ fn yeah_keeps_the_link_busy_with_a_short_queue() {
     assert!(yeah.utilization > 0.9, "YeAH: {:.3}", yeah.utilization);
     assert!(yeah.mean_queue_packets < 2.0 * 80.0, "YeAH's queue: {:.0}", yeah.mean_queue_packets);
     assert!(yeah.mean_queue_packets < 0.5 * reno.mean_queue_packets);
+}
+
+/// 100 Mb/s x 10 ms (82 packets) with a buffer of four BDPs: NV predicts the window its rate
+/// needs and keeps about `pad` (10) of its packets queued, cutting before the buffer fills,
+/// where Reno fills the buffer to its loss and halves. Both keep the link busy.
+#[test]
+fn nv_keeps_a_few_packets_queued_without_losses() {
+    let path = Path {
+        rate_bps: 100_000_000,
+        rtt: 10 * PS_PER_MS,
+        queue_bdp: 4.0,
+        loss: 0.0,
+        duration: 30 * PS_PER_S,
+        measure_from: 10 * PS_PER_S,
+        initial_ssthresh: None,
+        handshake: false,
+    };
+    let reno = run(&path, reno());
+    let nv = run(&path, CcSpec::Nv(scenario_defaults("nv")));
+    assert!(nv.utilization > 0.9, "NV: {:.3}", nv.utilization);
+    assert!(nv.mean_queue_packets < 4.0 * 10.0, "NV's queue: {:.0} (pad 10)", nv.mean_queue_packets);
+    assert!(reno.mean_queue_packets > 100.0, "Reno's queue: {:.0}", reno.mean_queue_packets);
+}
+
+/// Delivered bytes of each of two flows over the measured interval, the second starting at
+/// `second_start`.
+fn shares(path: &Path, first: CcSpec, second: CcSpec, second_start: Time, seed: u64) -> (u64, u64) {
+    let bdp = bdp_packets(path.rate_bps, path.rtt, WIRE_BYTES);
+    let mut tcp = linux_tcp();
+    tcp.initial_ssthresh_segments = path.initial_ssthresh;
+    let queue = ((bdp as f64 * path.queue_bdp).ceil() as u64).max(1);
+    let mut scenario = dumbbell(path.rate_bps, path.rtt, queue, path.duration, tcp);
+    scenario.seed = seed;
+    let mut other = scenario.flows[0].clone();
+    other.name = "flow1".into();
+    other.cc = Some(second);
+    if let fatpipe_core::source::SourceSpec::Bulk(b) = &mut other.source {
+        b.start_ps = second_start;
+    }
+    scenario.flows[0].cc = Some(first);
+    scenario.flows.push(other);
+    scenario.validate().expect("valid scenario");
+    let mut sim = Simulation::new(scenario).unwrap();
+    sim.run();
+    let fs = &sim.flow_series;
+    let at = |flow: u32, t: Time| {
+        let i = (0..fs.time_ps.len()).find(|&i| fs.time_ps[i] == t && fs.flow[i] == flow).expect("sampled");
+        fs.delivered_bytes[i]
+    };
+    let got = |flow| at(flow, path.duration) - at(flow, path.measure_from);
+    eprintln!("shares over the measured interval: {} and {} bytes", got(0), got(1));
+    (got(0), got(1))
+}
+
+/// 100 Mb/s x 40 ms, one BDP of buffer: a Reno flow and a TCP-LP flow. The LP flow sees the
+/// queue Reno builds as one-way delay and backs off before Reno sees a loss, so Reno takes
+/// most of the link; two Reno flows share it about evenly.
+#[test]
+fn lp_yields_to_a_reno_flow() {
+    let path = Path {
+        rate_bps: 100_000_000,
+        rtt: 40 * PS_PER_MS,
+        queue_bdp: 1.0,
+        loss: 0.0,
+        duration: 60 * PS_PER_S,
+        measure_from: 20 * PS_PER_S,
+        initial_ssthresh: None,
+        handshake: false,
+    };
+    let (reno_a, reno_b) = shares(&path, reno(), reno(), 5 * PS_PER_S, 1);
+    let even = reno_b as f64 / (reno_a + reno_b) as f64;
+    assert!((0.3..0.7).contains(&even), "two Reno flows: the second's share {even:.2}");
+    let (reno_bytes, lp_bytes) = shares(&path, reno(), CcSpec::Lp(scenario_defaults("lp")), 5 * PS_PER_S, 1);
+    let lp_share = lp_bytes as f64 / (reno_bytes + lp_bytes) as f64;
+    assert!(lp_share < 0.15, "LP's share beside Reno: {lp_share:.2}");
+}
+
+/// 100 Mb/s x 40 ms, one BDP of buffer: CDG backs off on the delay gradient as the queue
+/// grows, with a probability from the gradient, so its mean queue stays far below Reno's,
+/// which fills the buffer to a loss. Its draws come from the scenario's seed: the same seed
+/// gives the same run, another seed another.
+#[test]
+fn cdg_backs_off_on_the_delay_gradient_before_the_buffer_fills() {
+    let path = Path {
+        rate_bps: 100_000_000,
+        rtt: 40 * PS_PER_MS,
+        queue_bdp: 1.0,
+        loss: 0.0,
+        duration: 60 * PS_PER_S,
+        measure_from: 20 * PS_PER_S,
+        initial_ssthresh: None,
+        handshake: false,
+    };
+    let reno = run(&path, reno());
+    let cdg = run(&path, CcSpec::Cdg(scenario_defaults("cdg")));
+    assert!(cdg.mean_queue_packets < 0.5 * reno.mean_queue_packets, "CDG's queue {:.0}", cdg.mean_queue_packets);
+    assert!(cdg.utilization > 0.7, "CDG: {:.3}", cdg.utilization);
+    let cdg_cc = || CcSpec::Cdg(scenario_defaults("cdg"));
+    let short = Path { duration: 20 * PS_PER_S, measure_from: 10 * PS_PER_S, ..path };
+    let a = shares(&short, cdg_cc(), cdg_cc(), 0, 7);
+    assert_eq!(a, shares(&short, cdg_cc(), cdg_cc(), 0, 7), "same seed, same run");
+    assert_ne!(a, shares(&short, cdg_cc(), cdg_cc(), 0, 8), "the draws follow the seed");
 }

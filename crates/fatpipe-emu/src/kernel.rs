@@ -41,6 +41,14 @@ pub fn linux_name(algorithm: &str) -> Option<&'static str> {
         "scalable" => "scalable",
         "vegas" => "vegas",
         "westwood_plus" => "westwood",
+        // Issue 28's: mainline modules, their scenario names Linux's own (tcp_<name>.c).
+        "hybla" => "hybla",
+        "illinois" => "illinois",
+        "veno" => "veno",
+        "yeah" => "yeah",
+        "lp" => "lp",
+        "nv" => "nv",
+        "cdg" => "cdg",
         _ => return None,
     })
 }
