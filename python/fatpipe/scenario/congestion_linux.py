@@ -7,12 +7,12 @@ CC_ALGORITHMS."""
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Any, Dict
 
 from .bpf import KERNEL_HZ, KERNEL_HZ_SOURCE
 from .congestion import Algorithm, _packets, _simple_algorithm
 from .kinds import Boolean, Duration, Integer, Real
-from .schema import Field
+from .schema import Field, ScenarioError, _join
 
 
 def _count(key: str, default: int, meaning: str, source: str, minimum: int = 0, maximum: int = 2**32 - 1) -> Field:
@@ -100,6 +100,19 @@ _YEAH = _simple_algorithm(
     (_count("zeta", 50, "fast RTTs after which the estimate of a competing Reno window resets", _YEAH_SOURCE.format("TCP_YEAH_ZETA = 50")), "zeta"),
 )
 
+def _finish_nv(values: Dict[str, Any], path: str) -> None:
+    if values["pad_buffer"] > values["pad"]:
+        key = _join(path, "pad_buffer")
+        raise ScenarioError(f"{key}: {values['pad_buffer']} is not allowed: must be at most pad ({values['pad']})", key)
+
+
+def _finish_cdg(values: Dict[str, Any], path: str) -> None:
+    window = values["window"]
+    if window & (window - 1):
+        key = _join(path, "window")
+        raise ScenarioError(f"{key}: {window} is not allowed: a power of two from 1 to 256 (tcp_cdg.c)", key)
+
+
 _NV = _simple_algorithm(
     "nv",
     "TCP-NV (Brakmo 2010), as Linux tcp_nv.c: Vegas for data centres. Once per RTT the largest "
@@ -110,6 +123,7 @@ _NV = _simple_algorithm(
     (Field("reset_period", Duration(example="5s"), "how often the minimum RTT is renewed (each period drawn on 3/4 to 5/4 of it)", "5s", "Linux tcp_nv.c module parameter nv_reset_period = 5 (s)"), "reset_period_ps"),
     (_count("min_cwnd", 2, "NV never lowers cwnd below this without a loss, segments", "Linux tcp_nv.c module parameter nv_min_cwnd = 2", minimum=1), "min_cwnd"),
     (Field("kernel_hz", Integer(minimum=1, maximum=100_000, example=KERNEL_HZ), "jiffies per second of the min-RTT reset timer", KERNEL_HZ, KERNEL_HZ_SOURCE), "kernel_hz"),
+    finish=_finish_nv,
 )
 
 _CDG = _simple_algorithm(
@@ -126,6 +140,7 @@ _CDG = _simple_algorithm(
     (_count("use_ineff", 5, "delay backoffs in a row without effect after which they pause (0: never)", "Linux tcp_cdg.c module parameter use_ineff = 5"), "use_ineff"),
     (Field("use_shadow", Boolean(), "a loss keeps half the shadow window (the window without delay backoffs) if larger", True, "Linux tcp_cdg.c module parameter use_shadow = true"), "use_shadow"),
     (Field("use_tolerance", Boolean(), "a loss while the gradients say the queue is not full keeps the window", False, "Linux tcp_cdg.c module parameter use_tolerance = false"), "use_tolerance"),
+    finish=_finish_cdg,
 )
 
 _LP = _simple_algorithm(
