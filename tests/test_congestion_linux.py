@@ -10,11 +10,11 @@ from fatpipe.scenario.congestion_linux import LINUX_ALGORITHMS
 
 from test_cli_errors import GOOD, assert_one_line_error, fatpipe, write
 
-NAMES = ("hybla", "illinois", "veno", "yeah", "nv", "lp", "cdg")
+NAMES = ("hybla", "illinois", "veno", "yeah", "nv", "cdg")
 
 
 def test_each_is_registered_with_a_preset_and_a_linux_source_per_default():
-    assert tuple(LINUX_ALGORITHMS) == ("hybla", "illinois", "veno", "yeah", "nv", "lp", "cdg")
+    assert tuple(LINUX_ALGORITHMS) == NAMES
     for name in NAMES:
         assert CC_ALGORITHMS[name] is LINUX_ALGORITHMS[name]
         assert PRESETS[name].algorithm == name
@@ -28,14 +28,13 @@ def test_fatpipe_algorithms_lists_them_with_their_parameters():
     assert proc.returncode == 0, proc.stderr
     for name in NAMES:
         assert f"`{name}`" in proc.stdout or f" {name} " in proc.stdout, name
-    for key in ("rtt0", "win_thresh", "theta", "backoff_factor", "reset_period", "threshold_percent"):
+    for key in ("rtt0", "win_thresh", "theta", "backoff_factor", "reset_period"):
         assert key in proc.stdout, key
 
 
 @pytest.mark.parametrize(
     "cc, fragments",
     [
-        ('cc = "lp"\n[flows.tcp]\ntimestamps = false', ["flows[0].tcp.timestamps", "lp", "timestamp option"]),
         ('[flows.cc]\nalgorithm = "cdg"\nwindow = 6', ["flows[0].cc.window", "6", "power of two"]),
         ('[flows.cc]\nalgorithm = "nv"\npad_buffer = 20', ["flows[0].cc.pad_buffer", "20", "at most pad"]),
         ('[flows.cc]\nalgorithm = "hybla"\nrtt0 = "0ms"', ["flows[0].cc.rtt0", "must be positive"]),

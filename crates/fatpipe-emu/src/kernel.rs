@@ -46,7 +46,6 @@ pub fn linux_name(algorithm: &str) -> Option<&'static str> {
         "illinois" => "illinois",
         "veno" => "veno",
         "yeah" => "yeah",
-        "lp" => "lp",
         "nv" => "nv",
         "cdg" => "cdg",
         _ => return None,

@@ -653,7 +653,6 @@ PRESETS: Dict[str, Preset] = {
     "veno": Preset("veno", "sack", "Veno: 4/5 on random loss, 1/2 on congestion", "Fu and Liew 2003; Linux"),
     "yeah": Preset("yeah", "sack", "YeAH: Scalable or Reno by queue, precautionary decongestion", "Baiocchi et al. 2007; Linux"),
     "nv": Preset("nv", "sack", "NV: cuts the window toward the rate's before a loss", "Brakmo 2010; Linux"),
-    "lp": Preset("lp", "sack", "TCP-LP: low priority, yields on one-way delay", "Kuzmanovic and Knightly 2003; Linux"),
     "cdg": Preset("cdg", "sack", "CDG: probabilistic backoff on the delay gradient", "Hayes and Armitage 2011; Linux"),
 }
 

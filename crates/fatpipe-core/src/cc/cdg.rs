@@ -365,16 +365,9 @@ mod tests {
     const MSS: u32 = 1448;
     const BASE: Time = 50 * PS_PER_MS;
 
+    /// The scenario's defaults (Linux's module parameters), without HyStart.
     fn config() -> CdgConfig {
-        CdgConfig {
-            window: 8,
-            backoff_beta: 0.7071,
-            backoff_factor: 42,
-            hystart_detect: 0,
-            use_ineff: 5,
-            use_shadow: true,
-            use_tolerance: false,
-        }
+        CdgConfig { hystart_detect: 0, ..crate::cc::scenario_defaults("cdg") }
     }
 
     fn cdg(seed: u64) -> Cdg {
@@ -457,7 +450,7 @@ mod tests {
         for _ in 0..50 {
             assert!(!round(&mut c, &mut s, BASE), "flat RTT: no backoff");
         }
-        // A steep rise backs off almost surely, to 0.7071 of the window.
+        // A steep rise backs off almost surely, to backoff_beta (0.7071) of the window.
         let w = s.cwnd;
         let mut rtt = BASE;
         let mut backed = false;
@@ -470,7 +463,7 @@ mod tests {
             }
         }
         assert!(backed);
-        assert_eq!(s.cwnd, ((w as f64) * 0.7071) as u32);
+        assert_eq!(s.cwnd, ((w as f64) * c.cfg.backoff_beta) as u32);
     }
 
     #[test]

@@ -19,7 +19,6 @@ pub mod htcp;
 pub mod hybla;
 pub mod illinois;
 pub mod jiffies;
-pub mod lp;
 pub mod nocc;
 pub mod nv;
 pub mod reno;
@@ -183,11 +182,6 @@ pub struct AckSample {
     /// waits out the receiver's delayed-ACK timer, so its RTT sample overstates the path;
     /// BBR does not let it refresh an expired RTprop (Linux `bbr_update_min_rtt`).
     pub is_ack_delayed: bool,
-    /// The ACK's timestamp option (RFC 7323) when the connection uses timestamps: its TSval,
-    /// the receiver's clock when it sent the ACK, and its TSecr, the sender's clock echoed
-    /// (Linux `rx_opt.rcv_tsval`, `rcv_tsecr`), picoseconds. TCP-LP reads one-way delay from
-    /// them.
-    pub timestamps: Option<(Time, Time)>,
     /// Bytes in the network before this ACK (Linux `prior_in_flight`, from
     /// `tcp_packets_in_flight`): with SACK the RFC 6675 pipe (outstanding minus SACKed minus
     /// lost plus retransmitted), otherwise every byte outstanding.
@@ -369,7 +363,7 @@ pub fn linux_2_4_cwr_ssthresh(cwnd: u32) -> u32 {
 
 /// Linux `tcp_reno_cong_avoid`: slow start by the segments acknowledged, then one segment
 /// per window of them. The Linux forms fall back to it where they leave their own rule
-/// (Vegas, Veno and Hybla outside the Open state, TCP-LP, CDG).
+/// (Vegas, Veno and Hybla outside the Open state, CDG).
 pub fn reno_cong_avoid(s: &mut CcState, acked: u32) {
     if let Some(left) = slow_start_first(s, acked) {
         cong_avoid_ai(s, s.cwnd, left);
@@ -417,7 +411,6 @@ pub enum CcSpec {
     Yeah(yeah::YeahConfig),
     Nv(nv::NvConfig),
     Cdg(cdg::CdgConfig),
-    Lp(lp::LpConfig),
 }
 
 impl CcSpec {
@@ -443,7 +436,6 @@ impl CcSpec {
             CcSpec::Yeah(cfg) => Box::new(yeah::Yeah::new(cfg.clone())),
             CcSpec::Nv(cfg) => Box::new(nv::Nv::new(cfg.clone())),
             CcSpec::Cdg(cfg) => Box::new(cdg::Cdg::new(cfg.clone())),
-            CcSpec::Lp(cfg) => Box::new(lp::Lp::new(cfg.clone())),
         }
     }
 }

@@ -91,7 +91,7 @@ impl Veno {
 
     fn veno_cong_avoid(&mut self, s: &mut CcState, mut acked: u32) {
         let cwnd = s.cwnd as u64;
-        let target_halves = (cwnd * self.rtt.base_rtt_us << N_SHIFT) / self.rtt.min_rtt_us.max(1);
+        let target_halves = ((cwnd * self.rtt.base_rtt_us) << N_SHIFT) / self.rtt.min_rtt_us.max(1);
         self.diff_halves = (cwnd << N_SHIFT).saturating_sub(target_halves);
         if s.in_slow_start() {
             acked = slow_start(s, acked);

@@ -386,7 +386,6 @@ impl RfcStack {
                 sacked_before + newly_sacked,
                 ack_pkt.ecn.has(Ecn::ECE),
             ),
-            timestamps: tcb.cfg.timestamps.then_some((ack_pkt.ts_val, ack_pkt.ts_ecr)),
             ..Default::default()
         };
         tcb.snd_una = ack;
