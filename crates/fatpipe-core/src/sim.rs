@@ -119,6 +119,9 @@ fn endpoints(i: u32, spec: &FlowSpec, conn: u16, seed: u64) -> (TcpSender, TcpRe
     let mut receiver = TcpReceiver::new(i, spec.dst, spec.src, spec.tcp());
     sender.tcb.conn = conn;
     receiver.conn = conn;
+    if sender.tcb.cc.uses_rng() {
+        sender.tcb.cc.seed_rng(Rng::for_element(seed, &format!("{}/cc/{conn}", spec.name)));
+    }
     let max_delay = spec.tcp().random_send_delay_ps;
     if max_delay > 0 {
         let rng = Rng::for_element(seed, &format!("{}/send_delay/{conn}", spec.name));

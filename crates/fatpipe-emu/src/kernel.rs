@@ -47,6 +47,13 @@ pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
         CcSpec::Scalable(c) => ("scalable", matches!(c.variant, scalable::ScalableVariant::Linux)),
         CcSpec::Vegas(c) => ("vegas", matches!(c.variant, vegas::VegasVariant::Linux)),
         CcSpec::WestwoodPlus(c) => ("westwood", matches!(c.variant, westwood::WestwoodPlusVariant::Linux)),
+        // Mainline modules whose scenario names are Linux's own (tcp_<name>.c).
+        CcSpec::Hybla(_) => ("hybla", true),
+        CcSpec::Illinois(_) => ("illinois", true),
+        CcSpec::Veno(_) => ("veno", true),
+        CcSpec::Yeah(_) => ("yeah", true),
+        CcSpec::Nv(_) => ("nv", true),
+        CcSpec::Cdg(_) => ("cdg", true),
         // A Python controller runs in the simulator's process only; BBRv3 is Google's
         // out-of-tree tcp_bbr.c (v3 branch), not mainline's "bbr", which is v1.
         CcSpec::Westwood(_)

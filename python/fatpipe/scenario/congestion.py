@@ -520,6 +520,10 @@ _BBR = _simple_algorithm(
     (Field("extra_acked", Boolean(), "ACK aggregation (issue 26): once the pipe is full, cwnd's target also carries the most data acknowledged beyond what BtlBw expects over an ACK epoch (max over 10 round trips, at most 100 ms of BtlBw), for ACKs that arrive in bursts (GRO, stretch ACKs)", False, "off, as before it existed here; Linux 5.1+ always (tcp_bbr.c bbr_update_ack_aggregation, bbr_extra_acked_gain 1)"), "extra_acked"),
 )
 
+# The rest of mainline Linux's algorithms (issue 28), in a module of their own; it uses the
+# helpers above, so it is imported here.
+from .congestion_linux import LINUX_ALGORITHMS  # noqa: E402
+
 #: Congestion control algorithms by name.
 CC_ALGORITHMS: Dict[str, Algorithm] = {
     "reno": Algorithm(table=_RENO, normalize=_normalize_reno),
@@ -540,6 +544,7 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     # A class of the user's in Python: cc = { python = "module:Class" } (scenario/python_cc.py).
     "python": Algorithm(table=PYTHON_TABLE, normalize=normalize_python),
     "bbr3": Algorithm(table=BBR3_TABLE, normalize=normalize_bbr3),
+    **LINUX_ALGORITHMS,
 }
 
 
@@ -637,6 +642,12 @@ PRESETS: Dict[str, Preset] = {
     "cubic": Preset("cubic", "sack", "CUBIC, Linux's default", "RFC 9438"),
     "bbr": Preset("bbr", "sack", "BBR v1: model-based, paced", "Cardwell et al. 2016"),
     "bbr3": Preset("bbr3", "sack", "BBRv3: BBR with loss and ECN bounds", "Google's v3 tcp_bbr.c; draft-ietf-ccwg-bbr"),
+    "hybla": Preset("hybla", "sack", "Hybla: grows as a 25 ms flow whatever the RTT", "Caini and Firrincieli 2004; Linux"),
+    "illinois": Preset("illinois", "sack", "Illinois: AIMD with delay-set alpha, beta", "Liu, Basar and Srikant 2006; Linux"),
+    "veno": Preset("veno", "sack", "Veno: 4/5 on random loss, 1/2 on congestion", "Fu and Liew 2003; Linux"),
+    "yeah": Preset("yeah", "sack", "YeAH: Scalable or Reno by queue, precautionary decongestion", "Baiocchi et al. 2007; Linux"),
+    "nv": Preset("nv", "sack", "NV: cuts the window toward the rate's before a loss", "Brakmo 2010; Linux"),
+    "cdg": Preset("cdg", "sack", "CDG: probabilistic backoff on the delay gradient", "Hayes and Armitage 2011; Linux"),
 }
 
 #: Document 003's Reno versions: on the RFC stack their names say the recovery, so a

@@ -11,19 +11,25 @@ pub mod bbr;
 pub mod bbr3;
 pub mod bic;
 pub mod bpf;
+pub mod cdg;
 pub mod cubic;
 pub mod external;
 pub mod fast;
 pub mod griddt;
 pub mod highspeed;
 pub mod htcp;
+pub mod hybla;
+pub mod illinois;
 pub mod jiffies;
 pub mod nocc;
+pub mod nv;
 pub mod reno;
 pub mod round;
 pub mod scalable;
 pub mod vegas;
+pub mod veno;
 pub mod westwood;
+pub mod yeah;
 
 use crate::time::Time;
 use schemars::JsonSchema;
@@ -69,6 +75,10 @@ pub struct CcState {
     /// `CwndEvent::TxStart` it is still the send before the idle period: CUBIC shifts its
     /// epoch by `now - last_send_ps`.
     pub last_send_ps: Option<Time>,
+    /// Set by an algorithm that reduces the window without a loss on its own signal (CDG's
+    /// delay backoff, Linux `tcp_enter_cwr` from `cong_avoid`); the stack takes it after
+    /// `cong_avoid` and enters CWR, asking `ssthresh` for the reduced window.
+    pub request_cwr: bool,
     /// The sender paces its segments (Linux `sk_pacing_status != SK_PACING_NONE`): HyStart
     /// and HyStart++ judge ACK spacing and burst limits differently then.
     pub paces: bool,
@@ -94,6 +104,7 @@ impl CcState {
             snd_una: 0,
             snd_nxt: cwnd as u64 * mss_bytes as u64,
             last_send_ps: None,
+            request_cwr: false,
             paces: false,
         }
     }
@@ -225,6 +236,22 @@ pub trait CongestionControl: Send + Sync {
     /// Called once before the first transmission (Linux `init`).
     fn init(&mut self, _s: &mut CcState) {}
 
+    /// Whether the algorithm draws random numbers (NV's min-RTT reset period, CDG's backoff,
+    /// where Linux calls `get_random_*`): it then gets its own generator, [`Self::seed_rng`].
+    fn uses_rng(&self) -> bool {
+        false
+    }
+
+    /// The generator of this connection's algorithm, from the scenario's seed and the flow's
+    /// name (`{flow}/cc/{connection}`), so the same seed gives the same draws.
+    fn seed_rng(&mut self, _rng: crate::rng::Rng) {}
+
+    /// The three-way handshake completed and seeded the RTT estimator (`s.srtt` is its
+    /// sample): Linux calls the module's `init` only then (`tcp_init_transfer`), after setting
+    /// the initial window. Algorithms whose `init` reads the RTT (Hybla's rho) finish it here;
+    /// a flow that starts established never gets this call.
+    fn established(&mut self, _s: &mut CcState) {}
+
     /// The slow-start threshold after a congestion signal, segments (Linux `ssthresh`).
     fn ssthresh(&mut self, s: &CcState) -> u32;
 
@@ -348,6 +375,15 @@ pub fn linux_2_4_cwr_ssthresh(cwnd: u32) -> u32 {
     (cwnd / 2).max(2)
 }
 
+/// Linux `tcp_reno_cong_avoid`: slow start by the segments acknowledged, then one segment
+/// per window of them. The Linux forms fall back to it where they leave their own rule
+/// (Vegas, Veno and Hybla outside the Open state, CDG).
+pub fn reno_cong_avoid(s: &mut CcState, acked: u32) {
+    if let Some(left) = slow_start_first(s, acked) {
+        cong_avoid_ai(s, s.cwnd, left);
+    }
+}
+
 /// Additive increase of one segment per `w` acknowledged segments (Linux `tcp_cong_avoid_ai`).
 pub fn cong_avoid_ai(s: &mut CcState, w: u32, acked: u32) {
     let w = w.max(1);
@@ -386,6 +422,12 @@ pub enum CcSpec {
     Bpf(bpf::BpfConfig),
     /// A controller written in Python (`cc/external.rs`; fatpipe-py attaches it).
     Python(external::ExternalConfig),
+    Hybla(hybla::HyblaConfig),
+    Illinois(illinois::IllinoisConfig),
+    Veno(veno::VenoConfig),
+    Yeah(yeah::YeahConfig),
+    Nv(nv::NvConfig),
+    Cdg(cdg::CdgConfig),
 }
 
 impl CcSpec {
@@ -407,6 +449,12 @@ impl CcSpec {
             CcSpec::Bpf(cfg) => bpf::build(cfg),
             CcSpec::Python(cfg) => external::build(cfg),
             CcSpec::Bbr3(cfg) => Box::new(bbr3::Bbr3::new(cfg.clone())),
+            CcSpec::Hybla(cfg) => Box::new(hybla::Hybla::new(cfg.clone())),
+            CcSpec::Illinois(cfg) => Box::new(illinois::Illinois::new(cfg.clone())),
+            CcSpec::Veno(cfg) => Box::new(veno::Veno::new(cfg.clone())),
+            CcSpec::Yeah(cfg) => Box::new(yeah::Yeah::new(cfg.clone())),
+            CcSpec::Nv(cfg) => Box::new(nv::Nv::new(cfg.clone())),
+            CcSpec::Cdg(cfg) => Box::new(cdg::Cdg::new(cfg.clone())),
         }
     }
 }
@@ -462,5 +510,18 @@ pub(crate) mod testing {
 
     pub fn ack(segments: u32) -> AckSample {
         AckSample::of_segments(segments, 1448)
+    }
+
+    /// One round trip of a window sent from `end`: an ACK per segment of the window as it
+    /// stands at the start, `on_ack` called for each with `snd_una` at `end` (nothing passed
+    /// yet) and, for the last, just past it; then the next window goes out from there. The
+    /// round-based algorithms (Linux's `after(ack, end_seq)`) end a round on its last ACK.
+    pub fn round(s: &mut CcState, end: u64, mut on_ack: impl FnMut(&mut CcState)) {
+        let n = s.cwnd;
+        for i in 0..n {
+            s.snd_una = if i + 1 == n { end + 1 } else { end };
+            on_ack(s);
+        }
+        s.snd_nxt = s.snd_una + s.cwnd as u64 * s.mss_bytes as u64;
     }
 }

@@ -175,6 +175,12 @@ impl FlowSpec {
             CcSpec::Cubic(c) => c.validate(),
             CcSpec::Python(c) => c.validate(),
             CcSpec::Bbr3(c) => c.validate(),
+            CcSpec::Hybla(c) => c.validate(),
+            CcSpec::Illinois(c) => c.validate(),
+            CcSpec::Veno(c) => c.validate(),
+            CcSpec::Yeah(c) => c.validate(),
+            CcSpec::Nv(c) => c.validate(),
+            CcSpec::Cdg(c) => c.validate(),
         };
         cc_params.map_err(|e| format!(".cc.{e}"))
     }

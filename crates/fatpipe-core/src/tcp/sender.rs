@@ -148,6 +148,9 @@ impl TcpSender {
         if retransmits > 1 && !self.tcb.controls {
             self.tcb.cc_state.cwnd = 1;
         }
+        // Linux initializes the algorithm here (tcp_init_transfer, after the initial window).
+        self.tcb.cc_state.srtt = self.tcb.rtt.srtt;
+        self.tcb.cc.established(&mut self.tcb.cc_state);
     }
 
     /// What Linux's `tcp_update_metrics` reads of this connection as it closes.

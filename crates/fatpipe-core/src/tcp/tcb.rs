@@ -140,6 +140,7 @@ impl Tcb {
                 snd_una: 0,
                 snd_nxt: 0,
                 last_send_ps: None,
+                request_cwr: false,
                 paces: false,
             },
             cc,

@@ -23,48 +23,36 @@
 //!   trait's default.
 
 use super::VegasConfig;
-use crate::cc::{
-    cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl, CwndEvent,
-};
+use crate::cc::{reno_cong_avoid, slow_start, AckSample, CaState, CcState, CongestionControl, CwndEvent};
 use crate::time::PS_PER_US;
 
 /// Linux's "no sample yet" (0x7fffffff).
-const NO_RTT_US: u64 = 0x7fff_ffff;
+pub const NO_RTT_US: u64 = 0x7fff_ffff;
 /// Vegas decides only on rounds with more samples than this (`cntRTT <= 2`: Reno).
-const RENO_ROUND_SAMPLES: u32 = 2;
+pub const RENO_ROUND_SAMPLES: u32 = 2;
 /// The smallest window Vegas sets.
 const MIN_CWND_SEGMENTS: u32 = 2;
 
-pub struct LinuxVegas {
-    alpha: f64,
-    beta: f64,
-    gamma: f64,
-    doing_vegas_now: bool,
-    beg_snd_nxt: u64,
-    base_rtt_us: u64,
-    min_rtt_us: u64,
-    cnt_rtt: u32,
+/// Vegas's RTT accounting, `struct vegas` of Linux `tcp_vegas.h`, which YeAH shares (and
+/// Veno's `struct veno` copies): baseRTT, the round's minimum RTT and sample count, the
+/// round's end (`beg_snd_nxt`), and whether the Open state lets the algorithm act
+/// (`doing_vegas_now`). RTTs are whole microseconds plus one, never zero.
+#[derive(Clone, Debug)]
+pub struct VegasRtt {
+    pub doing_vegas_now: bool,
+    pub beg_snd_nxt: u64,
+    /// The smallest RTT since the connection or the last restart, microseconds + 1.
+    pub base_rtt_us: u64,
+    /// The smallest RTT of the current round, microseconds + 1 (`NO_RTT_US` before one).
+    pub min_rtt_us: u64,
+    /// RTT samples in the current round.
+    pub cnt_rtt: u32,
 }
 
-/// Linux `tcp_reno_cong_avoid`.
-fn reno_cong_avoid(s: &mut CcState, acked: u32) {
-    if let Some(left) = slow_start_first(s, acked) {
-        cong_avoid_ai(s, s.cwnd, left);
-    }
-}
-
-impl LinuxVegas {
-    pub fn new(cfg: &VegasConfig) -> Self {
-        LinuxVegas {
-            alpha: cfg.alpha,
-            beta: cfg.beta,
-            gamma: cfg.gamma,
-            doing_vegas_now: true,
-            beg_snd_nxt: 0,
-            base_rtt_us: NO_RTT_US,
-            min_rtt_us: NO_RTT_US,
-            cnt_rtt: 0,
-        }
+impl VegasRtt {
+    /// Nothing measured yet; `restart` (Linux `tcp_vegas_init`) starts the first round.
+    pub fn new() -> Self {
+        VegasRtt { doing_vegas_now: true, beg_snd_nxt: 0, base_rtt_us: NO_RTT_US, min_rtt_us: NO_RTT_US, cnt_rtt: 0 }
     }
 
     /// baseRTT, microseconds (+1), if measured.
@@ -73,25 +61,89 @@ impl LinuxVegas {
     }
 
     /// Linux `vegas_enable`: a new round from now.
-    fn enable(&mut self, s: &CcState) {
+    pub fn enable(&mut self, s: &CcState) {
         self.doing_vegas_now = true;
+        self.next_round(s);
+    }
+
+    /// Linux `tcp_vegas_init`: forget baseRTT too.
+    pub fn restart(&mut self, s: &CcState) {
+        self.base_rtt_us = NO_RTT_US;
+        self.enable(s);
+    }
+
+    /// Whether this ACK passed the `snd_nxt` of the round's start (`after(ack, beg_snd_nxt)`).
+    pub fn round_ended(&self, s: &CcState) -> bool {
+        s.snd_una > self.beg_snd_nxt
+    }
+
+    /// The next round starts at the current `snd_nxt`, with no samples.
+    pub fn next_round(&mut self, s: &CcState) {
         self.beg_snd_nxt = s.snd_nxt;
         self.cnt_rtt = 0;
         self.min_rtt_us = NO_RTT_US;
     }
 
-    /// Linux `tcp_vegas_init`: forget baseRTT too.
-    fn restart(&mut self, s: &CcState) {
-        self.base_rtt_us = NO_RTT_US;
-        self.enable(s);
+    /// Forgets the round's minimum (Veno does so on every ACK).
+    pub fn clear_min(&mut self) {
+        self.min_rtt_us = NO_RTT_US;
+    }
+
+    /// Linux `tcp_vegas_pkts_acked`: an RTT sample, if the ACK has one.
+    pub fn sample(&mut self, ack: &AckSample) {
+        let Some(rtt) = ack.rtt else { return };
+        let vrtt = rtt / PS_PER_US + 1;
+        self.base_rtt_us = self.base_rtt_us.min(vrtt);
+        self.min_rtt_us = self.min_rtt_us.min(vrtt);
+        self.cnt_rtt += 1;
+    }
+
+    /// Linux `tcp_vegas_state`: on in the Open state (with a new round), off in any other.
+    pub fn set_state(&mut self, s: &CcState, new: CaState) {
+        if new == CaState::Open {
+            self.enable(s);
+        } else {
+            self.doing_vegas_now = false;
+        }
+    }
+
+    /// Linux `tcp_vegas_cwnd_event`: an idle restart starts afresh, baseRTT included.
+    pub fn cwnd_event(&mut self, s: &CcState, ev: CwndEvent) {
+        if matches!(ev, CwndEvent::CwndRestart | CwndEvent::TxStart) {
+            self.restart(s);
+        }
+    }
+}
+
+impl Default for VegasRtt {
+    fn default() -> Self {
+        VegasRtt::new()
+    }
+}
+
+pub struct LinuxVegas {
+    alpha: f64,
+    beta: f64,
+    gamma: f64,
+    rtt: VegasRtt,
+}
+
+impl LinuxVegas {
+    pub fn new(cfg: &VegasConfig) -> Self {
+        LinuxVegas { alpha: cfg.alpha, beta: cfg.beta, gamma: cfg.gamma, rtt: VegasRtt::new() }
+    }
+
+    /// baseRTT, microseconds (+1), if measured.
+    pub fn base_rtt_us(&self) -> Option<u64> {
+        self.rtt.base_rtt_us()
     }
 
     /// The once-per-RTT decision on a round with enough samples.
     fn decide(&mut self, s: &mut CcState, acked: u32) {
-        let rtt = self.min_rtt_us;
+        let (rtt, base) = (self.rtt.min_rtt_us, self.rtt.base_rtt_us);
         let cwnd = s.cwnd as u64;
-        let target = cwnd * self.base_rtt_us / rtt;
-        let diff = (cwnd * (rtt - self.base_rtt_us) / self.base_rtt_us) as f64;
+        let target = cwnd * base / rtt;
+        let diff = (cwnd * (rtt - base) / base) as f64;
         if diff > self.gamma && s.in_slow_start() {
             // Too fast: leave slow start at the rate measured, plus one for the truncation.
             s.cwnd = s.cwnd.min((target + 1).min(u32::MAX as u64) as u32);
@@ -116,7 +168,7 @@ impl CongestionControl for LinuxVegas {
     }
 
     fn init(&mut self, s: &mut CcState) {
-        self.restart(s);
+        self.rtt.restart(s);
     }
 
     /// Linux `tcp_reno_ssthresh`.
@@ -126,44 +178,32 @@ impl CongestionControl for LinuxVegas {
 
     fn cong_avoid(&mut self, s: &mut CcState, ack: &AckSample) {
         let acked = ack.delivered_segments;
-        if !self.doing_vegas_now {
+        if !self.rtt.doing_vegas_now {
             reno_cong_avoid(s, acked);
             return;
         }
-        if s.snd_una > self.beg_snd_nxt {
-            self.beg_snd_nxt = s.snd_nxt;
-            if self.cnt_rtt <= RENO_ROUND_SAMPLES {
+        if self.rtt.round_ended(s) {
+            if self.rtt.cnt_rtt <= RENO_ROUND_SAMPLES {
                 reno_cong_avoid(s, acked);
             } else {
                 self.decide(s, acked);
             }
-            self.cnt_rtt = 0;
-            self.min_rtt_us = NO_RTT_US;
+            self.rtt.next_round(s);
         } else if s.in_slow_start() {
             slow_start(s, acked);
         }
     }
 
     fn pkts_acked(&mut self, _s: &mut CcState, ack: &AckSample) {
-        let Some(rtt) = ack.rtt else { return };
-        let vrtt = rtt / PS_PER_US + 1;
-        self.base_rtt_us = self.base_rtt_us.min(vrtt);
-        self.min_rtt_us = self.min_rtt_us.min(vrtt);
-        self.cnt_rtt += 1;
+        self.rtt.sample(ack);
     }
 
     fn set_state(&mut self, s: &mut CcState, new: CaState) {
-        if new == CaState::Open {
-            self.enable(s);
-        } else {
-            self.doing_vegas_now = false;
-        }
+        self.rtt.set_state(s, new);
     }
 
     fn cwnd_event(&mut self, s: &mut CcState, ev: CwndEvent) {
-        if matches!(ev, CwndEvent::CwndRestart | CwndEvent::TxStart) {
-            self.restart(s);
-        }
+        self.rtt.cwnd_event(s, ev);
     }
 }
 
@@ -193,7 +233,7 @@ mod tests {
     /// One round: an ACK per segment of the window with RTT `rtt`, the last one passing the
     /// `snd_nxt` of the round's start; new data goes out as the window allows. Returns cwnd.
     fn round(v: &mut LinuxVegas, s: &mut CcState, rtt: Time) -> u32 {
-        let end = v.beg_snd_nxt;
+        let end = v.rtt.beg_snd_nxt;
         for _ in 1..s.cwnd {
             s.snd_una = end;
             v.pkts_acked(s, &ack(rtt));
@@ -248,7 +288,7 @@ mod tests {
         // Half the samples delayed by 40 ms: the minimum shows no queue, so it grows.
         let (mut v, mut s) = started(100, 50);
         let w = s.cwnd;
-        let end = v.beg_snd_nxt;
+        let end = v.rtt.beg_snd_nxt;
         for i in 0..w {
             s.snd_una = if i + 1 == w { end + 1 } else { end };
             let rtt = if i % 2 == 0 { BASE_RTT } else { BASE_RTT + 40 * PS_PER_MS };
@@ -282,7 +322,7 @@ mod tests {
         let (mut v, mut s) = started(10, 5);
         (0..4)
             .map(|_| {
-                let end = v.beg_snd_nxt;
+                let end = v.rtt.beg_snd_nxt;
                 for i in 0..acks {
                     s.snd_una = if i + 1 == acks { end + 1 } else { end };
                     v.pkts_acked(&mut s, &ack(2 * BASE_RTT));

@@ -480,6 +480,10 @@ impl LinuxStack {
         } else if self.may_raise_cwnd(tcb, f) {
             tcb.cc_state.cwnd_limited = self.is_cwnd_limited(tcb);
             tcb.cc.cong_avoid(&mut tcb.cc_state, sample);
+            if std::mem::take(&mut tcb.cc_state.request_cwr) {
+                // The algorithm's own signal (CDG's delay backoff): Linux `tcp_enter_cwr`.
+                self.enter_cwr(tcb, now);
+            }
         }
     }
 

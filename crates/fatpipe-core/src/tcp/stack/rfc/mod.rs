@@ -447,6 +447,10 @@ impl RfcStack {
                 self.dupacks = 0;
                 if !controls {
                     tcb.cc.cong_avoid(&mut tcb.cc_state, &sample);
+                    if std::mem::take(&mut tcb.cc_state.request_cwr) {
+                        // The algorithm's own signal (CDG's delay backoff): a reduction as ECN's.
+                        self.enter_cwr(tcb, now);
+                    }
                 }
             }
         }
