@@ -97,9 +97,34 @@ impl Ecn {
     /// bit here, so a dual queue (RFC 9332) can classify a CE packet as L4S, as RFC 9331
     /// section 5.3 asks, without a separate field.
     pub const ECT1: Ecn = Ecn(16);
+    /// TCP: the AE flag (RFC 9768 section 3.2.1, the header bit once called NS): with
+    /// Accurate ECN negotiated, AE, CWR and ECE together are the 3-bit ACE field.
+    pub const AE: Ecn = Ecn(32);
 
     pub fn has(self, bits: Ecn) -> bool {
         self.0 & bits.0 == bits.0
+    }
+
+    /// IP: the packet is ECN-capable, ECT(0) or ECT(1) (RFC 3168 section 5: a router may
+    /// mark either).
+    pub fn is_ect(self) -> bool {
+        self.0 & (Ecn::ECT.0 | Ecn::ECT1.0) != 0
+    }
+
+    /// TCP with Accurate ECN: the ACE field, AE (most significant), CWR, ECE (RFC 9768
+    /// section 3.2.2, Figure 3): the CE packet counter modulo 8.
+    pub fn ace(self) -> u8 {
+        u8::from(self.has(Ecn::AE)) << 2 | u8::from(self.has(Ecn::CWR)) << 1 | u8::from(self.has(Ecn::ECE))
+    }
+
+    /// Sets the ACE field to `counter` modulo 8 (the IP bits stay).
+    pub fn set_ace(&mut self, counter: u32) {
+        self.0 &= !(Ecn::AE.0 | Ecn::CWR.0 | Ecn::ECE.0);
+        for (bit, flag) in [(4, Ecn::AE), (2, Ecn::CWR), (1, Ecn::ECE)] {
+            if counter & bit != 0 {
+                self.set(flag);
+            }
+        }
     }
 
     pub fn set(&mut self, bits: Ecn) {
@@ -236,6 +261,20 @@ mod tests {
         l4s.set(Ecn::ECT1);
         l4s.set(Ecn::CE);
         assert!(l4s.has(Ecn::ECT1) && l4s.has(Ecn::CE) && !l4s.has(Ecn::ECT));
+        assert!(l4s.is_ect() && e.is_ect() && !Ecn::CE.is_ect());
+    }
+
+    #[test]
+    fn ace_is_the_ce_counter_modulo_8_in_ae_cwr_ece() {
+        // RFC 9768 Figure 3: AE is bit 2 of ACE, CWR bit 1, ECE bit 0; the IP bits are apart.
+        let mut e = Ecn::ECT1;
+        for counter in 0..20u32 {
+            e.set_ace(counter);
+            assert_eq!(e.ace() as u32, counter % 8);
+            assert!(e.has(Ecn::ECT1));
+        }
+        e.set_ace(5); // r.cep's initial value: AE and ECE set, CWR clear
+        assert!(e.has(Ecn::AE) && e.has(Ecn::ECE) && !e.has(Ecn::CWR));
     }
 
     #[test]

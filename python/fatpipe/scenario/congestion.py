@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from .ecn_algorithms import ECN_TABLES
 from .bpf import BPF_TABLE, KERNEL_HZ, KERNEL_HZ_SOURCE, normalize_bpf
 from ..units import format_duration
 from .kinds import Boolean, Choice, Duration, Integer, Real, Size
@@ -545,6 +546,7 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     "bic": _BIC,
     "cubic": _CUBIC,
     "bbr": _BBR,
+    **{name: _simple_algorithm(name, doc, *params) for name, (doc, *params) in ECN_TABLES.items()},
     # A BPF struct_ops program of the user's: cc = { bpf = "algo.bpf.o" } (scenario/bpf.py).
     "bpf": Algorithm(table=BPF_TABLE, normalize=normalize_bpf),
 }
@@ -643,6 +645,8 @@ PRESETS: Dict[str, Preset] = {
     "bic": Preset("bic", "sack", "BIC-TCP", "Xu, Harfoush and Rhee 2004; Linux"),
     "cubic": Preset("cubic", "sack", "CUBIC, Linux's default", "RFC 9438"),
     "bbr": Preset("bbr", "sack", "BBR v1: model-based, paced", "Cardwell et al. 2016"),
+    "dctcp": Preset("dctcp", "sack", "DCTCP: window cut in proportion to the ECN-marked fraction", "RFC 8257; Linux tcp_dctcp.c"),
+    "prague": Preset("prague", "sack", "TCP Prague, the L4S congestion control (ECT(1), AccECN)", "draft-briscoe-iccrg-prague-congestion-control; L4S tcp_prague.c"),
 }
 
 #: Document 003's Reno versions: on the RFC stack their names say the recovery, so a

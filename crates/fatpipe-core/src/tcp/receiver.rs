@@ -48,6 +48,40 @@ pub struct ReceiverStats {
     pub dsacks_sent: u64,
 }
 
+/// How the receiver feeds congestion marks back to the sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnFeedback {
+    /// RFC 3168 section 6.1.3: ECN-Echo on every ACK from a CE mark until a CWR arrives.
+    Rfc3168,
+    /// RFC 8257 section 3.2 (DCTCP; Linux `dctcp_ece_ack_update`): ECN-Echo is the CE state
+    /// of the latest segment, and a change of that state first acknowledges at once what
+    /// arrived before it, with the old state, so that every ECE-flagged ACK covers exactly
+    /// the marked segments even with delayed ACKs. CWR is ignored.
+    Dctcp,
+    /// RFC 9768: the ACE field carries the count of CE-marked packets modulo 8.
+    AccEcn,
+}
+
+/// AccECN's increment-triggered ACK (RFC 9768 section 3.2.2.5.2: an ACK once n CE marks
+/// have arrived since the last one; n SHOULD be 2, so the 3-bit counter cannot wrap
+/// between ACKs).
+const ACCECN_CE_PER_ACK: u32 = 2;
+/// RFC 9768 section 3.2.1: r.cep and s.cep start at 5, so that a middlebox zeroing the
+/// ACE field is detected.
+pub const ACCECN_CEP_INIT: u32 = 5;
+
+/// The sender's half of Accurate ECN: the CE-marked segments an ACK reports, from its ACE
+/// field and the segments it newly delivered (`delivered`), advancing s.cep (`cep`). Past 7
+/// deliveries the 3-bit counter may have wrapped unseen: the sender then takes the largest
+/// count the field allows (RFC 9768 Appendix A.2's safety rule; Linux `__tcp_accecn_process`
+/// without the option).
+pub fn accecn_ce_delta(cep: &mut u32, ace: u8, delivered: u32) -> u32 {
+    let seen = (ace as u32).wrapping_sub(*cep) & 7;
+    let delta = if delivered <= 7 { seen } else { delivered - ((delivered - seen) & 7) };
+    *cep = cep.wrapping_add(delta);
+    delta
+}
+
 pub struct TcpReceiver {
     flow: u32,
     /// The connection its packets belong to (`Packet::conn`); 0 unless a workload opens several.
@@ -83,9 +117,16 @@ pub struct TcpReceiver {
     ts_recent: Time,
     last_ack_sent: u64,
     /// ECN negotiated; while `ece` is set every ACK carries ECN-Echo (RFC 3168 6.1.3: from a
-    /// CE mark until a segment with CWR arrives; Linux `TCP_ECN_DEMAND_CWR`).
+    /// CE mark until a segment with CWR arrives; Linux `TCP_ECN_DEMAND_CWR`; with DCTCP's
+    /// feedback, the CE state of the latest segment).
     ecn: bool,
     ece: bool,
+    feedback: EcnFeedback,
+    /// Accurate ECN (RFC 9768 section 3.2.1): r.cep, CE-marked packets received (from 5),
+    /// the CE marks since the last ACK, and whether the latest segment was CE.
+    cep: u32,
+    ce_unacked: u32,
+    last_ce: bool,
     /// The application reading at a limited rate; None: it reads every byte at once.
     reader: Option<AppReader>,
     rcv_buffer: u64,
@@ -135,6 +176,10 @@ impl TcpReceiver {
             last_ack_sent: 0,
             ecn: cfg.ecn,
             ece: false,
+            feedback: if cfg.accecn { EcnFeedback::AccEcn } else { EcnFeedback::Rfc3168 },
+            cep: ACCECN_CEP_INIT,
+            ce_unacked: 0,
+            last_ce: false,
             reader: cfg.receiver_drain_rate_bps.map(AppReader::new),
             rcv_buffer: cfg.rcv_buffer_bytes,
             gro: cfg.host.filter(|h| h.gro).map(|h| crate::host::gro::Gro::new(&h, cfg.mss_bytes)),
@@ -146,6 +191,19 @@ impl TcpReceiver {
             window_update_deadline: None,
             stats: ReceiverStats::default(),
         }
+    }
+
+    /// The receiver runs DCTCP, whose feedback replaces RFC 3168's (Linux: the receiving
+    /// socket's congestion control is dctcp). Accurate ECN, when negotiated, takes precedence,
+    /// as in Linux, where DCTCP's echo state machine runs only without AccECN.
+    pub fn use_dctcp_feedback(&mut self) {
+        if self.feedback == EcnFeedback::Rfc3168 {
+            self.feedback = EcnFeedback::Dctcp;
+        }
+    }
+
+    pub fn ecn_feedback(&self) -> EcnFeedback {
+        self.feedback
     }
 
     pub fn delayed_ack_deadline(&self) -> Option<Time> {
@@ -196,17 +254,7 @@ impl TcpReceiver {
     /// TCP takes one (super-)segment.
     fn receive(&mut self, now: Time, seg: &Packet, out: &mut Vec<Packet>) {
         let (start, end) = (seg.seq, seg.end_seq());
-        if self.ecn {
-            // CWR first: a segment with both CWR and CE asks for ECN-Echo again. A delayed
-            // ACK echoes a CE on any segment it covers, since the flag stays set.
-            if seg.ecn.has(Ecn::CWR) {
-                self.ece = false;
-            }
-            if seg.ecn.has(Ecn::CE) {
-                self.ece = true;
-                self.stats.ce_segments += 1;
-            }
-        }
+        let ack_now = self.ecn && self.note_ecn(now, seg, out);
         if self.reader.is_some() {
             if seg.payload_bytes == 0 {
                 // A zero-window probe: answer with the window as it stands.
@@ -267,7 +315,7 @@ impl TcpReceiver {
             if had_hole {
                 self.update_sack_blocks(self.rcv_nxt);
             }
-            if had_hole || !self.delayed_ack || self.unacked_segments >= self.ack_every_segments {
+            if had_hole || ack_now || !self.delayed_ack || self.unacked_segments >= self.ack_every_segments {
                 // A segment that fills a hole is acknowledged at once (RFC 5681 4.2).
                 self.send_ack(now, out);
             } else if self.delayed_ack_deadline.is_none() {
@@ -279,6 +327,48 @@ impl TcpReceiver {
             }
         }
         self.schedule_window_update(now, out);
+    }
+
+    /// The segment's ECN bits, by the feedback in use; returns whether its ACK must go out
+    /// at once (AccECN's change- and increment-triggered ACKs).
+    fn note_ecn(&mut self, now: Time, seg: &Packet, out: &mut Vec<Packet>) -> bool {
+        let ce = seg.ecn.has(Ecn::CE);
+        self.stats.ce_segments += u64::from(ce);
+        match self.feedback {
+            EcnFeedback::Rfc3168 => {
+                // CWR first: a segment with both CWR and CE asks for ECN-Echo again. A
+                // delayed ACK echoes a CE on any segment it covers, since the flag stays set.
+                if seg.ecn.has(Ecn::CWR) {
+                    self.ece = false;
+                }
+                self.ece |= ce;
+                false
+            }
+            EcnFeedback::Dctcp => {
+                if ce != self.ece {
+                    // RFC 8257 section 3.2: the segments held for a delayed ACK are
+                    // acknowledged now with the state they arrived in; this one starts the
+                    // new state (its ACK follows the delayed-ACK rules).
+                    if self.unacked_segments > 0 {
+                        self.send_ack(now, out);
+                    }
+                    self.ece = ce;
+                }
+                false
+            }
+            EcnFeedback::AccEcn => {
+                let first_after_unmarked = ce && !self.last_ce;
+                self.last_ce = ce;
+                if !ce {
+                    return false;
+                }
+                let n = self.gro.as_ref().map_or(1, |g| g.segments(seg.payload_bytes));
+                self.cep = self.cep.wrapping_add(n);
+                self.ce_unacked += n;
+                // RFC 9768 section 3.2.2.5: change-triggered and increment-triggered ACKs.
+                first_after_unmarked || self.ce_unacked >= ACCECN_CE_PER_ACK
+            }
+        }
     }
 
     /// The delayed-ACK timer expired (or, with GRO, the NIC's interrupt is due).
@@ -381,6 +471,13 @@ impl TcpReceiver {
     fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         let window_bytes = self.advertised_window(now);
         self.unacked_segments = 0;
+        let mut ecn = Ecn::default();
+        if self.feedback == EcnFeedback::AccEcn {
+            ecn.set_ace(self.cep);
+            self.ce_unacked = 0;
+        } else if self.ece {
+            ecn.set(Ecn::ECE);
+        }
         self.delayed_ack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;
@@ -410,7 +507,7 @@ impl TcpReceiver {
             ts_val: now, // the receiver's clock (RFC 7323), for captures: the sender reads only ts_ecr
             ts_ecr: self.ts_recent,
             retransmission: false,
-            ecn: if self.ece { Ecn::ECE } else { Ecn::default() },
+            ecn,
         });
     }
 }
