@@ -65,7 +65,7 @@ def test_dctcp_holds_the_queue_near_k_at_full_utilization_where_cubic_fills_the_
 
 
 def test_prague_takes_most_of_a_classic_ecn_fifo_from_cubic():
-    # RFC 9330 section 4.3 / RFC 8257 section 5: a scalable (L4S) flow answers each mark of a
+    # RFC 9330's classic ECN bottleneck / RFC 8257 section 5: a scalable (L4S) flow answers each mark of a
     # single classic-ECN queue far less than a classic flow, so the two share it unevenly.
     doc = {
         "duration": "10s",
