@@ -12,6 +12,25 @@ pub const IPV4_UDP_HEADER_BYTES: u32 = 28;
 /// The TCP timestamps option (RFC 7323): 10 bytes, padded to 12.
 pub const TCP_TIMESTAMPS_OPTION_BYTES: u32 = 12;
 
+/// Most TCP option bytes a segment carries (RFC 9293: a 60-byte header at most).
+pub const TCP_MAX_OPTION_BYTES: u32 = 40;
+
+/// Bytes of the AccECN option (RFC 9768 section 3.2.3) an ACK sends in `room` option bytes
+/// left beside its timestamps and SACK blocks, as Linux fits it (`tcp_options_fit_accecn`:
+/// SACK first, then as many 3-byte counter fields as fit behind kind and length, padded to
+/// 4): all three fields (11 bytes, 12 with padding), two (8: EE0B and ECEB, the order
+/// AccECN0), or none (one field would take 8 bytes too, for no ECEB).
+pub fn accecn_option_bytes(room: u32) -> u32 {
+    match room {
+        12.. => 12,
+        8..=11 => 8,
+        _ => 0,
+    }
+}
+
+/// Bit 32 of an ACK's `seq`: the AccECN option with its ECEB field is present (bits 0-23).
+const ACCECN_ECEB_PRESENT: u64 = 1 << 32;
+
 /// Option bytes of a SYN or SYN-ACK, as Linux lays them out (`tcp_options_write`): MSS (4);
 /// SACK-permitted (2) packed with timestamps (10) into 12, or alone behind two NOPs (4), or
 /// timestamps alone behind two NOPs (12); window scale (3) behind a NOP (4). A SYN-ACK
@@ -169,7 +188,9 @@ pub struct Packet {
     pub dst: u32,
     pub kind: PacketKind,
     /// Data: sequence number of the first payload byte (bytes count from 0, 64-bit so they
-    /// never wrap in a simulation; a capture folds them to 32 bits).
+    /// never wrap in a simulation; a capture folds them to 32 bits). ACK with Accurate ECN:
+    /// the AccECN option's ECEB field (`accecn_eceb`), which a pure ACK's own sequence
+    /// number (never read) leaves room for, so the packet needs no field of its own.
     pub seq: u64,
     /// Payload bytes.
     pub payload_bytes: u32,
@@ -194,6 +215,17 @@ pub struct Packet {
 impl Packet {
     pub fn end_seq(&self) -> u64 {
         self.seq + self.payload_bytes as u64
+    }
+
+    /// ACK: the AccECN option's ECEB field (CE-marked payload bytes received, modulo 2^24),
+    /// if the option carried it.
+    pub fn accecn_eceb(&self) -> Option<u32> {
+        (self.kind == PacketKind::Ack && self.seq & ACCECN_ECEB_PRESENT != 0).then_some(self.seq as u32 & 0xFF_FFFF)
+    }
+
+    /// ACK: carries `eceb` (modulo 2^24) in the AccECN option.
+    pub fn set_accecn_eceb(&mut self, eceb: u32) {
+        self.seq = ACCECN_ECEB_PRESENT | (eceb & 0xFF_FFFF) as u64;
     }
 }
 

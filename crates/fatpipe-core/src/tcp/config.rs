@@ -127,7 +127,7 @@ pub struct TcpConfig {
     /// Accurate ECN (RFC 9768), negotiated by both ends (needs `ecn`): the receiver counts
     /// CE-marked packets and returns the count modulo 8 in every ACK's ACE field (AE, CWR,
     /// ECE) instead of RFC 3168's ECE-until-CWR; the sender derives the newly marked packets
-    /// of each ACK. No AccECN TCP option (its byte counters) is carried.
+    /// of each ACK, with the AccECN option's CE byte counter where the option fits.
     pub accecn: bool,
     pub min_rto_ps: Time,
     pub max_rto_ps: Time,

@@ -23,7 +23,10 @@
 use super::config::TcpConfig;
 use super::ranges::RangeSet;
 use super::reader::AppReader;
-use crate::packet::{sack_option_bytes, Ecn, Packet, PacketKind, SackBlocks};
+use crate::packet::{
+    accecn_option_bytes, sack_option_bytes, Ecn, Packet, PacketKind, SackBlocks, IPV4_TCP_HEADER_BYTES,
+    TCP_MAX_OPTION_BYTES,
+};
 use crate::time::Time;
 
 #[derive(Clone, Debug, Default)]
@@ -70,16 +73,71 @@ const ACCECN_CE_PER_ACK: u32 = 2;
 /// ACE field is detected.
 pub const ACCECN_CEP_INIT: u32 = 5;
 
-/// The sender's half of Accurate ECN: the CE-marked segments an ACK reports, from its ACE
-/// field and the segments it newly delivered (`delivered`), advancing s.cep (`cep`). Past 7
-/// deliveries the 3-bit counter may have wrapped unseen: the sender then takes the largest
-/// count the field allows (RFC 9768 Appendix A.2's safety rule; Linux `__tcp_accecn_process`
-/// without the option).
-pub fn accecn_ce_delta(cep: &mut u32, ace: u8, delivered: u32) -> u32 {
-    let seen = (ace as u32).wrapping_sub(*cep) & 7;
-    let delta = if delivered <= 7 { seen } else { delivered - ((delivered - seen) & 7) };
-    *cep = cep.wrapping_add(delta);
-    delta
+/// The sender's half of Accurate ECN (RFC 9768): s.cep, the CE packets reported so far, and
+/// s.ceb, the CE bytes the AccECN option reported (Linux `delivered_ecn_bytes[CE]`).
+#[derive(Clone, Copy, Debug)]
+pub struct AccEcnSender {
+    pub cep: u32,
+    pub ceb: u32,
+}
+
+impl Default for AccEcnSender {
+    fn default() -> Self {
+        AccEcnSender { cep: ACCECN_CEP_INIT, ceb: 0 }
+    }
+}
+
+/// Linux `TCP_ACCECN_SAFETY_SHIFT` (the RFC's SAFETY_FACTOR of 2).
+const ACCECN_SAFETY_SHIFT: u32 = 1;
+
+impl AccEcnSender {
+    /// The CE-marked segments an ACK reports, from its ACE field, the segments and payload
+    /// bytes it newly delivered, and the ECEB field if the option came (Linux
+    /// `__tcp_accecn_process`). Up to 7 deliveries the 3-bit counter cannot have wrapped
+    /// unseen and its change is the count. Beyond, the count is ambiguous by multiples of 8:
+    /// without the option the sender takes the largest the field allows (`safe_delta`, RFC
+    /// 9768 Appendix A.2); with it, the CE bytes decide: none means the ACE change, more
+    /// than the ACE change's full segments means the safe count, less than half the safe
+    /// count's means the ACE change, and for ACKs of 16 segments or more (`sack_or_open`:
+    /// SACK in use, or the state Open or CWR) the count the CE bytes' share of the delivered
+    /// bytes implies.
+    pub fn ce_delta(
+        &mut self,
+        ace: u8,
+        eceb: Option<u32>,
+        delivered: u32,
+        delivered_bytes: u64,
+        mss: u32,
+        sack_or_open: bool,
+    ) -> u32 {
+        let old_ceb = self.ceb;
+        if let Some(eceb) = eceb {
+            // The option's 24-bit field: advance by its change, modulo 2^24.
+            self.ceb = self.ceb.wrapping_add(eceb.wrapping_sub(self.ceb) & 0xFF_FFFF);
+        }
+        let seen = (ace as u32).wrapping_sub(self.cep) & 7;
+        let delta = if delivered <= 7 {
+            seen
+        } else {
+            let safe = delivered - ((delivered - seen) & 7);
+            match eceb.map(|_| self.ceb.wrapping_sub(old_ceb) as u64) {
+                Some(0) => seen,
+                Some(d_ceb) if delivered >= 16 && sack_or_open => {
+                    if delivered_bytes <= d_ceb {
+                        safe
+                    } else {
+                        let estimate = (d_ceb * delivered as u64).div_ceil(delivered_bytes) as u32;
+                        safe.min(seen + (estimate & !7))
+                    }
+                }
+                Some(d_ceb) if d_ceb > seen as u64 * mss as u64 => safe,
+                Some(d_ceb) if d_ceb < (safe as u64 * mss as u64) >> ACCECN_SAFETY_SHIFT => seen,
+                _ => safe,
+            }
+        };
+        self.cep = self.cep.wrapping_add(delta);
+        delta
+    }
 }
 
 pub struct TcpReceiver {
@@ -123,8 +181,10 @@ pub struct TcpReceiver {
     ece: bool,
     feedback: EcnFeedback,
     /// Accurate ECN (RFC 9768 section 3.2.1): r.cep, CE-marked packets received (from 5),
-    /// the CE marks since the last ACK, and whether the latest segment was CE.
+    /// r.ceb, their payload bytes (from 0), the CE marks since the last ACK, and whether the
+    /// latest segment was CE.
     cep: u32,
+    ceb: u32,
     ce_unacked: u32,
     last_ce: bool,
     /// The application reading at a limited rate; None: it reads every byte at once.
@@ -178,6 +238,7 @@ impl TcpReceiver {
             ece: false,
             feedback: if cfg.accecn { EcnFeedback::AccEcn } else { EcnFeedback::Rfc3168 },
             cep: ACCECN_CEP_INIT,
+            ceb: 0,
             ce_unacked: 0,
             last_ce: false,
             reader: cfg.receiver_drain_rate_bps.map(AppReader::new),
@@ -364,6 +425,7 @@ impl TcpReceiver {
                 }
                 let n = self.gro.as_ref().map_or(1, |g| g.segments(seg.payload_bytes));
                 self.cep = self.cep.wrapping_add(n);
+                self.ceb = self.ceb.wrapping_add(seg.payload_bytes);
                 self.ce_unacked += n;
                 // RFC 9768 section 3.2.2.5: change-triggered and increment-triggered ACKs.
                 first_after_unmarked || self.ce_unacked >= ACCECN_CE_PER_ACK
@@ -472,7 +534,8 @@ impl TcpReceiver {
         let window_bytes = self.advertised_window(now);
         self.unacked_segments = 0;
         let mut ecn = Ecn::default();
-        if self.feedback == EcnFeedback::AccEcn {
+        let accecn = self.feedback == EcnFeedback::AccEcn;
+        if accecn {
             ecn.set_ace(self.cep);
             self.ce_unacked = 0;
         } else if self.ece {
@@ -492,7 +555,15 @@ impl TcpReceiver {
         for &(s, e) in &self.recent_blocks[..room] {
             sack.push(self.rcv_nxt, s, e);
         }
-        out.push(Packet {
+        let mut option_bytes = sack_option_bytes(sack.len());
+        let mut accecn_option = 0;
+        if accecn {
+            // The AccECN option in what SACK and timestamps leave (Linux: SACK first).
+            let room = TCP_MAX_OPTION_BYTES.saturating_sub(self.header_bytes - IPV4_TCP_HEADER_BYTES + option_bytes);
+            accecn_option = accecn_option_bytes(room);
+            option_bytes += accecn_option;
+        }
+        let mut ack = Packet {
             flow: self.flow,
             conn: self.conn,
             src: self.node,
@@ -500,7 +571,7 @@ impl TcpReceiver {
             kind: PacketKind::Ack,
             seq: 0,
             payload_bytes: 0,
-            ip_bytes: self.header_bytes + sack_option_bytes(sack.len()),
+            ip_bytes: self.header_bytes + option_bytes,
             ack: self.rcv_nxt,
             window_bytes,
             sack,
@@ -508,6 +579,10 @@ impl TcpReceiver {
             ts_ecr: self.ts_recent,
             retransmission: false,
             ecn,
-        });
+        };
+        if accecn_option >= 8 {
+            ack.set_accecn_eceb(self.ceb);
+        }
+        out.push(ack);
     }
 }

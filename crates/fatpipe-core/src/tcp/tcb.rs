@@ -97,8 +97,8 @@ pub struct Tcb {
     pub(crate) ecn_cwr_pending: bool,
     /// The ECN codepoint of new data: ECT(0), or ECT(1) when the algorithm asks for it.
     pub(crate) ect: Ecn,
-    /// Accurate ECN (RFC 9768): s.cep, the CE packets the receiver has reported so far.
-    pub(crate) accecn_cep: u32,
+    /// Accurate ECN (RFC 9768): what the receiver has reported so far.
+    pub(crate) accecn: crate::tcp::receiver::AccEcnSender,
     /// Data segments the host's interface queue can still take during this call; the
     /// simulation sets it before every entry point (unlimited unless it does).
     pub(crate) tx_budget: u64,
@@ -175,7 +175,7 @@ impl Tcb {
             last_data_sent_ps: None,
             ecn_cwr_pending: false,
             ect: Ecn::ECT,
-            accecn_cep: crate::tcp::receiver::ACCECN_CEP_INIT,
+            accecn: Default::default(),
             tx_budget: u64::MAX,
             refused: false,
             interface_blocked: false,

@@ -142,6 +142,8 @@ struct Tally {
     acked_bytes: u64,
     /// The ACK may have been delayed by the receiver (Linux `FLAG_ACK_MAYBE_DELAYED`).
     maybe_delayed: bool,
+    /// Of the segments delivered, those reported CE-marked (`count_ce`).
+    ce_segments: u32,
 }
 
 impl TcpStack for LinuxStack {
@@ -182,13 +184,12 @@ impl TcpStack for LinuxStack {
             t.maybe_delayed = tcb.ack_maybe_delayed(ack, ack - prior_snd_una, t.delivered_bytes, f.ece);
             self.clean_rtx_queue(tcb, now, ack, prior_fack, &mut f, &mut t);
         }
-        let ce = self.count_ce(tcb, pkt, prior_snd_una, prior_delivered, &mut f);
+        self.count_ce(tcb, pkt, prior_snd_una, prior_delivered, &mut t, &mut f);
         let rtt = self.update_rtt(tcb, now, pkt, &f, &t);
         // Linux calls pkts_acked at the end of tcp_clean_rtx_queue, before the state machine
         // (tcp_fastretrans_alert): the ACK that ends a recovery still finds the algorithm in
         // Recovery (H-TCP then leaves it out of its throughput, as tcp_htcp.c does).
-        let mut sample =
-            self.pkts_acked(tcb, now, &t, rtt, (self.delivered - prior_delivered) as u32, prior_in_flight, ce);
+        let mut sample = self.pkts_acked(tcb, now, &t, rtt, (self.delivered - prior_delivered) as u32, prior_in_flight);
         self.loss.rack.update_reo_wnd(now, tcb.rtt.srtt);
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(tcb, now, ack, &f);
@@ -323,8 +324,9 @@ impl LinuxStack {
         pkt: &Packet,
         prior_snd_una: u64,
         prior_delivered: u64,
+        t: &mut Tally,
         f: &mut AckFlags,
-    ) -> u32 {
+    ) {
         let delivered = (self.delivered - prior_delivered) as u32;
         let ce = if !tcb.cfg.accecn {
             if f.ece {
@@ -333,7 +335,10 @@ impl LinuxStack {
                 0
             }
         } else if tcb.cfg.ecn && pkt.ack >= prior_snd_una {
-            let ce = crate::tcp::receiver::accecn_ce_delta(&mut tcb.accecn_cep, pkt.ecn.ace(), delivered);
+            let sack_or_open = tcb.sack() || matches!(tcb.ca_state, CaState::Open | CaState::Cwr);
+            let mss = tcb.cfg.mss_bytes;
+            let ce =
+                tcb.accecn.ce_delta(pkt.ecn.ace(), pkt.accecn_eceb(), delivered, t.delivered_bytes, mss, sack_or_open);
             f.ece = ce > 0;
             ce
         } else {
@@ -342,7 +347,7 @@ impl LinuxStack {
         tcb.stats.ecn_echoes += u64::from(f.ece);
         tcb.cc_state.delivered_segments = self.delivered;
         tcb.cc_state.delivered_ce_segments += ce as u64;
-        ce
+        t.ce_segments = ce;
     }
 
     /// The cumulative ACK (Linux `tcp_clean_rtx_queue`).
@@ -453,7 +458,6 @@ impl LinuxStack {
         rtt: Option<Time>,
         delivered: u32,
         prior_in_flight: u32,
-        ce_segments: u32,
     ) -> AckSample {
         let mss = tcb.cfg.mss_bytes as u64;
         let sample = AckSample {
@@ -464,7 +468,7 @@ impl LinuxStack {
             delivered_bytes: t.delivered_bytes,
             prior_in_flight_bytes: prior_in_flight as u64 * mss,
             is_ack_delayed: t.maybe_delayed,
-            ce_segments,
+            ce_segments: t.ce_segments,
             ..Default::default()
         };
         tcb.cc_state.delivered_bytes += t.delivered_bytes;
