@@ -133,8 +133,8 @@ impl Prague {
 
     /// Linux `prague_ai_ack_increase` with `prague_rate_scaled_ai_ack_increase`.
     fn update_ai_ack_increase(&mut self, s: &CcState) {
-        let rtt = s.srtt.map_or(0, |t| t / RTT_UNIT_PS) as u64;
-        let target = (self.cfg.rtt_target_ps / RTT_UNIT_PS) as u64;
+        let rtt = s.srtt.map_or(0, |t| t / RTT_UNIT_PS);
+        let target = self.cfg.rtt_target_ps / RTT_UNIT_PS;
         self.ai_ack_increase = if self.cfg.rtt_scaling == RttScaling::None
             || self.round < self.cfg.rtt_transition_rounds
             || rtt == 0
