@@ -29,6 +29,8 @@ Examples added after the speed work have their summary from the build that added
 skipped where clang is missing) from branch bpf after the Linux stack's hook order was fixed;
 `host-fq-10G-into-1G-100ms.toml` (issue 26, the hosts' TSO, GRO and fq) from branch hosts;
 `bbr3-shallow-100M-40ms.toml` (issue 28, BBRv3) from branch bbr3.
+`dctcp-1G-step-marking.toml` and `prague-cubic-classic-ecn-fifo.toml` (issue 28, the ECN
+congestion controls) from branch ecn.
 """
 
 from __future__ import annotations

@@ -84,6 +84,7 @@ def test_minimal_scenario_normalizes_with_documented_defaults():
         "dupack_threshold": 3,
         "newreno_impatient": False,
         "ecn": False,  # Linux tcp_ecn = 2: connections do not ask for ECN
+        "accecn": False,  # no Accurate ECN (RFC 9768), as Linux before 6.18
         "recovery": "sack",  # the default profile, linux: net.ipv4.tcp_sack = 1
         "fack": False,
         "dcr_div": None,
@@ -270,7 +271,7 @@ def test_tcp_options():
         "dupack_threshold": 5, "newreno_impatient": True, "min_rto_ps": PS_PER_S, "max_rto_ps": 60 * PS_PER_S,
         "initial_rto_ps": 3 * PS_PER_S, "recovery": "sack", "fack": True, "dcr_div": 2,
         "max_ssthresh_segments": 100, "initial_ssthresh_segments": None, "receiver_drain_rate_bps": None, "pacing_gain": 1.25, "handshake": True,
-        "slow_start_after_idle": False, "ecn": True, "random_send_delay_ps": 250 * 10**6,
+        "slow_start_after_idle": False, "ecn": True, "accecn": False, "random_send_delay_ps": 250 * 10**6,
         "stack": "rfc", "limited_transmit": True, "ssthresh_every_timeout": False, "bsd_window": False, "reno_recover_guard": False, "sack_variant": "rfc6675", "rto_estimator": "linux", "dsack": True,
         "rack": False, "tlp": False, "frto": False, "undo": False, "window_reduction": "prr",
         "adaptive_reordering": False, "max_reordering_segments": 300,

@@ -262,11 +262,13 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     let ip_start = frame.len();
     let total_len = pkt.ip_bytes as u16;
     // Version and header length; the TOS byte's low two bits are the ECN field (RFC 3168:
-    // 10 = ECT(0), 11 = CE).
+    // 10 = ECT(0), 01 = ECT(1), 11 = CE).
     let ecn_field = if pkt.ecn.has(Ecn::CE) {
         3
     } else if pkt.ecn.has(Ecn::ECT) {
         2
+    } else if pkt.ecn.has(Ecn::ECT1) {
+        1
     } else {
         0
     };
@@ -340,7 +342,8 @@ pub fn build_frame(frame: &mut Vec<u8>, pkt: &Packet, wire: &FlowWire, ip_id: u1
     if pkt.ecn.has(Ecn::CWR) {
         flags |= 0x80;
     }
-    frame.push(((header_len / 4) as u8) << 4);
+    // RFC 9768: AE is the low bit of the data-offset byte (once NS, RFC 3540).
+    frame.push(((header_len / 4) as u8) << 4 | u8::from(pkt.ecn.has(Ecn::AE)));
     frame.push(flags);
     // ACKs carry the receiver's advertised window; other packets that carry none get the
     // window both ends configure (they share one TCP configuration).

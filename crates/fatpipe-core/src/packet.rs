@@ -12,6 +12,25 @@ pub const IPV4_UDP_HEADER_BYTES: u32 = 28;
 /// The TCP timestamps option (RFC 7323): 10 bytes, padded to 12.
 pub const TCP_TIMESTAMPS_OPTION_BYTES: u32 = 12;
 
+/// Most TCP option bytes a segment carries (RFC 9293: a 60-byte header at most).
+pub const TCP_MAX_OPTION_BYTES: u32 = 40;
+
+/// Bytes of the AccECN option (RFC 9768 section 3.2.3) an ACK sends in `room` option bytes
+/// left beside its timestamps and SACK blocks, as Linux fits it (`tcp_options_fit_accecn`:
+/// SACK first, then as many 3-byte counter fields as fit behind kind and length, padded to
+/// 4): all three fields (11 bytes, 12 with padding), two (8: EE0B and ECEB, the order
+/// AccECN0), or none (one field would take 8 bytes too, for no ECEB).
+pub fn accecn_option_bytes(room: u32) -> u32 {
+    match room {
+        12.. => 12,
+        8..=11 => 8,
+        _ => 0,
+    }
+}
+
+/// Bit 32 of an ACK's `seq`: the AccECN option with its ECEB field is present (bits 0-23).
+const ACCECN_ECEB_PRESENT: u64 = 1 << 32;
+
 /// Option bytes of a SYN or SYN-ACK, as Linux lays them out (`tcp_options_write`): MSS (4);
 /// SACK-permitted (2) packed with timestamps (10) into 12, or alone behind two NOPs (4), or
 /// timestamps alone behind two NOPs (12); window scale (3) behind a NOP (4). A SYN-ACK
@@ -97,9 +116,34 @@ impl Ecn {
     /// bit here, so a dual queue (RFC 9332) can classify a CE packet as L4S, as RFC 9331
     /// section 5.3 asks, without a separate field.
     pub const ECT1: Ecn = Ecn(16);
+    /// TCP: the AE flag (RFC 9768 section 3.2.1, the header bit once called NS): with
+    /// Accurate ECN negotiated, AE, CWR and ECE together are the 3-bit ACE field.
+    pub const AE: Ecn = Ecn(32);
 
     pub fn has(self, bits: Ecn) -> bool {
         self.0 & bits.0 == bits.0
+    }
+
+    /// IP: the packet is ECN-capable, ECT(0) or ECT(1) (RFC 3168 section 5: a router may
+    /// mark either).
+    pub fn is_ect(self) -> bool {
+        self.0 & (Ecn::ECT.0 | Ecn::ECT1.0) != 0
+    }
+
+    /// TCP with Accurate ECN: the ACE field, AE (most significant), CWR, ECE (RFC 9768
+    /// section 3.2.2, Figure 3): the CE packet counter modulo 8.
+    pub fn ace(self) -> u8 {
+        u8::from(self.has(Ecn::AE)) << 2 | u8::from(self.has(Ecn::CWR)) << 1 | u8::from(self.has(Ecn::ECE))
+    }
+
+    /// Sets the ACE field to `counter` modulo 8 (the IP bits stay).
+    pub fn set_ace(&mut self, counter: u32) {
+        self.0 &= !(Ecn::AE.0 | Ecn::CWR.0 | Ecn::ECE.0);
+        for (bit, flag) in [(4, Ecn::AE), (2, Ecn::CWR), (1, Ecn::ECE)] {
+            if counter & bit != 0 {
+                self.set(flag);
+            }
+        }
     }
 
     pub fn set(&mut self, bits: Ecn) {
@@ -144,7 +188,9 @@ pub struct Packet {
     pub dst: u32,
     pub kind: PacketKind,
     /// Data: sequence number of the first payload byte (bytes count from 0, 64-bit so they
-    /// never wrap in a simulation; a capture folds them to 32 bits).
+    /// never wrap in a simulation; a capture folds them to 32 bits). ACK with Accurate ECN:
+    /// the AccECN option's ECEB field (`accecn_eceb`), which a pure ACK's own sequence
+    /// number (never read) leaves room for, so the packet needs no field of its own.
     pub seq: u64,
     /// Payload bytes.
     pub payload_bytes: u32,
@@ -169,6 +215,17 @@ pub struct Packet {
 impl Packet {
     pub fn end_seq(&self) -> u64 {
         self.seq + self.payload_bytes as u64
+    }
+
+    /// ACK: the AccECN option's ECEB field (CE-marked payload bytes received, modulo 2^24),
+    /// if the option carried it.
+    pub fn accecn_eceb(&self) -> Option<u32> {
+        (self.kind == PacketKind::Ack && self.seq & ACCECN_ECEB_PRESENT != 0).then_some(self.seq as u32 & 0xFF_FFFF)
+    }
+
+    /// ACK: carries `eceb` (modulo 2^24) in the AccECN option.
+    pub fn set_accecn_eceb(&mut self, eceb: u32) {
+        self.seq = ACCECN_ECEB_PRESENT | (eceb & 0xFF_FFFF) as u64;
     }
 }
 
@@ -236,6 +293,20 @@ mod tests {
         l4s.set(Ecn::ECT1);
         l4s.set(Ecn::CE);
         assert!(l4s.has(Ecn::ECT1) && l4s.has(Ecn::CE) && !l4s.has(Ecn::ECT));
+        assert!(l4s.is_ect() && e.is_ect() && !Ecn::CE.is_ect());
+    }
+
+    #[test]
+    fn ace_is_the_ce_counter_modulo_8_in_ae_cwr_ece() {
+        // RFC 9768 Figure 3: AE is bit 2 of ACE, CWR bit 1, ECE bit 0; the IP bits are apart.
+        let mut e = Ecn::ECT1;
+        for counter in 0..20u32 {
+            e.set_ace(counter);
+            assert_eq!(e.ace() as u32, counter % 8);
+            assert!(e.has(Ecn::ECT1));
+        }
+        e.set_ace(5); // r.cep's initial value: AE and ECE set, CWR clear
+        assert!(e.has(Ecn::AE) && e.has(Ecn::ECE) && !e.has(Ecn::CWR));
     }
 
     #[test]

@@ -185,6 +185,7 @@ pub const IDLE_TCP: TcpConfig = TcpConfig {
     pacing_gain: None,
     newreno_impatient: false,
     ecn: false,
+    accecn: false,
     min_rto_ps: 0,
     max_rto_ps: 0,
     initial_rto_ps: 0,

@@ -117,6 +117,9 @@ fn endpoints(i: u32, spec: &FlowSpec, conn: u16, seed: u64) -> (TcpSender, TcpRe
     let mut sender =
         TcpSender::new(i, spec.src, spec.dst, spec.tcp(), spec.cc.as_ref().map_or_else(idle_cc, CcSpec::build));
     let mut receiver = TcpReceiver::new(i, spec.dst, spec.src, spec.tcp());
+    if spec.cc.as_ref().is_some_and(CcSpec::receiver_echoes_ce_changes) {
+        receiver.use_dctcp_feedback();
+    }
     sender.tcb.conn = conn;
     receiver.conn = conn;
     if sender.tcb.cc.uses_rng() {

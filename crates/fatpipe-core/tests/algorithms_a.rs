@@ -150,7 +150,7 @@ fn scenarios_name_the_new_algorithms_and_check_their_parameters() {
                                "ack_every_segments":2,"dupack_threshold":3,"newreno_impatient":false,
                                "recovery":"sack","fack":false,"dcr_div":null,"max_ssthresh_segments":0,"pacing_gain":null,
                                "min_rto_ps":200000000000,"max_rto_ps":120000000000000,"initial_rto_ps":1000000000000,
-                               "ecn":false,"handshake":false,"slow_start_after_idle":true,"random_send_delay_ps":0,"stack":"rfc",
+                               "ecn":false,"accecn":false,"handshake":false,"slow_start_after_idle":true,"random_send_delay_ps":0,"stack":"rfc",
                                "limited_transmit":false,"ssthresh_every_timeout":false,"bsd_window":false,"reno_recover_guard":false,
                                "sack_variant":"rfc6675","rto_estimator":"rfc6298","dsack":false,"rack":false,"tlp":false,
                                "frto":false,"undo":false,"window_reduction":"prr","adaptive_reordering":false,

@@ -168,6 +168,7 @@ fn droptail(limit_packets: u64) -> QueueSpec {
         limit_bytes: None,
         cell_bytes: None,
         limit_cells: None,
+        mark_threshold_packets: None,
     })
 }
 

@@ -221,6 +221,7 @@ fn datagrams_in_flight_are_those_on_the_links() {
             limit_bytes: None,
             cell_bytes: None,
             limit_cells: None,
+            mark_threshold_packets: None,
         });
     let mut sim = Simulation::new(s).unwrap();
     sim.run_until(1_234_567_890_123);

@@ -54,10 +54,13 @@ pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
         CcSpec::Yeah(_) => ("yeah", true),
         CcSpec::Nv(_) => ("nv", true),
         CcSpec::Cdg(_) => ("cdg", true),
+        // tcp_dctcp.c is mainline; TCP Prague is the L4S team's out-of-tree module.
+        CcSpec::Dctcp(_) => ("dctcp", true),
         // A Python controller runs in the simulator's process only; BBRv3 is Google's
         // out-of-tree tcp_bbr.c (v3 branch), not mainline's "bbr", which is v1.
         CcSpec::Westwood(_)
         | CcSpec::Bbr3(_)
+        | CcSpec::Prague(_)
         | CcSpec::Fast(_)
         | CcSpec::GridDt(_)
         | CcSpec::Nocc(_)
@@ -229,6 +232,10 @@ fn tcp_knobs(
     }
     // ECN: the sender asks for it (1); a receiver always accepts (Linux's default 2).
     k.sender_sysctls.insert("net.ipv4.tcp_ecn", if t.ecn { "1" } else { "2" }.to_string());
+    if t.accecn {
+        k.notes
+            .push("accecn: the emulator asks the kernel for classic ECN (RFC 3168); Accurate ECN is not set up".into());
+    }
     match t.recovery {
         Recovery::Sack | Recovery::Newreno => {}
         Recovery::Reno | Recovery::Tahoe => k.notes.push(format!(
@@ -571,6 +578,13 @@ mod tests {
     }
 
     fn tcp() -> Value {
+        // Built in two steps: one json! of every key reaches the macro's recursion limit.
+        let mut t = tcp_without_accecn();
+        t["accecn"] = json!(false);
+        t
+    }
+
+    fn tcp_without_accecn() -> Value {
         json!({"mss_bytes": 1448, "initial_window_segments": 10, "rcv_buffer_bytes": 8388608, "snd_buffer_bytes": 8388608,
             "window_scaling": true, "timestamps": true, "delayed_ack": true, "delayed_ack_timeout_ps": 40_000_000_000u64,
             "ack_every_segments": 2, "dupack_threshold": 3, "newreno_impatient": false, "ecn": false, "recovery": "sack",

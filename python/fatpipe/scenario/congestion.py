@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from .ecn_algorithms import ECN_TABLES
 from .bpf import BPF_TABLE, KERNEL_HZ, KERNEL_HZ_SOURCE, normalize_bpf
 from .python_cc import PYTHON_TABLE, normalize_python, python_value
 from .bbr3 import BBR3_TABLE, normalize_bbr3
@@ -539,6 +540,7 @@ CC_ALGORITHMS: Dict[str, Algorithm] = {
     "bic": _BIC,
     "cubic": _CUBIC,
     "bbr": _BBR,
+    **{name: _simple_algorithm(name, doc, *params) for name, (doc, *params) in ECN_TABLES.items()},
     # A BPF struct_ops program of the user's: cc = { bpf = "algo.bpf.o" } (scenario/bpf.py).
     "bpf": Algorithm(table=BPF_TABLE, normalize=normalize_bpf),
     # A class of the user's in Python: cc = { python = "module:Class" } (scenario/python_cc.py).
@@ -648,6 +650,8 @@ PRESETS: Dict[str, Preset] = {
     "yeah": Preset("yeah", "sack", "YeAH: Scalable or Reno by queue, precautionary decongestion", "Baiocchi et al. 2007; Linux"),
     "nv": Preset("nv", "sack", "NV: cuts the window toward the rate's before a loss", "Brakmo 2010; Linux"),
     "cdg": Preset("cdg", "sack", "CDG: probabilistic backoff on the delay gradient", "Hayes and Armitage 2011; Linux"),
+    "dctcp": Preset("dctcp", "sack", "DCTCP: window cut in proportion to the ECN-marked fraction", "RFC 8257; Linux tcp_dctcp.c"),
+    "prague": Preset("prague", "sack", "TCP Prague, the L4S congestion control (ECT(1), AccECN)", "draft-briscoe-iccrg-prague-congestion-control; L4S tcp_prague.c"),
 }
 
 #: Document 003's Reno versions: on the RFC stack their names say the recovery, so a

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
 from ..units import U64_MAX, format_duration, format_size
+from .ecn_algorithms import check_ecn_needs
 from .congestion import CC_ALGORITHMS, PRESETS, CongestionControlChoice, stack_recovery
 from .kinds import Boolean, Choice, Duration, Integer, Name, Size
 from .host import _HOST, normalize_host
@@ -364,6 +365,7 @@ def _normalize_flow(
         )
     cc = resolve_cc(profile, cc)
     algorithm = CC_ALGORITHMS[cc["algorithm"]]
+    check_ecn_needs(cc["algorithm"], tcp, profile.stack, path, tcp_path)
     if cc.get("cwr_halves") and profile.stack == "rfc":
         raise ScenarioError(
             f'{path}.cc.cwr_halves: true is not allowed with profile = "{profile.name}": the RFC stack cuts '
@@ -428,6 +430,7 @@ def _normalize_flow(
             "dupack_threshold": tcp["dupack_threshold"],
             "newreno_impatient": tcp["newreno_impatient"],
             "ecn": tcp["ecn"],
+            "accecn": tcp["accecn"],
             "recovery": recovery,
             "fack": tcp["fack"],
             "dcr_div": tcp["dcr_div"],

@@ -169,10 +169,20 @@ def _droptail_table(default_key: str, default_value: Any, default_source: str) -
                 "when no limit and no cells are set",
             ),
             *_cell_fields(""),
+            Field(
+                "mark_threshold",
+                Integer(minimum=0, example=20),
+                "step marking (issue 28): an ECN-capable packet that arrives to find at least this "
+                "many packets waiting is marked Congestion Experienced (the queue it joins is above "
+                "the threshold K); others queue or drop as before. The DCTCP paper's switch "
+                "marking (Alizadeh et al. 2010 section 3.1: K > C x RTT / 7). Below limit_packets",
+                UNSET,
+                "unset: no marking",
+            ),
         ),
         doc="First in, first out; arrivals that do not fit are dropped. Set at most one of "
         "limit_packets, limit_bytes, limit_bdp, and optionally buffer cells (cell_size and "
-        "limit_cells), which apply as well.",
+        "limit_cells), which apply as well; mark_threshold adds step ECN marking.",
     )
 
 
@@ -199,13 +209,25 @@ def _normalize_droptail(
         # Cells alone are the whole limit: the default packet limit must not cut in.
         apply_default=cell_bytes is None,
     )
-    return {
+    normalized = {
         "discipline": "droptail",
         "limit_packets": limit_packets,
         "limit_bytes": limit_bytes,
         "cell_bytes": cell_bytes,
         "limit_cells": limit_cells,
     }
+    mark = params["mark_threshold"]
+    if mark is not None:
+        if limit_packets is not None and mark >= limit_packets:
+            raise _fail(
+                _join(path, "mark_threshold"),
+                mark,
+                f"must be below the queue limit ({limit_packets} packets): a full queue drops "
+                "before it could mark",
+            )
+        # Only when set: a queue without it normalizes as before.
+        normalized["mark_threshold_packets"] = mark
+    return normalized
 
 
 #: RED's hard limit counts packets, or cells (cell_size and limit_cells); not bytes.

@@ -416,6 +416,20 @@ _TCP = Table(
             "do not ask for it",
         ),
         Field(
+            "accecn",
+            Boolean(),
+            "Accurate ECN feedback (RFC 9768), on at both ends (needs ecn = true; Linux stack): "
+            "the receiver counts CE-marked segments and returns the count modulo 8 in every ACK's "
+            "ACE field (the AE, CWR and ECE bits), acknowledging at once when a mark follows an "
+            "unmarked segment or two marks are unacknowledged; the sender takes the newly marked "
+            "segments of each ACK from it and any new mark is its ECN echo; no CWR is sent. Each "
+            "ACK also carries the AccECN option (its CE byte counter; 12 option bytes, 8 or none "
+            "when SACK blocks leave less room), which decides how many segments were marked when "
+            "an ACK covers more than 7 (without it, the most the ACE field allows). Prague needs it",
+            False,
+            "off, as Linux before 6.18 (net.ipv4.tcp_ecn = 3 asks for it there)",
+        ),
+        Field(
             "min_rto",
             Duration(positive=True, example="200ms"),
             "lower bound of the retransmission timeout",

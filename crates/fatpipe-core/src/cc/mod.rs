@@ -13,6 +13,7 @@ pub mod bic;
 pub mod bpf;
 pub mod cdg;
 pub mod cubic;
+pub mod dctcp;
 pub mod external;
 pub mod fast;
 pub mod griddt;
@@ -23,6 +24,7 @@ pub mod illinois;
 pub mod jiffies;
 pub mod nocc;
 pub mod nv;
+pub mod prague;
 pub mod reno;
 pub mod round;
 pub mod scalable;
@@ -65,6 +67,12 @@ pub struct CcState {
     pub max_ssthresh: u32,
     /// Bytes delivered to the receiver (cumulatively ACKed or SACKed) since the start.
     pub delivered_bytes: u64,
+    /// Segments delivered since the start, and of them those the receiver reported CE-marked
+    /// (Linux `tp->delivered`, `tp->delivered_ce`; kept by the Linux stack): with RFC 3168
+    /// feedback every segment an ECE-flagged ACK delivers (`tcp_count_delivered`), with
+    /// Accurate ECN the ACE field's count. DCTCP and Prague take their fraction per window.
+    pub delivered_segments: u64,
+    pub delivered_ce_segments: u64,
     /// Oldest unacknowledged byte (Linux `snd_una`) and the next new byte to send (Linux
     /// `snd_nxt`, the highest ever sent: a retransmission does not move it back), counted
     /// from 0 at the connection's first data byte. Algorithms that count rounds as Linux does
@@ -101,6 +109,8 @@ impl CcState {
             min_rtt: None,
             max_ssthresh: 0,
             delivered_bytes: 0,
+            delivered_segments: 0,
+            delivered_ce_segments: 0,
             snd_una: 0,
             snd_nxt: cwnd as u64 * mss_bytes as u64,
             last_send_ps: None,
@@ -212,6 +222,9 @@ pub struct AckSample {
     pub tx_in_flight_bytes: u64,
     pub rate_lost_bytes: u64,
     pub rate_delivered_ce_bytes: u64,
+    /// Of the segments this ACK delivered, those the receiver reported CE-marked (Linux
+    /// `rs->ece_delta`, the change of `delivered_ce`; Linux stack only).
+    pub ce_segments: u32,
 }
 
 impl AckSample {
@@ -318,6 +331,12 @@ pub trait CongestionControl: Send + Sync {
     fn times_every_ack(&self) -> bool {
         false
     }
+
+    /// The algorithm marks its segments ECT(1), the L4S identifier (RFC 9331; Linux
+    /// `TCP_ECN_ECT_1`, which Prague sets) instead of ECT(0). Asked once.
+    fn sends_ect1(&self) -> bool {
+        false
+    }
 }
 
 /// Standard slow start (Linux `tcp_slow_start`): grow by the acknowledged segments up to
@@ -418,6 +437,8 @@ pub enum CcSpec {
     Bic(bic::BicConfig),
     Cubic(cubic::CubicConfig),
     Bbr3(bbr3::Bbr3Config),
+    Dctcp(dctcp::DctcpConfig),
+    Prague(prague::PragueConfig),
     /// A BPF struct_ops program (`cc/bpf.rs`).
     Bpf(bpf::BpfConfig),
     /// A controller written in Python (`cc/external.rs`; fatpipe-py attaches it).
@@ -446,6 +467,8 @@ impl CcSpec {
             CcSpec::Htcp(cfg) => Box::new(htcp::Htcp::new(cfg.clone())),
             CcSpec::Bic(cfg) => Box::new(bic::Bic::new(cfg.clone())),
             CcSpec::Cubic(cfg) => cubic::build(cfg),
+            CcSpec::Dctcp(cfg) => Box::new(dctcp::Dctcp::new(cfg.clone())),
+            CcSpec::Prague(cfg) => Box::new(prague::Prague::new(cfg.clone())),
             CcSpec::Bpf(cfg) => bpf::build(cfg),
             CcSpec::Python(cfg) => external::build(cfg),
             CcSpec::Bbr3(cfg) => Box::new(bbr3::Bbr3::new(cfg.clone())),
@@ -456,6 +479,14 @@ impl CcSpec {
             CcSpec::Nv(cfg) => Box::new(nv::Nv::new(cfg.clone())),
             CcSpec::Cdg(cfg) => Box::new(cdg::Cdg::new(cfg.clone())),
         }
+    }
+}
+
+impl CcSpec {
+    /// The receiving end runs DCTCP too, and so echoes CE as RFC 8257 section 3.2 says
+    /// (`TcpReceiver::use_dctcp_feedback`).
+    pub fn receiver_echoes_ce_changes(&self) -> bool {
+        matches!(self, CcSpec::Dctcp(_))
     }
 }
 
@@ -496,6 +527,8 @@ default_from_the_scenario!(
     htcp::HtcpConfig => "htcp",
     bic::BicConfig => "bic",
     bbr3::Bbr3Config => "bbr3",
+    dctcp::DctcpConfig => "dctcp",
+    prague::PragueConfig => "prague",
 );
 
 /// Test helpers shared by the algorithms' unit tests: a window state and an ACK with the

@@ -490,6 +490,7 @@ mod tests {
             limit_bytes: None,
             cell_bytes: None,
             limit_cells: None,
+            mark_threshold_packets: None,
         });
         let spec = LinkSpec {
             name: "l".into(),

@@ -155,6 +155,7 @@ mod tests {
                 limit_bytes: None,
                 cell_bytes: None,
                 limit_cells: None,
+                mark_threshold_packets: None,
             }),
             impairments: Vec::new(),
             tx_ring: None,

@@ -102,6 +102,19 @@ impl FlowSpec {
         if t.min_rto_ps > t.max_rto_ps {
             return Err(".tcp.min_rto_ps: larger than max_rto_ps".into());
         }
+        // Accurate ECN is built into the Linux stack's ACK path; DCTCP and Prague run there
+        // and need ECN (Prague its accurate form), as Linux's TCP_CONG_NEEDS_ECN(_ACCECN).
+        if t.accecn && !(t.ecn && t.stack == StackKind::Linux) {
+            return Err(".tcp.accecn: needs ecn and the Linux stack".into());
+        }
+        if let CcSpec::Dctcp(_) | CcSpec::Prague(_) = cc {
+            if !t.ecn || t.stack != StackKind::Linux {
+                return Err(".cc: dctcp and prague need tcp.ecn and the Linux stack".into());
+            }
+        }
+        if matches!(cc, CcSpec::Prague(_)) && !t.accecn {
+            return Err(".cc: prague needs tcp.accecn (Accurate ECN feedback)".into());
+        }
         let bsd = t.rto_estimator == RtoEstimator::Bsd;
         if bsd && (t.stack != StackKind::Rfc || t.slow_timer_ps.is_none_or(|p| p == 0)) {
             return Err(".tcp.rto_estimator: bsd needs the RFC stack and a positive slow_timer_ps".into());
@@ -181,6 +194,8 @@ impl FlowSpec {
             CcSpec::Yeah(c) => c.validate(),
             CcSpec::Nv(c) => c.validate(),
             CcSpec::Cdg(c) => c.validate(),
+            CcSpec::Dctcp(c) => c.validate(),
+            CcSpec::Prague(c) => c.validate(),
         };
         cc_params.map_err(|e| format!(".cc.{e}"))
     }

@@ -124,6 +124,11 @@ pub struct TcpConfig {
     /// new data ECN-capable and answers an ECN-Echo with one window reduction (CWR) per
     /// window of data; the receiver echoes a CE mark until it sees CWR.
     pub ecn: bool,
+    /// Accurate ECN (RFC 9768), negotiated by both ends (needs `ecn`): the receiver counts
+    /// CE-marked packets and returns the count modulo 8 in every ACK's ACE field (AE, CWR,
+    /// ECE) instead of RFC 3168's ECE-until-CWR; the sender derives the newly marked packets
+    /// of each ACK, with the AccECN option's CE byte counter where the option fits.
+    pub accecn: bool,
     pub min_rto_ps: Time,
     pub max_rto_ps: Time,
     pub initial_rto_ps: Time,

@@ -23,7 +23,10 @@
 use super::config::TcpConfig;
 use super::ranges::RangeSet;
 use super::reader::AppReader;
-use crate::packet::{sack_option_bytes, Ecn, Packet, PacketKind, SackBlocks};
+use crate::packet::{
+    accecn_option_bytes, sack_option_bytes, Ecn, Packet, PacketKind, SackBlocks, IPV4_TCP_HEADER_BYTES,
+    TCP_MAX_OPTION_BYTES,
+};
 use crate::time::Time;
 
 #[derive(Clone, Debug, Default)]
@@ -46,6 +49,95 @@ pub struct ReceiverStats {
     pub last_delivery_ps: Option<Time>,
     /// ACKs that reported a duplicate segment with a D-SACK block (RFC 2883).
     pub dsacks_sent: u64,
+}
+
+/// How the receiver feeds congestion marks back to the sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnFeedback {
+    /// RFC 3168 section 6.1.3: ECN-Echo on every ACK from a CE mark until a CWR arrives.
+    Rfc3168,
+    /// RFC 8257 section 3.2 (DCTCP; Linux `dctcp_ece_ack_update`): ECN-Echo is the CE state
+    /// of the latest segment, and a change of that state first acknowledges at once what
+    /// arrived before it, with the old state, so that every ECE-flagged ACK covers exactly
+    /// the marked segments even with delayed ACKs. CWR is ignored.
+    Dctcp,
+    /// RFC 9768: the ACE field carries the count of CE-marked packets modulo 8.
+    AccEcn,
+}
+
+/// AccECN's increment-triggered ACK (RFC 9768 section 3.2.2.5.2: an ACK once n CE marks
+/// have arrived since the last one; n SHOULD be 2, so the 3-bit counter cannot wrap
+/// between ACKs).
+const ACCECN_CE_PER_ACK: u32 = 2;
+/// RFC 9768 section 3.2.1: r.cep and s.cep start at 5, so that a middlebox zeroing the
+/// ACE field is detected.
+pub const ACCECN_CEP_INIT: u32 = 5;
+
+/// The sender's half of Accurate ECN (RFC 9768): s.cep, the CE packets reported so far, and
+/// s.ceb, the CE bytes the AccECN option reported (Linux `delivered_ecn_bytes[CE]`).
+#[derive(Clone, Copy, Debug)]
+pub struct AccEcnSender {
+    pub cep: u32,
+    pub ceb: u32,
+}
+
+impl Default for AccEcnSender {
+    fn default() -> Self {
+        AccEcnSender { cep: ACCECN_CEP_INIT, ceb: 0 }
+    }
+}
+
+/// Linux `TCP_ACCECN_SAFETY_SHIFT` (the RFC's SAFETY_FACTOR of 2).
+const ACCECN_SAFETY_SHIFT: u32 = 1;
+
+impl AccEcnSender {
+    /// The CE-marked segments an ACK reports, from its ACE field, the segments and payload
+    /// bytes it newly delivered, and the ECEB field if the option came (Linux
+    /// `__tcp_accecn_process`). Up to 7 deliveries the 3-bit counter cannot have wrapped
+    /// unseen and its change is the count. Beyond, the count is ambiguous by multiples of 8:
+    /// without the option the sender takes the largest the field allows (`safe_delta`, RFC
+    /// 9768 Appendix A.2); with it, the CE bytes decide: none means the ACE change, more
+    /// than the ACE change's full segments means the safe count, less than half the safe
+    /// count's means the ACE change, and for ACKs of 16 segments or more (`sack_or_open`:
+    /// SACK in use, or the state Open or CWR) the count the CE bytes' share of the delivered
+    /// bytes implies.
+    pub fn ce_delta(
+        &mut self,
+        ace: u8,
+        eceb: Option<u32>,
+        delivered: u32,
+        delivered_bytes: u64,
+        mss: u32,
+        sack_or_open: bool,
+    ) -> u32 {
+        let old_ceb = self.ceb;
+        if let Some(eceb) = eceb {
+            // The option's 24-bit field: advance by its change, modulo 2^24.
+            self.ceb = self.ceb.wrapping_add(eceb.wrapping_sub(self.ceb) & 0xFF_FFFF);
+        }
+        let seen = (ace as u32).wrapping_sub(self.cep) & 7;
+        let delta = if delivered <= 7 {
+            seen
+        } else {
+            let safe = delivered - ((delivered - seen) & 7);
+            match eceb.map(|_| self.ceb.wrapping_sub(old_ceb) as u64) {
+                Some(0) => seen,
+                Some(d_ceb) if delivered >= 16 && sack_or_open => {
+                    if delivered_bytes <= d_ceb {
+                        safe
+                    } else {
+                        let estimate = (d_ceb * delivered as u64).div_ceil(delivered_bytes) as u32;
+                        safe.min(seen + (estimate & !7))
+                    }
+                }
+                Some(d_ceb) if d_ceb > seen as u64 * mss as u64 => safe,
+                Some(d_ceb) if d_ceb < (safe as u64 * mss as u64) >> ACCECN_SAFETY_SHIFT => seen,
+                _ => safe,
+            }
+        };
+        self.cep = self.cep.wrapping_add(delta);
+        delta
+    }
 }
 
 pub struct TcpReceiver {
@@ -83,9 +175,18 @@ pub struct TcpReceiver {
     ts_recent: Time,
     last_ack_sent: u64,
     /// ECN negotiated; while `ece` is set every ACK carries ECN-Echo (RFC 3168 6.1.3: from a
-    /// CE mark until a segment with CWR arrives; Linux `TCP_ECN_DEMAND_CWR`).
+    /// CE mark until a segment with CWR arrives; Linux `TCP_ECN_DEMAND_CWR`; with DCTCP's
+    /// feedback, the CE state of the latest segment).
     ecn: bool,
     ece: bool,
+    feedback: EcnFeedback,
+    /// Accurate ECN (RFC 9768 section 3.2.1): r.cep, CE-marked packets received (from 5),
+    /// r.ceb, their payload bytes (from 0), the CE marks since the last ACK, and whether the
+    /// latest segment was CE.
+    cep: u32,
+    ceb: u32,
+    ce_unacked: u32,
+    last_ce: bool,
     /// The application reading at a limited rate; None: it reads every byte at once.
     reader: Option<AppReader>,
     rcv_buffer: u64,
@@ -135,6 +236,11 @@ impl TcpReceiver {
             last_ack_sent: 0,
             ecn: cfg.ecn,
             ece: false,
+            feedback: if cfg.accecn { EcnFeedback::AccEcn } else { EcnFeedback::Rfc3168 },
+            cep: ACCECN_CEP_INIT,
+            ceb: 0,
+            ce_unacked: 0,
+            last_ce: false,
             reader: cfg.receiver_drain_rate_bps.map(AppReader::new),
             rcv_buffer: cfg.rcv_buffer_bytes,
             gro: cfg.host.filter(|h| h.gro).map(|h| crate::host::gro::Gro::new(&h, cfg.mss_bytes)),
@@ -146,6 +252,19 @@ impl TcpReceiver {
             window_update_deadline: None,
             stats: ReceiverStats::default(),
         }
+    }
+
+    /// The receiver runs DCTCP, whose feedback replaces RFC 3168's (Linux: the receiving
+    /// socket's congestion control is dctcp). Accurate ECN, when negotiated, takes precedence,
+    /// as in Linux, where DCTCP's echo state machine runs only without AccECN.
+    pub fn use_dctcp_feedback(&mut self) {
+        if self.feedback == EcnFeedback::Rfc3168 {
+            self.feedback = EcnFeedback::Dctcp;
+        }
+    }
+
+    pub fn ecn_feedback(&self) -> EcnFeedback {
+        self.feedback
     }
 
     pub fn delayed_ack_deadline(&self) -> Option<Time> {
@@ -196,17 +315,7 @@ impl TcpReceiver {
     /// TCP takes one (super-)segment.
     fn receive(&mut self, now: Time, seg: &Packet, out: &mut Vec<Packet>) {
         let (start, end) = (seg.seq, seg.end_seq());
-        if self.ecn {
-            // CWR first: a segment with both CWR and CE asks for ECN-Echo again. A delayed
-            // ACK echoes a CE on any segment it covers, since the flag stays set.
-            if seg.ecn.has(Ecn::CWR) {
-                self.ece = false;
-            }
-            if seg.ecn.has(Ecn::CE) {
-                self.ece = true;
-                self.stats.ce_segments += 1;
-            }
-        }
+        let ack_now = self.ecn && self.note_ecn(now, seg, out);
         if self.reader.is_some() {
             if seg.payload_bytes == 0 {
                 // A zero-window probe: answer with the window as it stands.
@@ -267,7 +376,7 @@ impl TcpReceiver {
             if had_hole {
                 self.update_sack_blocks(self.rcv_nxt);
             }
-            if had_hole || !self.delayed_ack || self.unacked_segments >= self.ack_every_segments {
+            if had_hole || ack_now || !self.delayed_ack || self.unacked_segments >= self.ack_every_segments {
                 // A segment that fills a hole is acknowledged at once (RFC 5681 4.2).
                 self.send_ack(now, out);
             } else if self.delayed_ack_deadline.is_none() {
@@ -279,6 +388,49 @@ impl TcpReceiver {
             }
         }
         self.schedule_window_update(now, out);
+    }
+
+    /// The segment's ECN bits, by the feedback in use; returns whether its ACK must go out
+    /// at once (AccECN's change- and increment-triggered ACKs).
+    fn note_ecn(&mut self, now: Time, seg: &Packet, out: &mut Vec<Packet>) -> bool {
+        let ce = seg.ecn.has(Ecn::CE);
+        self.stats.ce_segments += u64::from(ce);
+        match self.feedback {
+            EcnFeedback::Rfc3168 => {
+                // CWR first: a segment with both CWR and CE asks for ECN-Echo again. A
+                // delayed ACK echoes a CE on any segment it covers, since the flag stays set.
+                if seg.ecn.has(Ecn::CWR) {
+                    self.ece = false;
+                }
+                self.ece |= ce;
+                false
+            }
+            EcnFeedback::Dctcp => {
+                if ce != self.ece {
+                    // RFC 8257 section 3.2: the segments held for a delayed ACK are
+                    // acknowledged now with the state they arrived in; this one starts the
+                    // new state (its ACK follows the delayed-ACK rules).
+                    if self.unacked_segments > 0 {
+                        self.send_ack(now, out);
+                    }
+                    self.ece = ce;
+                }
+                false
+            }
+            EcnFeedback::AccEcn => {
+                let first_after_unmarked = ce && !self.last_ce;
+                self.last_ce = ce;
+                if !ce {
+                    return false;
+                }
+                let n = self.gro.as_ref().map_or(1, |g| g.segments(seg.payload_bytes));
+                self.cep = self.cep.wrapping_add(n);
+                self.ceb = self.ceb.wrapping_add(seg.payload_bytes);
+                self.ce_unacked += n;
+                // RFC 9768 section 3.2.2.5: change-triggered and increment-triggered ACKs.
+                first_after_unmarked || self.ce_unacked >= ACCECN_CE_PER_ACK
+            }
+        }
     }
 
     /// The delayed-ACK timer expired (or, with GRO, the NIC's interrupt is due).
@@ -381,6 +533,14 @@ impl TcpReceiver {
     fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         let window_bytes = self.advertised_window(now);
         self.unacked_segments = 0;
+        let mut ecn = Ecn::default();
+        let accecn = self.feedback == EcnFeedback::AccEcn;
+        if accecn {
+            ecn.set_ace(self.cep);
+            self.ce_unacked = 0;
+        } else if self.ece {
+            ecn.set(Ecn::ECE);
+        }
         self.delayed_ack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;
@@ -395,7 +555,15 @@ impl TcpReceiver {
         for &(s, e) in &self.recent_blocks[..room] {
             sack.push(self.rcv_nxt, s, e);
         }
-        out.push(Packet {
+        let mut option_bytes = sack_option_bytes(sack.len());
+        let mut accecn_option = 0;
+        if accecn {
+            // The AccECN option in what SACK and timestamps leave (Linux: SACK first).
+            let room = TCP_MAX_OPTION_BYTES.saturating_sub(self.header_bytes - IPV4_TCP_HEADER_BYTES + option_bytes);
+            accecn_option = accecn_option_bytes(room);
+            option_bytes += accecn_option;
+        }
+        let mut ack = Packet {
             flow: self.flow,
             conn: self.conn,
             src: self.node,
@@ -403,14 +571,18 @@ impl TcpReceiver {
             kind: PacketKind::Ack,
             seq: 0,
             payload_bytes: 0,
-            ip_bytes: self.header_bytes + sack_option_bytes(sack.len()),
+            ip_bytes: self.header_bytes + option_bytes,
             ack: self.rcv_nxt,
             window_bytes,
             sack,
             ts_val: now, // the receiver's clock (RFC 7323), for captures: the sender reads only ts_ecr
             ts_ecr: self.ts_recent,
             retransmission: false,
-            ecn: if self.ece { Ecn::ECE } else { Ecn::default() },
-        });
+            ecn,
+        };
+        if accecn_option >= 8 {
+            ack.set_accecn_eceb(self.ceb);
+        }
+        out.push(ack);
     }
 }

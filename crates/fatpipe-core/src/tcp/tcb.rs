@@ -95,6 +95,10 @@ pub struct Tcb {
     pub(crate) last_data_sent_ps: Option<Time>,
     /// Set CWR on the next new data segment (RFC 3168 6.1.2; Linux `TCP_ECN_QUEUE_CWR`).
     pub(crate) ecn_cwr_pending: bool,
+    /// The ECN codepoint of new data: ECT(0), or ECT(1) when the algorithm asks for it.
+    pub(crate) ect: Ecn,
+    /// Accurate ECN (RFC 9768): what the receiver has reported so far.
+    pub(crate) accecn: crate::tcp::receiver::AccEcnSender,
     /// Data segments the host's interface queue can still take during this call; the
     /// simulation sets it before every entry point (unlimited unless it does).
     pub(crate) tx_budget: u64,
@@ -137,6 +141,8 @@ impl Tcb {
                 min_rtt: None,
                 max_ssthresh: cfg.max_ssthresh_segments,
                 delivered_bytes: 0,
+                delivered_segments: 0,
+                delivered_ce_segments: 0,
                 snd_una: 0,
                 snd_nxt: 0,
                 last_send_ps: None,
@@ -169,6 +175,8 @@ impl Tcb {
             lone_runt: None,
             last_data_sent_ps: None,
             ecn_cwr_pending: false,
+            ect: Ecn::ECT,
+            accecn: Default::default(),
             tx_budget: u64::MAX,
             refused: false,
             interface_blocked: false,
@@ -179,6 +187,9 @@ impl Tcb {
         };
         tcb.cc.init(&mut tcb.cc_state);
         tcb.controls = tcb.cc.has_cong_control();
+        if tcb.cc.sends_ect1() {
+            tcb.ect = Ecn::ECT1;
+        }
         tcb.paces = tcb.cfg.pacing_gain.is_some()
             || tcb.controls
             || tcb.cfg.max_send_rate_bps.is_some()
@@ -363,8 +374,11 @@ impl Tcb {
         let mut ecn = Ecn::default();
         if self.cfg.ecn && !retransmission {
             // RFC 3168 6.1.5: retransmissions are not ECN-capable; CWR rides on new data.
-            ecn.set(Ecn::ECT);
-            if std::mem::take(&mut self.ecn_cwr_pending) {
+            ecn.set(self.ect);
+            if self.cfg.accecn {
+                // RFC 9768: no CWR; the ACE field carries this end's own (unchanging) r.cep.
+                ecn.set_ace(crate::tcp::receiver::ACCECN_CEP_INIT);
+            } else if std::mem::take(&mut self.ecn_cwr_pending) {
                 ecn.set(Ecn::CWR);
             }
         }

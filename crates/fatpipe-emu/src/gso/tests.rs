@@ -261,6 +261,7 @@ fn a_super_packet_crossing_a_drop_in_the_link_is_merged_on_each_side_of_the_hole
         limit_bytes: None,
         cell_bytes: None,
         limit_cells: None,
+        mark_threshold_packets: None,
     });
     let spec = LinkSpec {
         name: "l".into(),

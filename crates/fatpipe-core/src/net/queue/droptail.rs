@@ -2,9 +2,12 @@
 //! Limits count packets, IP bytes, or fixed-size buffer cells (a packet must fit all that
 //! are set). Cells model routers that store packets in buffers of a fixed size, such as the
 //! 2 KB buffers of document 002's ANSNET routers, where a packet takes ceil(size / cell).
+//! With a marking threshold K it is also the DCTCP paper's switch (Alizadeh et al. 2010
+//! section 3.1): an ECN-capable arrival that finds K packets or more waiting is marked CE
+//! (step marking on the instantaneous queue).
 
 use super::{Admission, QueueDiscipline};
-use crate::packet::Packet;
+use crate::packet::{Ecn, Packet};
 use crate::time::Time;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -19,6 +22,9 @@ pub struct DropTailConfig {
     /// Size of one buffer cell, bytes, and how many cells there are (both or neither).
     pub cell_bytes: Option<u32>,
     pub limit_cells: Option<u64>,
+    /// Step marking: an ECT arrival finding at least this many packets waiting is marked CE
+    /// (None, the key absent: no marking).
+    pub mark_threshold_packets: Option<u64>,
 }
 
 impl DropTailConfig {
@@ -34,11 +40,12 @@ pub struct DropTail {
     packets: u64,
     bytes: u64,
     cells: u64,
+    marks: u64,
 }
 
 impl DropTail {
     pub fn new(cfg: DropTailConfig) -> Self {
-        DropTail { cfg, packets: 0, bytes: 0, cells: 0 }
+        DropTail { cfg, packets: 0, bytes: 0, cells: 0, marks: 0 }
     }
 }
 
@@ -52,6 +59,10 @@ impl QueueDiscipline for DropTail {
         let over_cells = self.cfg.limit_cells.is_some_and(|l| self.cells + cells > l);
         if over_packets || over_bytes || over_cells {
             return Err(Admission::Overflow);
+        }
+        if self.cfg.mark_threshold_packets.is_some_and(|k| self.packets >= k) && pkt.ecn.is_ect() {
+            pkt.ecn.set(Ecn::CE);
+            self.marks += 1;
         }
         if starts_now {
             return Ok(());
@@ -93,6 +104,10 @@ impl QueueDiscipline for DropTail {
     fn len_bytes(&self) -> u64 {
         self.bytes
     }
+
+    fn ecn_marks(&self) -> u64 {
+        self.marks
+    }
 }
 
 #[cfg(test)]
@@ -101,7 +116,38 @@ mod tests {
     use crate::packet::testing::data;
 
     fn no_limits() -> DropTailConfig {
-        DropTailConfig { limit_packets: None, limit_bytes: None, cell_bytes: None, limit_cells: None }
+        DropTailConfig {
+            limit_packets: None,
+            limit_bytes: None,
+            cell_bytes: None,
+            limit_cells: None,
+            mark_threshold_packets: None,
+        }
+    }
+
+    #[test]
+    fn step_marking_marks_ect_arrivals_at_or_above_k_waiting() {
+        // The DCTCP paper's switch: mark when the queue the packet joins exceeds K.
+        let mut q = DropTail::new(DropTailConfig { mark_threshold_packets: Some(2), ..no_limits() });
+        let mut marked = Vec::new();
+        for i in 0..4 {
+            let mut p = data(i, 1500);
+            p.ecn.set(if i % 2 == 0 { Ecn::ECT } else { Ecn::ECT1 });
+            q.admit(0, &mut p, false).unwrap();
+            marked.push(p.ecn.has(Ecn::CE));
+        }
+        assert_eq!(marked, [false, false, true, true]);
+        let mut plain = data(9, 1500);
+        q.admit(0, &mut plain, false).unwrap();
+        assert!(!plain.ecn.has(Ecn::CE), "not ECN-capable: queued unmarked");
+        assert_eq!(q.ecn_marks(), 2);
+        for _ in 0..4 {
+            q.depart(0, 1500);
+        }
+        let mut p = data(10, 1500);
+        p.ecn.set(Ecn::ECT);
+        q.admit(0, &mut p, false).unwrap();
+        assert!(!p.ecn.has(Ecn::CE), "one waiting: below K again after departures");
     }
 
     fn admit(q: &mut DropTail, ip_bytes: u32) -> bool {

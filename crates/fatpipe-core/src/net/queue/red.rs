@@ -242,7 +242,7 @@ impl QueueDiscipline for Red {
         if early != Early::Admit {
             self.restart_count();
         }
-        let mark = early == Early::Signal && self.cfg.ecn && pkt.ecn.has(Ecn::ECT);
+        let mark = early == Early::Signal && self.cfg.ecn && pkt.ecn.is_ect();
         if early == Early::Force || (early == Early::Signal && !mark) {
             return Err(Admission::EarlyDrop);
         }

@@ -189,6 +189,7 @@ mod tests {
             limit_bytes: None,
             cell_bytes: None,
             limit_cells: None,
+            mark_threshold_packets: None,
         });
         TxRing::new(TxRingSpec { descriptors, descriptor_bytes: 4096 }, Queue::DropTail(qdisc))
     }

@@ -142,6 +142,8 @@ struct Tally {
     acked_bytes: u64,
     /// The ACK may have been delayed by the receiver (Linux `FLAG_ACK_MAYBE_DELAYED`).
     maybe_delayed: bool,
+    /// Of the segments delivered, those reported CE-marked (`count_ce`).
+    ce_segments: u32,
 }
 
 impl TcpStack for LinuxStack {
@@ -153,8 +155,9 @@ impl TcpStack for LinuxStack {
         if ack > tcb.snd_max {
             return; // acknowledges data never sent (RFC 793): ignore
         }
-        let mut f = AckFlags { ece: tcb.cfg.ecn && pkt.ecn.has(Ecn::ECE), ..Default::default() };
-        tcb.stats.ecn_echoes += u64::from(f.ece);
+        // With Accurate ECN the ECE bit is part of the ACE counter: the ACK's echo is known
+        // once it is known what the ACK delivered (below).
+        let mut f = AckFlags { ece: tcb.cfg.ecn && !tcb.cfg.accecn && pkt.ecn.has(Ecn::ECE), ..Default::default() };
         if ack >= tcb.snd_una {
             f.win_update = pkt.window_bytes as u64 != tcb.rwnd;
             tcb.rwnd = pkt.window_bytes as u64;
@@ -181,6 +184,7 @@ impl TcpStack for LinuxStack {
             t.maybe_delayed = tcb.ack_maybe_delayed(ack, ack - prior_snd_una, t.delivered_bytes, f.ece);
             self.clean_rtx_queue(tcb, now, ack, prior_fack, &mut f, &mut t);
         }
+        self.count_ce(tcb, pkt, prior_snd_una, prior_delivered, &mut t, &mut f);
         let rtt = self.update_rtt(tcb, now, pkt, &f, &t);
         // Linux calls pkts_acked at the end of tcp_clean_rtx_queue, before the state machine
         // (tcp_fastretrans_alert): the ACK that ends a recovery still finds the algorithm in
@@ -310,6 +314,42 @@ impl LinuxStack {
         }
     }
 
+    /// The CE-marked segments this ACK reports (Linux `tcp_count_delivered` with an ECE ACK,
+    /// or `tcp_accecn_process`), added to the algorithm's `delivered_ce_segments`. With
+    /// Accurate ECN a report of new marks is the ACK's ECN echo (Linux `FLAG_ECE`); an ACK
+    /// older than snd_una carries a stale counter and reports nothing.
+    fn count_ce(
+        &mut self,
+        tcb: &mut Tcb,
+        pkt: &Packet,
+        prior_snd_una: u64,
+        prior_delivered: u64,
+        t: &mut Tally,
+        f: &mut AckFlags,
+    ) {
+        let delivered = (self.delivered - prior_delivered) as u32;
+        let ce = if !tcb.cfg.accecn {
+            if f.ece {
+                delivered
+            } else {
+                0
+            }
+        } else if tcb.cfg.ecn && pkt.ack >= prior_snd_una {
+            let sack_or_open = tcb.sack() || matches!(tcb.ca_state, CaState::Open | CaState::Cwr);
+            let mss = tcb.cfg.mss_bytes;
+            let ce =
+                tcb.accecn.ce_delta(pkt.ecn.ace(), pkt.accecn_eceb(), delivered, t.delivered_bytes, mss, sack_or_open);
+            f.ece = ce > 0;
+            ce
+        } else {
+            0
+        };
+        tcb.stats.ecn_echoes += u64::from(f.ece);
+        tcb.cc_state.delivered_segments = self.delivered;
+        tcb.cc_state.delivered_ce_segments += ce as u64;
+        t.ce_segments = ce;
+    }
+
     /// The cumulative ACK (Linux `tcp_clean_rtx_queue`).
     fn clean_rtx_queue(
         &mut self,
@@ -428,6 +468,7 @@ impl LinuxStack {
             delivered_bytes: t.delivered_bytes,
             prior_in_flight_bytes: prior_in_flight as u64 * mss,
             is_ack_delayed: t.maybe_delayed,
+            ce_segments: t.ce_segments,
             ..Default::default()
         };
         tcb.cc_state.delivered_bytes += t.delivered_bytes;
@@ -460,6 +501,7 @@ impl LinuxStack {
         tcb.sync_cc_view(now);
         tcb.cc_state.in_flight_segments = self.q.in_flight();
         if tcb.controls {
+            tcb.cc_state.cwnd_limited = self.is_cwnd_limited(tcb);
             tcb.cong_control(sample);
             return;
         }
