@@ -528,6 +528,7 @@ _BBR = _simple_algorithm(
     (Field("min_rtt_window", Duration(example="10s"), "window of the RTprop min filter; when it expires, PROBE_RTT", "10s", "draft-00 RTpropFilterLen; Linux bbr_min_rtt_win_sec"), "min_rtt_window_ps"),
     (Field("probe_rtt_duration", Duration(positive=False, example="200ms"), "how long PROBE_RTT holds cwnd at 4 segments (0: never probe)", "200ms", "draft-00 ProbeRTTDuration; Linux bbr_probe_rtt_mode_ms"), "probe_rtt_duration_ps"),
     (Field("extra_acked", Boolean(), "ACK aggregation (issue 26): once the pipe is full, cwnd's target also carries the most data acknowledged beyond what BtlBw expects over an ACK epoch (max over 10 round trips, at most 100 ms of BtlBw), for ACKs that arrive in bursts (GRO, stretch ACKs)", False, "off, as before it existed here; Linux 5.1+ always (tcp_bbr.c bbr_update_ack_aggregation, bbr_extra_acked_gain 1)"), "extra_acked"),
+    (Field("lt_bw", Boolean(), "policer detection (issue 26): from the first loss on, the delivery rate is sampled over intervals of 4 to 16 round trips, each ended by a loss; two intervals in a row with losses >= 50/256 of what was delivered and rates within 1/8 (or 4 kbit/s) of each other mean a token-bucket policer, and BBR paces at their average with gain 1 for 48 round trips of PROBE_BW", False, "off, as before it existed here; Linux 4.9+ always (tcp_bbr.c bbr_lt_bw_sampling: bbr_lt_intvl_min_rtts 4, bbr_lt_loss_thresh 50, bbr_lt_bw_ratio 1/8, bbr_lt_bw_diff 4 kbit/s, bbr_lt_bw_max_rtts 48)"), "lt_bw"),
 )
 
 #: Congestion control algorithms by name.
