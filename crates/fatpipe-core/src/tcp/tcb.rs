@@ -301,10 +301,11 @@ impl Tcb {
     /// TCP Small Queues before a new skb: too much below TCP holds the sender until the NIC
     /// has freed enough (`host/tsq.rs`); the pacing timer wakes it then.
     fn tsq_holds(&mut self, now: Time) -> bool {
-        let (Some(host), Some(t)) = (self.cfg.host, self.tsq.as_deref()) else { return false };
-        if t.in_skb(now) {
+        // A segment joining the skb being built is never held: the check is once per skb.
+        if self.tsq.as_deref().is_none_or(|t| t.in_skb(now)) {
             return false;
         }
+        let Some(host) = self.cfg.host else { return false };
         let rate = self.socket_pacing_rate_bps(&host);
         let segs = self.skb_segments(&host, rate);
         let truesize = u64::from(segs) * u64::from(self.cfg.mss_bytes) + tsq::SKB_OVERHEAD_BYTES;
@@ -422,8 +423,8 @@ impl Tcb {
             }
         }
         let ip_bytes = self.cfg.header_bytes() + len;
-        if let (Some(host), true) = (self.cfg.host, self.tsq.is_some()) {
-            self.tsq_sent(&host, now, ip_bytes, len);
+        if self.tsq.is_some() {
+            self.tsq_sent(now, ip_bytes, len);
         }
         if self.paces {
             let rate = self.pacing_rate_bps();
@@ -487,9 +488,12 @@ impl Tcb {
     }
 
     /// TCP Small Queues: a segment went below TCP, into the skb being built or a new one.
-    fn tsq_sent(&mut self, host: &HostConfig, now: Time, ip_bytes: u32, payload: u32) {
+    fn tsq_sent(&mut self, now: Time, ip_bytes: u32, payload: u32) {
         let opens = self.tsq.as_deref().is_some_and(|t| !t.in_skb(now));
-        let segs = if opens { self.skb_segments(host, self.socket_pacing_rate_bps(host)) } else { 0 };
+        let segs = match self.cfg.host.filter(|_| opens) {
+            Some(host) => self.skb_segments(&host, self.socket_pacing_rate_bps(&host)),
+            None => 0,
+        };
         if let Some(t) = self.tsq.as_deref_mut() {
             t.on_segment(now, ip_bytes, payload, segs);
         }
