@@ -3,10 +3,14 @@ set, validated with one line naming the key, the value and the range -- and what
 pacing does to a fast host behind a slow, shallow bottleneck."""
 
 import copy
+import json
+import os
+from pathlib import Path
 
 import pytest
 from test_scenario import MINIMAL, error
 
+import fatpipe
 from fatpipe import load_scenario, run
 
 #: Linux's defaults (python/fatpipe/scenario/host.py names their sources).
@@ -25,6 +29,8 @@ LINUX_DEFAULTS = {
     "rx_frames": 32,
     "fq": False,
     "fq_maxrate_bps": None,
+    "tsq": False,
+    "limit_output_bytes": 4 << 20,
 }
 
 
@@ -125,3 +131,63 @@ def doc_with_cc(table):
     d = copy.deepcopy(MINIMAL)
     d["flows"][0]["cc"] = table
     return d
+
+
+def test_the_cores_tests_read_the_host_tables_defaults():
+    """The core's tests build HostConfig from fatpipe/schemas/host-defaults.json
+    (fatpipe_core::host::scenario_defaults): it must be what the table gives. Regenerate
+    with FATPIPE_UPDATE_SCHEMAS=1 pytest tests/test_host_elements.py."""
+    from fatpipe.scenario.host import core_host_defaults
+
+    assert core_host_defaults() == LINUX_DEFAULTS
+    path = Path(fatpipe.__file__).parent / "schemas" / "host-defaults.json"
+    generated = json.dumps(core_host_defaults(), indent=2) + "\n"
+    if os.environ.get("FATPIPE_UPDATE_SCHEMAS"):
+        path.write_text(generated, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == generated, f"{path} is out of date"
+
+
+def test_tsq_and_its_cap_reach_the_core():
+    got = load_scenario(doc(host={"tsq": True, "limit_output_bytes": "1MiB"}))["flows"][0]["tcp"]["host"]
+    assert (got["tsq"], got["limit_output_bytes"]) == (True, 1 << 20)
+    assert error(doc(host={"limit_output_bytes": 0})).startswith("flows[0].host.limit_output_bytes:")
+
+
+def test_bbr_lt_bw_is_off_unless_asked():
+    cc = load_scenario(doc_with_cc({"algorithm": "bbr"}))["flows"][0]["cc"]
+    assert cc["lt_bw"] is False
+    assert load_scenario(doc_with_cc({"algorithm": "bbr", "lt_bw": True}))["flows"][0]["cc"]["lt_bw"] is True
+
+
+def policed(**policer):
+    d = copy.deepcopy(MINIMAL)
+    d["topology"]["impairments"] = [{"kind": "policer", "link": "bottleneck", **policer}]
+    return d
+
+
+def test_a_policer_on_a_link_reaches_the_core_and_bad_values_get_one_line():
+    links = {link["name"]: link for link in load_scenario(policed(rate="10Mbps", burst="50KB"))["links"]}
+    assert links["bottleneck"]["impairments"] == [{"kind": "policer", "rate_bps": 10**7, "burst_bytes": 50_000}]
+    assert error(policed(rate="10Mbps")).startswith("topology.impairments[0].burst: missing")
+    assert error(policed(rate="10Mbps", burst=0)).startswith("topology.impairments[0].burst:")
+
+
+def test_a_policed_link_reports_its_drops_and_others_do_not_carry_the_key():
+    d = policed(rate="5Mbps", burst="20KB")
+    d["duration"] = "3s"
+    result = run(d)
+    links = {link["name"]: link for link in result.summary["links"]}
+    assert links["bottleneck"]["policer_drops_packets"] > 0
+    assert links["bottleneck"]["total_drops_packets"] >= links["bottleneck"]["policer_drops_packets"]
+    assert "policer_drops_packets" not in links["bottleneck_rev"]
+
+
+def test_fatpipe_algorithms_lists_the_host_elements_and_what_linux_runs():
+    from fatpipe.scenario import format_algorithms
+
+    text = format_algorithms()
+    section = text[text.index("## Host elements"):]
+    for key in ("linux_pacing", "tso", "gro", "fq", "tsq"):
+        assert f"| `{key}` |" in section
+    assert "| `tsq` | on:" in section and "| `fq` | off:" in section
+    assert "`lt_bw`" in text

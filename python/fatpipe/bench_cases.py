@@ -183,9 +183,15 @@ def cases(quick: bool = False) -> List[Case]:
             )
         )
     # Issue 26: the same 10 Gb/s flow with the host's elements on; per-packet cost must not
-    # grow (pacing alone adds a timer per segment; TSO makes that one per train).
+    # grow (pacing alone adds a timer per segment; TSO makes that one per train; TCP Small
+    # Queues adds its bookkeeping per segment and a check per train).
     ten = 10**10
-    for label, host in (("pacing", {"linux_pacing": True}), ("pacing+TSO", {"linux_pacing": True, "tso": True})):
+    hosts = (
+        ("pacing", {"linux_pacing": True}),
+        ("pacing+TSO", {"linux_pacing": True, "tso": True}),
+        ("pacing+TSO+TSQ", {"linux_pacing": True, "tso": True, "tsq": True}),
+    )
+    for label, host in hosts:
         warm = warmup_ps(ten)
         scenario = bench_scenario(ten, warm + measure_ps(ten, segments))
         scenario["flows"][0]["host"] = host

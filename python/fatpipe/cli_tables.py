@@ -92,11 +92,12 @@ def link_table(links: Sequence[dict], scenario: Optional[dict]) -> List[str]:
         if link["queue"]["discipline"] == "red":
             configured.add("early_drops_packets")
         for imp in link.get("impairments", []):
-            configured.add("outage_drops_packets" if imp["kind"] == "outage" else "impairment_drops_packets")
+            own = {"outage": "outage_drops_packets", "policer": "policer_drops_packets"}
+            configured.add(own.get(imp["kind"], "impairment_drops_packets"))
     causes = [
         (key, label)
         for key, label in DROP_CAUSES[1:]
-        if key in configured or any(link[key] for link in links)
+        if key in configured or any(link.get(key, 0) for link in links)
     ]
     headers = ["link", "rate", "utilization", "drops"]
     if causes:
@@ -105,7 +106,7 @@ def link_table(links: Sequence[dict], scenario: Optional[dict]) -> List[str]:
     for link in links:
         row = [link["name"], format_rate(link["rate_bps"]), percent(link["utilization"])]
         if causes:
-            row += [link["total_drops_packets"], link["drops_packets"]] + [link[key] for key, _ in causes]
+            row += [link["total_drops_packets"], link["drops_packets"]] + [link.get(key, 0) for key, _ in causes]
         else:
             row.append(link["drops_packets"])
         rows.append(row)

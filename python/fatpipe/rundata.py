@@ -71,6 +71,7 @@ DROP_CAUSES = (
     ("early_drops_packets", "early (RED)"),
     ("impairment_drops_packets", "random loss"),
     ("outage_drops_packets", "outage"),
+    ("policer_drops_packets", "policer"),
 )
 
 #: Columns of the HTTP request table, in order.
@@ -131,7 +132,8 @@ class RunData:
             per link ``utilization`` (busy time / duration) and ``total_drops_packets``
             (every packet lost on entering the link, the sum of :data:`DROP_CAUSES`: queue
             overflow ``drops_packets``, RED's ``early_drops_packets``, random loss
-            ``impairment_drops_packets`` and ``outage_drops_packets``).
+            ``impairment_drops_packets``, ``outage_drops_packets`` and, on a link with a
+            token-bucket policer, ``policer_drops_packets``).
         flows: one row per flow (the summary's flow entries); keys a flow's transport does
             not have (a UDP flow's cwnd, a TCP flow's datagram counts) are NaN.
             A flow with ``streams = N`` has a row per stream, ``group`` naming the flow
@@ -279,7 +281,7 @@ class RunData:
         for entry in core["links"]:
             link = dict(entry)
             link["utilization"] = int(link["busy_ps"]) / duration_ps
-            link["total_drops_packets"] = sum(int(link[key]) for key, _ in DROP_CAUSES)
+            link["total_drops_packets"] = sum(int(link.get(key, 0)) for key, _ in DROP_CAUSES)
             links.append(link)
         shared = _shared_link(links)
         sharing = fairness([f["goodput_bps"] for f in flows], shared["rate_bps"] if shared else None)

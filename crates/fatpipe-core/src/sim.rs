@@ -464,8 +464,12 @@ impl Simulation {
     #[inline]
     fn grant_tx_budget(&mut self, f: u32) {
         let flow = &mut self.flows[f as usize];
-        let room = self.links[flow.iface as usize].room_packets(self.now, flow.max_ip_bytes);
+        let link = &mut self.links[flow.iface as usize];
+        let room = link.room_packets(self.now, flow.max_ip_bytes);
         flow.sender.set_tx_budget(room);
+        if flow.sender.has_tsq() {
+            flow.sender.set_interface(link.tail_end(self.now), link.spec.rate_bps, link.spec.framing_bytes);
+        }
     }
 
     /// A packet reaches `node`: deliver it there or forward it.

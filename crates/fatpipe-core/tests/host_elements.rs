@@ -9,48 +9,22 @@ mod support;
 use fatpipe_core::cc::reno::RenoConfig;
 use fatpipe_core::cc::CcSpec;
 use fatpipe_core::host::HostConfig;
-use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind};
+use fatpipe_core::tcp::config::Recovery;
 use fatpipe_core::tcp::TcpConfig;
 use fatpipe_core::time::{transmission_time, Time, PS_PER_MS, PS_PER_S, PS_PER_US};
 use support::*;
 
 const MSS: u64 = 1448;
 
-/// Linux's defaults (`net.ipv4.tcp_pacing_ss_ratio` 200, `tcp_pacing_ca_ratio` 120,
-/// GSO_LEGACY_MAX_SIZE, `tcp_min_tso_segs` 2, `tcp_tso_rtt_log` 9, `sk_pacing_shift` 10).
+/// Linux's pacing (and TSO if asked) at the scenario's defaults (`net.ipv4.tcp_pacing_ss_ratio`
+/// 200, `tcp_pacing_ca_ratio` 120, GSO_LEGACY_MAX_SIZE, `tcp_min_tso_segs` 2,
+/// `tcp_tso_rtt_log` 9, `sk_pacing_shift` 10), every other element off.
 fn host(tso: bool) -> HostConfig {
-    HostConfig {
-        linux_pacing: true,
-        pacing_ss_ratio_percent: 200,
-        pacing_ca_ratio_percent: 120,
-        tso,
-        gso_max_size_bytes: 65_536,
-        min_tso_segs: 2,
-        tso_rtt_log: 9,
-        pacing_shift: 10,
-        gro: false,
-        gro_max_size_bytes: 65_536,
-        rx_coalesce_ps: 0,
-        rx_frames: 1,
-        fq: false,
-        fq_maxrate_bps: None,
-    }
+    HostConfig { linux_pacing: true, tso, ..fatpipe_core::host::scenario_defaults() }
 }
 
-/// The Linux stack without delayed ACKs (every segment answered at once, so the first RTT
-/// sample is the path's RTT), Reno counting segments; `ssthresh` chooses the ratio.
-fn linux(host: Option<HostConfig>, initial_window: u32, ssthresh: Option<u32>) -> TcpConfig {
-    TcpConfig {
-        stack: StackKind::Linux,
-        recovery: Recovery::Sack,
-        rto_estimator: RtoEstimator::Linux,
-        delayed_ack: false,
-        initial_window_segments: initial_window,
-        initial_ssthresh_segments: ssthresh,
-        host,
-        ..tcp_config()
-    }
-}
+/// `ssthresh` chooses the pacing ratio.
+use support::linux_host_tcp as linux;
 
 fn reno() -> CcSpec {
     CcSpec::Reno(RenoConfig::aimd(1.0, 0.5, true))

@@ -564,7 +564,7 @@ mod tests {
             }
             "bbr" => json!({"algorithm": "bbr", "variant": "linux", "high_gain": 2.885, "cwnd_gain": 2.0,
                 "bw_window_rounds": 10, "min_rtt_window_ps": 10_000_000_000_000u64,
-                "probe_rtt_duration_ps": 200_000_000_000u64, "extra_acked": false}),
+                "probe_rtt_duration_ps": 200_000_000_000u64, "extra_acked": false, "lt_bw": false}),
             "highspeed" => json!({"algorithm": "highspeed", "variant": "linux", "low_window": 38, "high_window": 83000,
                 "high_p": 1e-7, "high_decrease": 0.1, "byte_counting": true, "cwr_halves": false}),
             "fast" => json!({"algorithm": "fast", "alpha": 200.0, "beta": 212.0, "gamma": 0.5,

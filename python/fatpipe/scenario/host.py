@@ -4,7 +4,7 @@ the Linux source it names, each off unless turned on here. The core's side is
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from .kinds import Boolean, Duration, Integer, Rate, Size
 from .schema import UNSET, Field, Table, _fail
@@ -126,9 +126,9 @@ _HOST = Table(
             "the fq qdisc on the sending host's interface: Linux then paces the flow as "
             "linux_pacing does (its departure times, which fq keeps), and fq_maxrate, if set, "
             "spaces the flow's packets (a TSO super-segment whole) by their frame length at "
-            "that rate. Not modelled: the round robin between flows sharing an interface "
-            "(quantum, initial_quantum), flow_limit and horizon (TCP Small Queues keep a "
-            "flow's fq queue short); not with pacing_gain",
+            "that rate. Not run: the round robin between flows sharing an interface "
+            "(quantum, initial_quantum), flow_limit and horizon (the core has fq's scheduler, "
+            "host/fq_sched.rs, but its links serve first in, first out); not with pacing_gain",
             False,
             "off: Linux's default qdisc is fq_codel (net.core.default_qdisc); ESnet's host "
             "tuning recommends fq for data-transfer nodes. Linux sch_fq.c fq_dequeue",
@@ -141,9 +141,28 @@ _HOST = Table(
             UNSET,
             "unset: unlimited (sch_fq flow_max_rate ~0)",
         ),
+        Field(
+            "tsq",
+            Boolean(),
+            "TCP Small Queues: the sender keeps at most max(2 x its next skb's truesize, its "
+            "pacing rate >> pacing_shift) bytes in its interface's queue and transmit ring "
+            "(for a sender Linux does not pace, at most limit_output_bytes); above that it "
+            "waits, and sends again when the interface has sent enough of them",
+            False,
+            "off. Linux tcp_small_queue_check, tcp_wfree (tcp_output.c); on in every Linux "
+            "since 3.6",
+        ),
+        Field(
+            "limit_output_bytes",
+            Size(minimum=1, example="4MiB"),
+            "TCP Small Queues' cap for a sender Linux does not pace",
+            "4MiB",
+            "Linux net.ipv4.tcp_limit_output_bytes: 4 MiB since the 2025 change (tcp_sk_init, "
+            "\"Default TSQ limit of 4 MB\"); 1 MiB (16 x 65,536) in the kernels before it",
+        ),
     ),
     doc="The hosts' own elements: Linux's pacing, TSO/GSO, GRO with interrupt coalescing, the fq qdisc's "
-    "maxrate. All off unless set here.",
+    "maxrate, TCP Small Queues. All off unless set here.",
 )
 
 
@@ -175,4 +194,37 @@ def normalize_host(host: Optional[Dict[str, Any]], pacing_gain: Optional[float],
         "rx_frames": host["rx_frames"],
         "fq": host["fq"],
         "fq_maxrate_bps": host["fq_maxrate"],
+        "tsq": host["tsq"],
+        "limit_output_bytes": host["limit_output_bytes"],
     }
+
+
+#: What a current Linux host (6.x, a NIC with offloads, the default qdisc fq_codel, cubic)
+#: runs of each element, and why: the comparison `fatpipe algorithms` prints beside what
+#: the profiles turn on (none of them, until the kernel comparison at 1 Gb/s decides).
+LINUX_HOST: Dict[str, Tuple[bool, str]] = {
+    "linux_pacing": (False, "only with fq, bbr or SO_MAX_PACING_RATE (tcp_needs_internal_pacing)"),
+    "tso": (True, "NICs offer TSO and the kernel uses it (NETIF_F_TSO; ethtool -k)"),
+    "gro": (True, "on for every NIC (NETIF_F_GRO, netif_gro_receive)"),
+    "fq": (False, "the default qdisc is fq_codel (net.core.default_qdisc)"),
+    "tsq": (True, "always (tcp_small_queue_check, since 3.6)"),
+}
+
+
+def format_host_elements() -> str:
+    """The host elements, what a current Linux runs and what the profiles turn on
+    (Markdown), for `fatpipe algorithms`."""
+    lines = [
+        "| element | a current Linux host | profiles that turn it on |",
+        "|---|---|---|",
+    ]
+    for key, (on, why) in LINUX_HOST.items():
+        lines.append(f"| `{key}` | {'on' if on else 'off'}: {why} | none (`[flows.host] {key} = true`) |")
+    return "\n".join(lines) + "\n"
+
+
+def core_host_defaults() -> Dict[str, Any]:
+    """An empty ``[flows.host]`` as the core reads it (every element off): the core's tests,
+    which build configs without Python, read it from ``fatpipe/schemas/host-defaults.json``
+    (``fatpipe_core::host::scenario_defaults``; tests/test_host_elements.py checks the file)."""
+    return normalize_host(_HOST.parse({}, "host"), None, "host")

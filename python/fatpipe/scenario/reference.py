@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import List, Mapping, Optional, Tuple
 
 from .congestion import CC_ALGORITHMS, format_presets
+from .host import _HOST, format_host_elements
 from .profiles import format_profiles
 from .document import SCENARIO
 from .schema import (
@@ -126,6 +127,14 @@ def format_algorithms() -> str:
         doc="Loss recovery and the modifiers any algorithm can take.",
     )
     lines += ["## Modifiers (`[flows.tcp]`)", ""] + _section("", modifiers.doc, modifiers)[2:]
+    lines += [
+        "## Host elements (`[flows.host]`)",
+        "",
+        "Off unless a flow's `[flows.host]` turns them on; no profile turns any on yet (the "
+        "`linux` profile's hosts are the kernel comparison's at 100 Mb/s, without offloads).",
+        "",
+        format_host_elements(),
+    ] + _section("", _HOST.doc, _HOST)[2:]
     return "\n".join(lines).rstrip() + "\n"
 
 

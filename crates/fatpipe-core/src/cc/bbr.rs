@@ -38,10 +38,12 @@
 //! Linux refinements outside BBR v1 as the draft describes it: the ACK-aggregation allowance
 //! (`extra_acked`, v5.1; `bbr/ack_aggregation.rs`) runs when `BbrConfig::extra_acked` is on,
 //! in either form, now that the hosts' GRO and interrupt coalescing (`host/gro.rs`) make the
-//! ACK bursts it answers. Not modelled: the long-term bandwidth estimate for token-bucket
-//! policers (`lt_bw`) and the earliest-departure-time corrections (v4.20).
+//! ACK bursts it answers. The long-term bandwidth estimate for token-bucket policers
+//! (`lt_bw`, `bbr/lt_bw.rs`, in every Linux BBR) runs when `BbrConfig::lt_bw` is on, in either
+//! form. Not modelled: the earliest-departure-time corrections (v4.20).
 
 pub(crate) mod ack_aggregation;
+mod lt_bw;
 mod max_filter;
 pub(crate) mod pacing;
 
@@ -116,6 +118,9 @@ pub struct BbrConfig {
     /// by the data acknowledged beyond what bw expects, as ACKs arrive in bursts (GRO,
     /// stretch ACKs).
     pub extra_acked: bool,
+    /// Linux's policer detection (`bbr/lt_bw.rs`): two lossy sampling intervals of about the
+    /// same delivery rate make BBR pace at their average, gain 1, for 48 round trips.
+    pub lt_bw: bool,
 }
 
 impl BbrConfig {
@@ -150,6 +155,10 @@ pub struct Bbr {
     cfg: BbrConfig,
     /// The ACK-aggregation allowance, with `extra_acked` on.
     aggregation: Option<ack_aggregation::AckAggregation>,
+    /// The long-term (policed) bandwidth estimate, with `lt_bw` on.
+    lt: Option<lt_bw::LtBw>,
+    /// Segments delivered so far (Linux `tp->delivered`), for `lt`.
+    delivered_segments: u64,
     mode: Mode,
     pacing_gain: f64,
     cwnd_gain: f64,
@@ -231,7 +240,7 @@ pub(crate) fn saved_cwnd(prior_cwnd: u32, cwnd: u32, prev_ca_state: CaState, in_
 impl Bbr {
     pub fn new(cfg: BbrConfig) -> Self {
         let high_gain = cfg.high_gain;
-        let extra_acked = cfg.extra_acked;
+        let (extra_acked, lt_bw) = (cfg.extra_acked, cfg.lt_bw);
         Bbr {
             cfg,
             mode: Mode::Startup,
@@ -244,6 +253,8 @@ impl Bbr {
             next_round_delivered_bytes: 0,
             round_start: false,
             aggregation: extra_acked.then(ack_aggregation::AckAggregation::default),
+            lt: lt_bw.then(lt_bw::LtBw::default),
+            delivered_segments: 0,
             min_rtt_ps: None,
             min_rtt_stamp_ps: 0,
             last_delivery_ps: 0,
@@ -271,6 +282,35 @@ impl Bbr {
     /// BtlBw, payload bits per second (0 before the first sample).
     pub fn btl_bw_bps(&self) -> u64 {
         self.max_bw.get()
+    }
+
+    /// The policed rate BBR is using instead of BtlBw (`lt_bw`), bits per second.
+    pub fn lt_bw_bps(&self) -> Option<u64> {
+        self.lt.as_ref().and_then(lt_bw::LtBw::bw_bps)
+    }
+
+    /// The bandwidth pacing and cwnd follow: the policed rate while in use, else BtlBw
+    /// (Linux `bbr_bw`).
+    fn bw(&self) -> u64 {
+        self.lt_bw_bps().unwrap_or_else(|| self.max_bw.get())
+    }
+
+    /// Runs the long-term sampling (with `lt_bw` on) and acts on what it decided.
+    fn lt_bw_sampling(&mut self, s: &CcState, losses: u64, round_start: bool, app_limited: bool) {
+        let Some(lt) = self.lt.as_mut() else { return };
+        let input = lt_bw::LtInput {
+            probe_bw: self.mode == Mode::ProbeBw,
+            round_start,
+            losses,
+            app_limited,
+            delivered_segments: self.delivered_segments,
+            delivered_bytes: s.delivered_bytes,
+            delivered_at: self.last_delivery_ps,
+        };
+        if lt.sample(&input) == lt_bw::LtEvent::Expired {
+            // Back to BtlBw and a fresh gain cycle (Linux `bbr_reset_probe_bw_mode`).
+            self.enter_probe_bw(s);
+        }
     }
 
     /// RTprop, picoseconds.
@@ -401,6 +441,8 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
+        let lost_segments = ack.newly_lost_bytes.div_ceil(s.mss_bytes.max(1) as u64);
+        self.lt_bw_sampling(s, lost_segments, self.round_start, ack.is_app_limited);
         // An app-limited sample shows what the application sent, not what the path carries;
         // it may only raise the estimate.
         if !ack.is_app_limited || rate_bps >= self.max_bw.get() {
@@ -555,6 +597,8 @@ impl Bbr {
             Mode::Startup => (self.cfg.high_gain, self.cfg.high_gain),
             // Drain the queue STARTUP built in about one round; keep the window meanwhile.
             Mode::Drain => (1.0 / self.cfg.high_gain, self.cfg.high_gain),
+            // Policed: pace at the policer's rate, no probing (Linux `bbr_update_gains`).
+            Mode::ProbeBw if self.lt_bw_bps().is_some() => (1.0, self.cfg.cwnd_gain),
             Mode::ProbeBw => (PACING_GAIN_CYCLE[self.cycle_index], self.cfg.cwnd_gain),
             Mode::ProbeRtt => (1.0, 1.0),
         };
@@ -584,7 +628,7 @@ impl CongestionControl for Bbr {
     /// Never called: `cong_control` sets cwnd on every ACK.
     fn cong_avoid(&mut self, _s: &mut CcState, _ack: &AckSample) {}
 
-    fn set_state(&mut self, _s: &mut CcState, new: CaState) {
+    fn set_state(&mut self, s: &mut CcState, new: CaState) {
         self.ca_state = new;
         if new == CaState::Loss {
             // After a timeout (the core has set cwnd = 1) the window regrows toward the
@@ -597,6 +641,10 @@ impl CongestionControl for Bbr {
                 // Linux treats a timeout as the end of a round.
                 self.round_start = true;
             }
+            // Everything in flight is marked lost: a lossy end for the long-term sampling
+            // (Linux `bbr_set_state`, a timeout ending a round in either form here).
+            let lost = u64::from(s.in_flight_segments).max(1);
+            self.lt_bw_sampling(s, lost, true, false);
         }
     }
 
@@ -615,7 +663,7 @@ impl CongestionControl for Bbr {
             match self.mode {
                 // No need to probe on a restart: pace at the estimate (Linux
                 // `bbr_cwnd_event`).
-                Mode::ProbeBw => self.set_pacing_rate(s, self.max_bw.get(), 1.0),
+                Mode::ProbeBw => self.set_pacing_rate(s, self.bw(), 1.0),
                 // The idle period drained the queue as PROBE_RTT would.
                 Mode::ProbeRtt => self.check_probe_rtt_done(s),
                 Mode::Startup | Mode::Drain => {}
@@ -630,6 +678,7 @@ impl CongestionControl for Bbr {
     /// Linux `bbr_main`: update the model and the state, then pacing rate and cwnd.
     fn cong_control(&mut self, s: &mut CcState, ack: &AckSample) {
         self.mark_app_limited = false;
+        self.delivered_segments += u64::from(ack.delivered_segments);
         if ack.delivered_bytes > 0 {
             self.last_delivery_ps = s.now;
         }
@@ -642,7 +691,7 @@ impl CongestionControl for Bbr {
         self.check_drain(s, ack);
         self.update_rt_prop(s, ack);
         self.update_gains();
-        let bw = self.max_bw.get();
+        let bw = self.bw();
         self.set_pacing_rate(s, bw, self.pacing_gain);
         self.set_cwnd(s, ack, bw);
     }

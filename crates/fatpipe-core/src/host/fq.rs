@@ -12,11 +12,11 @@
 //! Ethernet header, each segment of a super-segment counted with its own headers
 //! (`qdisc_pkt_len_init`).
 //!
-//! Not modelled (each flow here has its host's interface to itself, and TCP Small Queues
-//! keep fq's per-flow queue short): the round robin between flows (`quantum`,
-//! `initial_quantum`: they matter only for packets without an EDT or among flows sharing
-//! the interface), `flow_limit` (100 packets a flow; TSQ keeps TCP far below), `horizon`
-//! (drops packets whose EDT is more than 10 s ahead), `ce_threshold`, `low_rate_threshold`.
+//! The round robin between flows sharing the interface (`quantum`, `initial_quantum`, new
+//! and old flows), `flow_limit` and `horizon` are `fq_sched.rs`'s, which no link runs yet
+//! (the links serve first in, first out): each flow here has fq's pacing and maxrate as if it
+//! had the interface to itself (TCP Small Queues, `tsq.rs`, keep fq's per-flow queue short).
+//! Not modelled: `ce_threshold`, `low_rate_threshold`.
 
 use super::pacing::after_gap;
 use crate::time::{transmission_time, Time, PS_PER_S};

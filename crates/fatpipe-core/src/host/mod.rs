@@ -7,14 +7,21 @@
 //! - `tso.rs`: TSO/GSO autosizing (`tcp_tso_autosize`): a paced flow leaves its host in
 //!   line-rate trains of one super-segment each;
 //! - `fq.rs`: the fq qdisc's per-flow maxrate (`sch_fq.c` `fq_dequeue`) on the sender's
-//!   interface, which also makes Linux pace the flow;
+//!   interface, which also makes Linux pace the flow; `fq_sched.rs`: its deficit round robin
+//!   among the flows sharing an interface (quantum, initial quantum, new and old flows,
+//!   flow_limit, horizon), a scheduler no link runs yet (links are first in, first out);
 //! - `gro.rs`: the receiver's GRO and interrupt coalescing (`tcp_gro_receive`, `rx-usecs`):
-//!   what arrives back to back reaches TCP as one super-segment, and one ACK covers it.
+//!   what arrives back to back reaches TCP as one super-segment, and one ACK covers it;
+//! - `tsq.rs`: TCP Small Queues (`tcp_small_queue_check`, `tcp_wfree`): at most about 1 ms
+//!   of the pacing rate below TCP, in the interface's queue and ring; the sender resumes
+//!   when the NIC frees the bytes.
 
 pub mod fq;
+pub mod fq_sched;
 pub mod gro;
 pub mod pacing;
 pub mod tso;
+pub mod tsq;
 
 use crate::time::Time;
 
@@ -65,6 +72,25 @@ pub struct HostConfig {
     /// fq's `maxrate`, bits per second on the wire (the qdisc's packet length: IP bytes and
     /// the Ethernet header); None: unlimited.
     pub fq_maxrate_bps: Option<u64>,
+    /// TCP Small Queues (`tsq.rs`): the sender keeps at most max(2 skbs, rate >>
+    /// `pacing_shift`) bytes in its interface's queue and ring, capped by
+    /// `limit_output_bytes` when Linux does not pace it.
+    pub tsq: bool,
+    /// Linux `net.ipv4.tcp_limit_output_bytes`, bytes.
+    pub limit_output_bytes: u64,
+}
+
+/// The scenario's `[flows.host]` left empty (every element off, Linux's values), as the Python
+/// tables write it to `python/fatpipe/schemas/host-defaults.json`: the one builder for tests,
+/// which make configs without Python (tests/test_host_elements.py keeps the file current).
+/// Read once: an algorithm that works out what Linux's host would do with its default
+/// settings (HyStart's ACK-train allowance) asks for it per ACK.
+pub fn scenario_defaults() -> HostConfig {
+    static DEFAULTS: std::sync::OnceLock<HostConfig> = std::sync::OnceLock::new();
+    *DEFAULTS.get_or_init(|| {
+        serde_json::from_str(include_str!("../../../../python/fatpipe/schemas/host-defaults.json"))
+            .expect("host-defaults.json is a HostConfig")
+    })
 }
 
 impl HostConfig {

@@ -38,10 +38,20 @@ pub fn linux_rate_bps(
     mss_bytes: u32,
     srtt: Time,
 ) -> u64 {
-    let ratio = if cwnd < ssthresh / 2 { host.pacing_ss_ratio_percent } else { host.pacing_ca_ratio_percent };
+    let ratio = ratio_percent(host, cwnd, ssthresh);
     let bits = u128::from(mss_bytes) * 8 * u128::from(ratio) * u128::from(cwnd.max(packets_out)) * u128::from(PS_PER_S);
     let rate = bits / (100 * u128::from(srtt.max(1)));
     rate.clamp(1, u128::from(u64::MAX)) as u64
+}
+
+/// The ratio `tcp_update_pacing_rate` applies, percent: `tcp_pacing_ss_ratio` while
+/// cwnd < ssthresh / 2 (slow start well below its end), `tcp_pacing_ca_ratio` after.
+pub fn ratio_percent(host: &HostConfig, cwnd: u32, ssthresh: u32) -> u32 {
+    if cwnd < ssthresh / 2 {
+        host.pacing_ss_ratio_percent
+    } else {
+        host.pacing_ca_ratio_percent
+    }
 }
 
 /// The earliest departure of what follows a segment (or super-segment) of `len_bytes`
@@ -71,23 +81,9 @@ pub(crate) mod tests {
     use super::*;
     use crate::time::{PS_PER_MS, PS_PER_US};
 
+    /// Linux's pacing on, every other element off, at the scenario's defaults.
     pub(crate) fn host() -> HostConfig {
-        HostConfig {
-            linux_pacing: true,
-            pacing_ss_ratio_percent: 200,
-            pacing_ca_ratio_percent: 120,
-            tso: false,
-            gso_max_size_bytes: 65_536,
-            min_tso_segs: 2,
-            tso_rtt_log: 9,
-            pacing_shift: 10,
-            gro: false,
-            gro_max_size_bytes: 65_536,
-            rx_coalesce_ps: 0,
-            rx_frames: 1,
-            fq: false,
-            fq_maxrate_bps: None,
-        }
+        HostConfig { linux_pacing: true, ..crate::host::scenario_defaults() }
     }
 
     #[test]

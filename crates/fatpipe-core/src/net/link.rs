@@ -54,6 +54,8 @@ pub struct LinkStats {
     pub impairment_drops_packets: u64,
     /// Packets lost to scheduled outages on entering the link.
     pub outage_drops_packets: u64,
+    /// Packets a token-bucket policer dropped on entering the link.
+    pub policer_drops_packets: u64,
     pub max_queue_packets: u64,
     pub max_queue_bytes: u64,
 }
@@ -407,6 +409,18 @@ impl Link {
         self.schedule_origin = origin;
     }
 
+    /// Whether a token-bucket policer is among the impairments.
+    pub fn has_policer(&self) -> bool {
+        self.impairments.iter().any(|i| matches!(i, Impairment::Policer(_)))
+    }
+
+    /// When the last packet admitted finishes serializing, or `now` if the line is free by
+    /// then: a packet handed to the interface now starts there (FIFO), which is what TCP
+    /// Small Queues' accounting of a host's interface needs (`host/tsq.rs`).
+    pub fn tail_end(&self, now: Time) -> Time {
+        self.tail_end.max(now)
+    }
+
     /// Whether an impairment takes the packet entering the link now (and counts it).
     #[inline]
     fn impaired(&mut self, now: Time, pkt: &Packet) -> bool {
@@ -415,6 +429,7 @@ impl Link {
             match imp.drops(run_time, pkt, &mut self.rng) {
                 Some(LossCause::Random) => self.stats.impairment_drops_packets += 1,
                 Some(LossCause::Outage) => self.stats.outage_drops_packets += 1,
+                Some(LossCause::Policer) => self.stats.policer_drops_packets += 1,
                 None => continue,
             }
             return true;

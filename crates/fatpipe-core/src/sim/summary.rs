@@ -196,6 +196,9 @@ pub struct LinkSummary {
     /// Bernoulli and Gilbert-Elliott losses.
     pub impairment_drops_packets: u64,
     pub outage_drops_packets: u64,
+    /// Dropped above a token-bucket policer's rate; only for a link with a policer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policer_drops_packets: Option<u64>,
     /// Packets RED marked CE instead of dropping.
     pub ecn_marks: u64,
     pub max_queue_packets: u64,
@@ -242,6 +245,7 @@ impl LinkSummary {
             early_drops_packets: st.early_drops_packets,
             impairment_drops_packets: st.impairment_drops_packets,
             outage_drops_packets: st.outage_drops_packets,
+            policer_drops_packets: l.has_policer().then_some(st.policer_drops_packets),
             ecn_marks: l.queue().ecn_marks(),
             max_queue_packets: st.max_queue_packets,
             max_queue_bytes: st.max_queue_bytes,

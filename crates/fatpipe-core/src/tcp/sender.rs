@@ -89,6 +89,25 @@ impl TcpSender {
         self.tcb.tx_budget = packets;
     }
 
+    /// With TCP Small Queues on (`host/tsq.rs`), the interface as it is before a call: when
+    /// its last packet finishes serializing, its rate and the framing it adds per packet.
+    /// The simulation passes it with every budget; a test may too.
+    #[inline]
+    pub fn set_interface(&mut self, tail: Time, rate_bps: u64, framing_bytes: u32) {
+        self.tcb.set_interface(tail, rate_bps, framing_bytes);
+    }
+
+    /// TCP Small Queues is on: the simulation passes the interface with every budget.
+    #[inline]
+    pub fn has_tsq(&self) -> bool {
+        self.tcb.tsq.is_some()
+    }
+
+    /// Bytes below TCP (in the interface) at `now`, with TCP Small Queues on.
+    pub fn tsq_below_bytes(&mut self, now: Time) -> Option<u64> {
+        self.tcb.tsq.as_deref_mut().map(|t| t.below_bytes(now))
+    }
+
     /// The last send pass stopped at a segment the host's interface queue refused: the
     /// sender wants to be called again when the queue has room.
     pub fn interface_blocked(&self) -> bool {

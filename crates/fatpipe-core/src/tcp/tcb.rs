@@ -18,7 +18,7 @@ use super::rtt::RttEstimator;
 use super::send_delay::RandomSendDelay;
 use super::stats::SenderStats;
 use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, INFINITE_SSTHRESH};
-use crate::host::{fq, pacing, tso, HostConfig};
+use crate::host::{fq, pacing, tso, tsq, HostConfig};
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::time::{transmission_time, Time, PS_PER_S};
 
@@ -82,6 +82,8 @@ pub struct Tcb {
     pub(crate) train: tso::Train,
     /// fq's earliest departure for the flow's next packet (`host/fq.rs`), with fq's maxrate.
     pub(crate) fq_next_ps: Option<Time>,
+    /// TCP Small Queues (`host/tsq.rs`): the bytes below TCP; only with the host's `tsq`.
+    pub(crate) tsq: Option<Box<tsq::Tsq>>,
     /// ns-2's `overhead_`: a random wait before each send pass (`send_delay.rs`); None: off.
     pub(crate) send_delay: Option<RandomSendDelay>,
     /// Without timestamps, one segment at a time is timed (end byte, send time); Karn's
@@ -170,6 +172,7 @@ impl Tcb {
             pacing_deadline: None,
             train: tso::Train::default(),
             fq_next_ps: None,
+            tsq: cfg.host.filter(|h| h.tsq).map(|_| Box::new(tsq::Tsq::new())),
             send_delay: None,
             timed_segment: None,
             lone_runt: None,
@@ -290,6 +293,9 @@ impl Tcb {
         if self.train.open(now) {
             return false;
         }
+        if self.tsq.is_some() && self.tsq_holds(now) {
+            return true;
+        }
         // The cheap test first: the rate is worked out only for a segment the clock holds.
         let paced =
             (self.paces && now < self.next_send_ps && self.pacing_rate_bps().is_some()).then_some(self.next_send_ps);
@@ -302,6 +308,55 @@ impl Tcb {
             return true;
         }
         false
+    }
+
+    /// TCP Small Queues before a new skb: too much below TCP holds the sender until the NIC
+    /// has freed enough (`host/tsq.rs`); the pacing timer wakes it then.
+    fn tsq_holds(&mut self, now: Time) -> bool {
+        // A segment joining the skb being built is never held: the check is once per skb.
+        if self.tsq.as_deref().is_none_or(|t| t.in_skb(now)) {
+            return false;
+        }
+        let Some(host) = self.cfg.host else { return false };
+        let rate = self.socket_pacing_rate_bps(&host);
+        let segs = self.skb_segments(&host, rate);
+        let truesize = u64::from(segs) * u64::from(self.cfg.mss_bytes) + tsq::SKB_OVERHEAD_BYTES;
+        let limit = tsq::limit_bytes(rate, host.pacing_shift, truesize, self.paces, host.limit_output_bytes);
+        let outstanding = self.snd_max - self.snd_una;
+        let until = self.tsq.as_deref_mut().and_then(|t| t.hold(now, limit, outstanding));
+        if let Some(until) = until {
+            self.pacing_deadline = Some(until);
+        }
+        until.is_some()
+    }
+
+    /// Linux's `sk_pacing_rate`, which it keeps even for a socket it does not pace
+    /// (`tcp_update_pacing_rate` on every ACK): the pacing rate in force, else the window's
+    /// (`host/pacing.rs`); None before an RTT sample (Linux's ~0).
+    fn socket_pacing_rate_bps(&self, host: &HostConfig) -> Option<u64> {
+        self.pacing_rate_bps().or_else(|| {
+            let srtt = self.rtt.srtt?;
+            let s = &self.cc_state;
+            let packets_out = self.segments(self.snd_max - self.snd_una);
+            Some(pacing::linux_rate_bps(host, s.cwnd, s.ssthresh, packets_out, self.cfg.mss_bytes, srtt.max(1)))
+        })
+    }
+
+    /// Segments in the skb TCP builds next: TSO autosizing's, or one.
+    fn skb_segments(&self, host: &HostConfig, rate: Option<u64>) -> u32 {
+        if host.tso {
+            tso::autosize_segs(host, rate, self.rtt.min_rtt, self.cfg.mss_bytes)
+        } else {
+            1
+        }
+    }
+
+    /// The interface as the simulation sees it before a call into the sender: when its last
+    /// packet finishes serializing, its rate and framing (`host/tsq.rs`).
+    pub(crate) fn set_interface(&mut self, tail: Time, rate_bps: u64, framing_bytes: u32) {
+        if let Some(t) = self.tsq.as_deref_mut() {
+            t.set_interface(tail, rate_bps, framing_bytes);
+        }
     }
 
     /// Slow start after idle (Linux `tcp_slow_start_after_idle_check` and `tcp_cwnd_restart`,
@@ -383,6 +438,9 @@ impl Tcb {
             }
         }
         let ip_bytes = self.cfg.header_bytes() + len;
+        if self.tsq.is_some() {
+            self.tsq_sent(now, ip_bytes, len);
+        }
         if self.paces {
             let rate = self.pacing_rate_bps();
             let paced_bytes = if self.paces_payload { len } else { ip_bytes };
@@ -441,6 +499,18 @@ impl Tcb {
         }
         if let Some(maxrate) = host.fq_maxrate_bps.filter(|_| host.fq) {
             self.fq_next_ps = Some(fq::next_packet(t.fq_prior, now, t.wire_bytes, maxrate));
+        }
+    }
+
+    /// TCP Small Queues: a segment went below TCP, into the skb being built or a new one.
+    fn tsq_sent(&mut self, now: Time, ip_bytes: u32, payload: u32) {
+        let opens = self.tsq.as_deref().is_some_and(|t| !t.in_skb(now));
+        let segs = match self.cfg.host.filter(|_| opens) {
+            Some(host) => self.skb_segments(&host, self.socket_pacing_rate_bps(&host)),
+            None => 0,
+        };
+        if let Some(t) = self.tsq.as_deref_mut() {
+            t.on_segment(now, ip_bytes, payload, segs);
         }
     }
 
@@ -505,6 +575,9 @@ impl Tcb {
     pub(crate) fn after_send_pass(&mut self, now: Time) {
         // A super-segment never outlives the pass that handed it out.
         self.train.close();
+        if let Some(t) = self.tsq.as_deref_mut() {
+            t.close_skb();
+        }
         if self.rwnd == 0 && self.snd_max == self.snd_una && self.written > self.snd_una && self.rto_deadline.is_none()
         {
             self.persisting = true;

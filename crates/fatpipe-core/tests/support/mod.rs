@@ -63,6 +63,26 @@ pub fn tcp_config() -> TcpConfig {
     }
 }
 
+/// The Linux stack without delayed ACKs (every segment answered at once, so the first RTT
+/// sample is the path's RTT) with the hosts' elements `host`.
+pub fn linux_host_tcp(
+    host: Option<fatpipe_core::host::HostConfig>,
+    initial_window: u32,
+    ssthresh: Option<u32>,
+) -> TcpConfig {
+    use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind};
+    TcpConfig {
+        stack: StackKind::Linux,
+        recovery: Recovery::Sack,
+        rto_estimator: RtoEstimator::Linux,
+        delayed_ack: false,
+        initial_window_segments: initial_window,
+        initial_ssthresh_segments: ssthresh,
+        host,
+        ..tcp_config()
+    }
+}
+
 pub fn reno() -> CcSpec {
     CcSpec::Reno(fatpipe_core::cc::scenario_defaults::<RenoConfig>("reno"))
 }

@@ -403,7 +403,8 @@ fn config_checks() {
     assert!(BbrConfig { bw_window_rounds: 0, ..Default::default() }.validate().is_err());
     assert!(BbrConfig { min_rtt_window_ps: 0, ..Default::default() }.validate().is_err());
     let json = r#"{"variant": "draft", "high_gain": 2.5, "cwnd_gain": 2.0, "bw_window_rounds": 10,
-        "min_rtt_window_ps": 7000000000000, "probe_rtt_duration_ps": 200000000000, "extra_acked": false}"#;
+        "min_rtt_window_ps": 7000000000000, "probe_rtt_duration_ps": 200000000000, "extra_acked": false,
+        "lt_bw": false}"#;
     let cfg: BbrConfig = serde_json::from_str(json).unwrap();
     assert_eq!(cfg.min_rtt_window_ps, 7 * PS_PER_S);
     // The core has no defaults: a parameter left out is refused by name.

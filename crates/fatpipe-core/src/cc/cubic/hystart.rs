@@ -71,17 +71,14 @@ pub const HYSTART_MIN_SAMPLES: u32 = 8;
 /// `HYSTART_DELAY_MIN`, `HYSTART_DELAY_MAX`), microseconds.
 pub const HYSTART_DELAY_MIN_US: u64 = 4_000;
 pub const HYSTART_DELAY_MAX_US: u64 = 16_000;
-/// The ACK-train cushion for TSO/GRO aggregation is the time to send 4 GSO packets of this
-/// size at the pacing rate, at most 1 ms (Linux `hystart_ack_delay`: `sk_gso_max_size`,
-/// 64 KiB by default, `GSO_LEGACY_MAX_SIZE`).
-const GSO_MAX_SIZE_BYTES: u128 = 65_536;
+/// The ACK-train cushion for TSO/GRO aggregation is the time to send 4 GSO packets at the
+/// pacing rate, at most 1 ms (Linux `hystart_ack_delay`). The algorithm does not see the
+/// flow's host, so the GSO size and Linux's pacing ratios are the host's defaults
+/// (`host::scenario_defaults`: 64 KiB, 200 % and 120 %). Linux divides the socket's
+/// `sk_gso_max_size` (65,215 bytes, `host/tso.rs`), 0.5 % less than the device's 64 KiB used
+/// here; kept as it was, so that results do not move.
 const ACK_DELAY_GSO_PACKETS: u128 = 4;
 const ACK_DELAY_MAX_US: u64 = 1_000;
-/// Linux's pacing rate is cwnd x MSS / srtt times these percentages: in slow start below half
-/// of ssthresh, and otherwise (`tcp_update_pacing_rate`; sysctls `tcp_pacing_ss_ratio`,
-/// `tcp_pacing_ca_ratio`).
-const PACING_SS_RATIO_PERCENT: u128 = 200;
-const PACING_CA_RATIO_PERCENT: u128 = 120;
 
 /// RFC 9406 section 4.3's constants.
 pub const MIN_RTT_THRESH: Time = 4 * PS_PER_MS;
@@ -136,7 +133,8 @@ impl HyStart {
     /// `hystart_ack_delay`): 4 x 64 KiB at the rate Linux would pace at, at most 1 ms.
     fn ack_delay_us(s: &CcState) -> u64 {
         let Some(srtt) = s.srtt.filter(|&r| r > 0) else { return 0 };
-        let ratio = if s.cwnd < s.ssthresh / 2 { PACING_SS_RATIO_PERCENT } else { PACING_CA_RATIO_PERCENT };
+        let host = crate::host::scenario_defaults();
+        let ratio = crate::host::pacing::ratio_percent(&host, s.cwnd, s.ssthresh) as u128;
         let segments = s.cwnd.max(s.in_flight_segments) as u128;
         // bytes per second = MSS x segments x ratio / 100 / srtt.
         let rate_num = s.mss_bytes as u128 * segments * ratio * crate::time::PS_PER_S as u128;
@@ -144,7 +142,8 @@ impl HyStart {
         if rate_num == 0 {
             return 0;
         }
-        let us = GSO_MAX_SIZE_BYTES * ACK_DELAY_GSO_PACKETS * 1_000_000 * rate_den / rate_num;
+        let gso_bytes = host.gso_max_size_bytes as u128;
+        let us = gso_bytes * ACK_DELAY_GSO_PACKETS * 1_000_000 * rate_den / rate_num;
         (us.min(ACK_DELAY_MAX_US as u128)) as u64
     }
 

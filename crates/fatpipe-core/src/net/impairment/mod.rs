@@ -1,9 +1,11 @@
 //! Impairments: what happens to packets as they enter a link, besides queueing. One file each.
 //! Every impairment draws from its link's own seeded generator (`rng.rs`), so runs repeat.
+//! A token-bucket policer (`policer.rs`) is one too: it drops, never queues.
 
 pub mod bernoulli;
 pub mod gilbert_elliott;
 pub mod outage;
+pub mod policer;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -17,6 +19,7 @@ pub enum ImpairmentSpec {
     Bernoulli(bernoulli::BernoulliConfig),
     GilbertElliott(gilbert_elliott::GilbertElliottConfig),
     Outage(outage::OutageConfig),
+    Policer(policer::PolicerConfig),
 }
 
 /// Why an impairment took a packet (counted per link).
@@ -26,6 +29,8 @@ pub enum LossCause {
     Random,
     /// A scheduled outage.
     Outage,
+    /// Above a token-bucket policer's rate.
+    Policer,
 }
 
 /// An impairment with its state.
@@ -34,6 +39,7 @@ pub enum Impairment {
     Bernoulli(bernoulli::BernoulliConfig),
     GilbertElliott(gilbert_elliott::GilbertElliott),
     Outage(outage::OutageConfig),
+    Policer(policer::Policer),
 }
 
 impl ImpairmentSpec {
@@ -44,6 +50,7 @@ impl ImpairmentSpec {
                 Impairment::GilbertElliott(gilbert_elliott::GilbertElliott::new(c.clone()))
             }
             ImpairmentSpec::Outage(c) => Impairment::Outage(c.clone()),
+            ImpairmentSpec::Policer(c) => Impairment::Policer(policer::Policer::new(c.clone())),
         }
     }
 
@@ -65,19 +72,23 @@ impl ImpairmentSpec {
                 prob("loss_bad", c.loss_bad)
             }
             ImpairmentSpec::Outage(c) => c.validate(),
+            ImpairmentSpec::Policer(c) => c.validate(),
         }
     }
 }
 
 impl Impairment {
     /// Whether the packet entering the link at `run_time` (time since the run's start; None
-    /// before it, when no scheduled outage applies) is lost, and why.
+    /// before it, when no scheduled outage applies and no policer counts) is lost, and why.
     #[inline]
-    pub fn drops(&mut self, run_time: Option<Time>, _pkt: &Packet, rng: &mut Rng) -> Option<LossCause> {
+    pub fn drops(&mut self, run_time: Option<Time>, pkt: &Packet, rng: &mut Rng) -> Option<LossCause> {
         let lost = match self {
             Impairment::Bernoulli(b) => b.drops(rng),
             Impairment::GilbertElliott(g) => g.drops(rng),
             Impairment::Outage(o) => return run_time.is_some_and(|t| o.covers(t)).then_some(LossCause::Outage),
+            Impairment::Policer(p) => {
+                return run_time.is_some_and(|t| p.drops(t, pkt.ip_bytes)).then_some(LossCause::Policer)
+            }
         };
         lost.then_some(LossCause::Random)
     }
