@@ -27,7 +27,8 @@ its headline values before and after stated there).
 Examples added after the speed work have their summary from the build that added them:
 `bpf-adaptive-reno.toml` (issue 27, a user's own BPF congestion control, compiled with clang;
 skipped where clang is missing) from branch bpf after the Linux stack's hook order was fixed;
-`host-fq-10G-into-1G-100ms.toml` (issue 26, the hosts' TSO, GRO and fq) from branch hosts.
+`host-fq-10G-into-1G-100ms.toml` (issue 26, the hosts' TSO, GRO and fq) from branch hosts;
+`fq-codel-cubic-vs-bbr.toml` (issue 28, FQ-CoDel) from branch aqm.
 """
 
 from __future__ import annotations
