@@ -773,6 +773,41 @@ mod tests {
     }
 
     #[test]
+    fn a_holding_link_starts_each_packet_when_the_transmitter_frees() {
+        use crate::net::queue::codel::CodelConfig;
+        let (tx, delay) = (123_040_000, 5_000_000);
+        let mut l = link(delay, 10);
+        let cfg = CodelConfig {
+            limit_packets: 2,
+            target_ps: 5_000_000_000,
+            interval_ps: 100_000_000_000,
+            mtu_bytes: 1500,
+            ecn: false,
+            ce_threshold_ps: None,
+        };
+        l = Link::new(LinkSpec { queue: QueueSpec::Codel(cfg), ..l.spec.clone() }, 1);
+        // Idle: the packet is queued, then served at once; its arrival is the only one.
+        assert_eq!(l.offer(0, &pkt(1)), Offered::Queued);
+        assert_eq!(l.service(0), Service { arrival: Some(tx + delay), dequeue_at: None });
+        // Busy: the next two wait, one dequeue event at the end of the serialization.
+        assert_eq!(l.offer(10, &pkt(2)), Offered::Queued);
+        assert_eq!(l.service(10), Service { arrival: None, dequeue_at: Some(tx) });
+        assert_eq!(l.offer(20, &pkt(3)), Offered::Queued);
+        assert_eq!(l.service(20), Service::default(), "the dequeue event is pending already");
+        assert_eq!(l.offer(30, &pkt(4)), Offered::Dropped, "limit 2");
+        assert_eq!((l.stats.drops_packets, l.queue().len_packets(), l.room_packets(30, 1500)), (1, 2, 0));
+        assert_eq!(l.busy_until(30), Some(tx));
+        // The event: packet 2 starts at tx (behind packet 1 on the wire), the next is due at 2 tx.
+        assert_eq!(l.dequeue_due(tx), Service { arrival: None, dequeue_at: Some(2 * tx) });
+        assert_eq!(l.pop_arrival(tx + delay), pkt(1));
+        assert_eq!(l.next_arrival(), Some(2 * tx + delay));
+        assert_eq!(l.dequeue_due(2 * tx), Service { arrival: None, dequeue_at: None });
+        assert_eq!(l.started(), 3);
+        assert_eq!(l.stats.max_queue_packets, 2);
+        assert_eq!(l.stats.busy_ps, 3 * tx);
+    }
+
+    #[test]
     fn a_link_without_delay_delivers_at_the_end_of_serialization() {
         let mut l = link(0, 10);
         let Offered::Admitted { arrival, head: true } = l.offer(0, &pkt(1)) else { panic!("idle link") };
