@@ -197,8 +197,7 @@ impl FqCodel {
         let threshold = max_bytes / 2;
         let q = &mut self.queues[fattest];
         let (mut n, mut len) = (0u32, 0u64);
-        loop {
-            let Some((_, pkt)) = self.slab.pop(&mut q.packets) else { break };
+        while let Some((_, pkt)) = self.slab.pop(&mut q.packets) {
             len += pkt.ip_bytes as u64;
             self.packets -= 1;
             self.bytes -= pkt.ip_bytes as u64;

@@ -114,12 +114,13 @@ impl Pie {
             self.next_update += self.cfg.tupdate_ps;
             // A quiet queue settles (probability 0, no delay): the updates still to come
             // until now would change nothing.
-            if self.prob == 0.0 && self.qdelay == 0 && self.qdelay_old == 0 && self.burst_left == self.cfg.max_burst_ps
-            {
-                if self.next_update <= now {
-                    let missed = (now - self.next_update) / self.cfg.tupdate_ps + 1;
-                    self.next_update += missed * self.cfg.tupdate_ps;
-                }
+            let settled = self.prob == 0.0
+                && self.qdelay == 0
+                && self.qdelay_old == 0
+                && self.burst_left == self.cfg.max_burst_ps;
+            if settled && self.next_update <= now {
+                let missed = (now - self.next_update) / self.cfg.tupdate_ps + 1;
+                self.next_update += missed * self.cfg.tupdate_ps;
             }
         }
     }
@@ -128,7 +129,7 @@ impl Pie {
     fn update(&mut self) {
         let (qdelay, qdelay_old) = (self.qdelay, self.qdelay_old);
         // A delay of 0 with packets waiting: too few to measure; no decay this round.
-        let mut may_decay = !(qdelay == 0 && !self.queue.is_empty());
+        let mut may_decay = qdelay != 0 || self.queue.is_empty();
         let (mut alpha, mut beta) = (self.cfg.alpha, self.cfg.beta);
         if self.prob < 0.1 {
             alpha /= 2.0;
