@@ -87,7 +87,8 @@ def fake_output(doc):
     fs = {k: [] for k in ("time_ps", "flow", "cwnd_segments", "ssthresh_segments", "outstanding_bytes",
                           "srtt_ps", "delivered_bytes", "sent_bytes")}
     qs = {k: [] for k in ("time_ps", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes",
-                          "red_avg_packets")}
+                          "red_avg_packets", "early_drops_packets", "ecn_marks", "sojourn_ps", "aqm_dropping",
+                          "aqm_control")}
     for t in times:
         for i in range(len(doc["flows"])):
             delivered = delivery_rate_bytes_per_s(i) * t // PS_PER_S
@@ -108,6 +109,11 @@ def fake_output(doc):
             qs["drops_packets"].append(t // interval)
             qs["departed_bytes"].append(link["rate_bps"] // 16 * t // PS_PER_S)
             qs["red_avg_packets"].append(0.5 * j if link["queue"]["discipline"] == "red" else -1.0)
+            qs["early_drops_packets"].append(0)
+            qs["ecn_marks"].append(0)
+            qs["sojourn_ps"].append(-1)
+            qs["aqm_dropping"].append(-1)
+            qs["aqm_control"].append(-1.0)
     flows = []
     for i, flow in enumerate(doc["flows"]):
         delivered = delivery_rate_bytes_per_s(i) * duration // PS_PER_S

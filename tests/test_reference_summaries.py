@@ -31,6 +31,7 @@ skipped where clang is missing) from branch bpf after the Linux stack's hook ord
 `bbr3-shallow-100M-40ms.toml` (issue 28, BBRv3) from branch bbr3.
 `dctcp-1G-step-marking.toml` and `prague-cubic-classic-ecn-fifo.toml` (issue 28, the ECN
 congestion controls) from branch ecn.
+`fq-codel-cubic-vs-bbr.toml` (issue 28, FQ-CoDel) from branch aqm.
 """
 
 from __future__ import annotations

@@ -90,7 +90,8 @@ def test_queue_series(result):
     qs = result.queue_series
     assert list(qs.columns) == [
         "time_s", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes", "utilization",
-        "queue_delay_s", "red_avg_packets",
+        "queue_delay_s", "red_avg_packets", "early_drops_packets", "ecn_marks", "sojourn_s", "aqm_dropping",
+        "aqm_control",
     ]
     bottleneck = qs[qs["link"] == "bottleneck"]
     # Drop-tail links have no RED average (the core's -1).
@@ -235,7 +236,7 @@ def test_summary_table_breaks_drops_down_by_cause():
     text = summary_table(r.summary, 1.0, r.scenario)
     header, rows = _link_rows(text)
     assert [h.strip() for h in header if h.strip()] == [
-        "link", "rate", "utilization", "drops", "overflow", "early (RED)", "random loss", "outage",
+        "link", "rate", "utilization", "drops", "overflow", "early (AQM)", "random loss", "outage",
     ]
     # bottleneck is link 1: total 1111 = 1 overflow + 10 early + 100 random + 1000 outage.
     assert rows["bottleneck"][-5:] == ["1111", "1", "10", "100", "1000"]

@@ -23,6 +23,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .scenario.aqm import HOLDING_DISCIPLINES
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
@@ -70,10 +72,15 @@ def _legend_outside(ax) -> None:
     """The legend off the data: beside the axes, or below them when its labels are long
     (constrained layout makes room either way)."""
     handles, labels = ax.get_legend_handles_labels()
+    twin = getattr(ax, "_fatpipe_twin", None)  # a second y axis on the right (_aqm_overlay)
+    if twin is not None:
+        more_handles, more_labels = twin.get_legend_handles_labels()
+        handles, labels = handles + more_handles, labels + more_labels
     if not handles:
         return
     if max(len(label) for label in labels) <= LEGEND_BESIDE_CHARS:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.09 if twin is not None else 1.01, 1.0),
+                  borderaxespad=0.0, fontsize="small")
     else:
         # The figure's, "outside" (matplotlib 3.7): constrained layout keeps the axis labels clear.
         ax.figure.legend(handles, labels, loc="outside lower center", fontsize="small", ncol=2 if len(labels) > 4 else 1)
@@ -362,7 +369,9 @@ def _queue_panel(ax, result: "RunData", name: str, rows, link: Dict, summary: Di
     (line,) = ax.step(rows["time_s"], rows["queue_packets"], where="post", label=f"{name} queue", linewidth=1.0,
                       color="tab:blue" if main else None)
     limit = link["queue"].get("limit_packets")
-    if limit and (main or rows["queue_packets"].max() >= 0.5 * limit):
+    # CoDel's and FQ-CoDel's limits are deep by design (1000, 10240): drawn only if neared.
+    held = link["queue"].get("discipline") in HOLDING_DISCIPLINES
+    if limit and ((main and not held) or rows["queue_packets"].max() >= 0.5 * limit):
         ax.axhline(limit, color=line.get_color(), linestyle=":", linewidth=0.9, label=f"{name} limit ({limit} packets)")
     if link["queue"].get("discipline") == "red":
         unit = "cells" if link["queue"].get("cell_bytes") else "packets"
@@ -373,6 +382,35 @@ def _queue_panel(ax, result: "RunData", name: str, rows, link: Dict, summary: Di
             value = summary.get(key)
             if value is not None:
                 ax.axhline(value, color="dimgray", linestyle=style, linewidth=0.9, label=f"RED {text} ({value:g} {unit})")
+    if main and held and "sojourn_s" in rows:
+        _aqm_overlay(ax, rows, link["queue"])
+
+
+def _aqm_overlay(ax, rows, queue: Dict) -> None:
+    """CoDel's, FQ-CoDel's and PIE's view on the queue panel: on a second axis the sojourn
+    time of the latest packet to leave at each sample, with the target; the samples where
+    the control law was dropping (FQ-CoDel: some queue was; PIE: its burst allowance
+    lasted), and every interval with drops or marks by the control law as ticks along the
+    top."""
+    ax2 = ax.twinx()
+    sojourn_ms = rows["sojourn_s"] * 1e3
+    ax2.plot(rows["time_s"], sojourn_ms, color="tab:orange", linewidth=0.8, label="sojourn (ms, right)")
+    target_ms = queue["target_ps"] / 1e9
+    ax2.axhline(target_ms, color="tab:orange", linestyle="--", linewidth=0.9, label=f"target ({target_ms:g} ms)")
+    top = max(3 * target_ms, float(np.nanquantile(sojourn_ms, 0.99)) if sojourn_ms.notna().any() else 0.0)
+    ax2.set_ylim(0, 1.1 * top)
+    ax2.set_ylabel("sojourn (ms)")
+    dropping = rows["aqm_dropping"] > 0
+    if dropping.any():
+        label = "burst allowance" if queue["discipline"] == "pie" else "dropping state"
+        ax2.fill_between(rows["time_s"], 0, 1.1 * top, where=dropping, step="post", color="tab:red", alpha=0.12,
+                         linewidth=0, label=label)
+    signals = np.diff(np.asarray(rows["early_drops_packets"] + rows["ecn_marks"], dtype=np.float64), prepend=0.0)
+    hits = np.asarray(rows["time_s"])[signals > 0]
+    if len(hits):
+        ax2.plot(hits, np.full(len(hits), 1.05 * top), "|", color="tab:red", markersize=6, label="drops or marks")
+    # One legend for both axes: the panel's legend (`_legend_outside`) reads the twin too.
+    ax._fatpipe_twin = ax2  # type: ignore[attr-defined]
 
 
 def plot_queue(result: "RunData", path: PathLike) -> str:

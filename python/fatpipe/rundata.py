@@ -68,7 +68,7 @@ FLOW_METRIC_COLUMNS = (
 #: (summary key, short label). ``drops_packets`` counts queue overflow only.
 DROP_CAUSES = (
     ("drops_packets", "overflow"),
-    ("early_drops_packets", "early (RED)"),
+    ("early_drops_packets", "early (AQM)"),
     ("impairment_drops_packets", "random loss"),
     ("outage_drops_packets", "outage"),
     ("policer_drops_packets", "policer"),
@@ -113,6 +113,11 @@ QUEUE_SERIES_COLUMNS = [
     "utilization",
     "queue_delay_s",
     "red_avg_packets",
+    "early_drops_packets",
+    "ecn_marks",
+    "sojourn_s",
+    "aqm_dropping",
+    "aqm_control",
 ]
 
 R = TypeVar("R", bound="RunData")
@@ -160,7 +165,13 @@ class RunData:
             drops_packets (queue overflow only) and departed_bytes (cumulative, wire bytes),
             utilization (of the interval ending at the sample; 0 at the first),
             queue_delay_s, red_avg_packets (RED's average queue in its thresholds' unit; NaN
-            for other disciplines).
+            for other disciplines), early_drops_packets and ecn_marks (cumulative: RED's
+            early drops, CoDel's drops at dequeue, PIE's on arrival; CE marks), and for CoDel,
+            FQ-CoDel and PIE sojourn_s (the sojourn time of the latest packet to leave the
+            queue), aqm_dropping (CoDel: 1 in its dropping state, else 0; FQ-CoDel: queues in
+            it; PIE: 1 while its burst allowance lasts) and aqm_control (the control law's
+            count; FQ-CoDel: the largest among those queues; PIE: its drop probability); NaN
+            for other disciplines.
     """
 
     def __init__(
@@ -417,6 +428,17 @@ class RunData:
         red_avg = cols.get("red_avg_packets")
         columns["red_avg_packets"] = (_where_negative_nan(red_avg) if red_avg is not None
                                       else np.full(len(time_ps), np.nan))
+        # The active queue managers' columns (issue 28); absent from older outputs: NaN.
+        for column in ("early_drops_packets", "ecn_marks"):
+            value = cols.get(column)
+            columns[column] = _int64(value) if value is not None else np.full(len(time_ps), np.nan)
+        for column in ("aqm_dropping", "aqm_control"):
+            value = cols.get(column)
+            columns[column] = (_where_negative_nan(value) if value is not None
+                               else np.full(len(time_ps), np.nan))
+        sojourn = cols.get("sojourn_ps")
+        columns["sojourn_s"] = (_where_negative_nan(sojourn) / PS_PER_S if sojourn is not None
+                                else np.full(len(time_ps), np.nan))
         return Columns({c: columns[c] for c in QUEUE_SERIES_COLUMNS}, {"link": names})
 
     @classmethod

@@ -7,7 +7,7 @@
 
 mod timer_heap;
 
-use crate::net::link::{Link, Offered};
+use crate::net::link::{Link, Offered, Service};
 use crate::packet::Packet;
 use crate::time::Time;
 
@@ -20,6 +20,9 @@ pub enum Event {
     /// idle). Scheduled only for links whose captures or refused senders watch it: a link
     /// otherwise needs no event of its own besides arrivals (`net/link.rs`).
     LinkTxEnd(u32),
+    /// A link whose discipline decides at dequeue (CoDel, FQ-CoDel) hands its transmitter
+    /// the next packet: one event per departure (`Link::service`).
+    LinkDequeue(u32),
     /// A TCP timer of a flow may have expired.
     Timer(u32, TimerKind),
     /// The application of a flow starts writing.
@@ -241,6 +244,31 @@ impl<const D: usize> EventQueue<D> {
             }
             Offered::Dropped => false,
             Offered::HandedOn { .. } => unreachable!("`offer` never hands a packet on"),
+            Offered::Queued => {
+                self.link_service(link, l, now);
+                true
+            }
+        }
+    }
+
+    /// Serves holding link `l` at `now` (`Link::service`) and schedules what it asks.
+    pub fn link_service(&mut self, link: &mut Link, l: u32, now: Time) {
+        let s = link.service(now);
+        self.schedule_service(l, s);
+    }
+
+    /// Link `l`'s `LinkDequeue` at `now`: the next packet starts (`Link::dequeue_due`).
+    pub fn link_dequeue(&mut self, link: &mut Link, l: u32, now: Time) {
+        let s = link.dequeue_due(now);
+        self.schedule_service(l, s);
+    }
+
+    fn schedule_service(&mut self, l: u32, s: Service) {
+        if let Some(t) = s.arrival {
+            self.schedule(t, Event::LinkArrival(l));
+        }
+        if let Some(t) = s.dequeue_at {
+            self.schedule(t, Event::LinkDequeue(l));
         }
     }
 

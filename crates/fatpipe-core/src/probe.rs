@@ -116,6 +116,21 @@ pub struct QueueSeries {
     /// counts cells), as the next arrival would find it before adding itself (decayed over
     /// an idle spell); -1 for other disciplines.
     pub red_avg_packets: Vec<f64>,
+    /// Cumulative drops by an active queue manager: RED's early drops, CoDel's and
+    /// FQ-CoDel's control-law drops at dequeue.
+    pub early_drops_packets: Vec<u64>,
+    /// Cumulative CE marks (RED, CoDel, FQ-CoDel's control law and ce_threshold).
+    pub ecn_marks: Vec<u64>,
+    /// CoDel, FQ-CoDel: the sojourn time of the latest packet to leave the queue before the
+    /// sample; -1 for other disciplines and before the first departure.
+    pub sojourn_ps: Vec<i64>,
+    /// CoDel: 1 in its dropping state, else 0; FQ-CoDel: how many flow queues are in it;
+    /// -1 for other disciplines.
+    pub aqm_dropping: Vec<i64>,
+    /// CoDel: its count (drops since entering the dropping state, the control law's
+    /// count); FQ-CoDel: the largest count among the queues in the dropping state; -1 for
+    /// other disciplines.
+    pub aqm_control: Vec<f64>,
 }
 }
 
@@ -159,6 +174,14 @@ impl QueueSeries {
             self.drops_packets.push(link.stats.drops_packets);
             self.departed_bytes.push(link.stats.bytes_sent);
             self.red_avg_packets.push(link.queue().red_average(now).unwrap_or(-1.0));
+            self.early_drops_packets.push(link.stats.early_drops_packets);
+            self.ecn_marks.push(link.queue().ecn_marks());
+            let held = link.queue().held();
+            let sojourn = held.map(|h| h.stats()).filter(|s| s.dequeued > 0).map(|s| s.sojourn_last_ps as i64);
+            self.sojourn_ps.push(sojourn.unwrap_or(-1));
+            let (dropping, control) = held.map_or((-1, -1.0), |h| h.control());
+            self.aqm_dropping.push(dropping);
+            self.aqm_control.push(control);
         }
     }
 }

@@ -276,6 +276,36 @@ impl Scenario {
                         }
                     }
                 }
+                crate::net::queue::QueueSpec::Codel(c) => {
+                    check_codel(i, c.limit_packets, c.target_ps, c.interval_ps)?;
+                }
+                crate::net::queue::QueueSpec::FqCodel(c) => {
+                    check_codel(i, c.limit_packets, c.target_ps, c.interval_ps)?;
+                    if c.flows == 0 || c.quantum_bytes == 0 || c.drop_batch_size == 0 {
+                        return Err(format!(
+                            "links[{i}].queue: FQ-CoDel needs flows, quantum_bytes and drop_batch_size > 0"
+                        )
+                        .into());
+                    }
+                }
+                crate::net::queue::QueueSpec::Pie(p) => {
+                    if p.limit_packets == 0
+                        || p.target_ps == 0
+                        || p.tupdate_ps == 0
+                        || !(p.alpha >= 0.0 && p.beta >= 0.0)
+                    {
+                        return Err(format!(
+                            "links[{i}].queue: PIE needs limit_packets, target_ps, tupdate_ps > 0 and alpha, beta >= 0"
+                        )
+                        .into());
+                    }
+                }
+            }
+            if l.tx_ring.is_some() && l.queue.holds_packets() {
+                return Err(format!(
+                    "links[{i}].tx_ring: a transmit ring runs only behind drop-tail or RED, not a discipline that holds its packets"
+                )
+                .into());
             }
             for (j, imp) in l.impairments.iter().enumerate() {
                 imp.validate().map_err(|e| format!("links[{i}].impairments[{j}].{e}"))?;
@@ -454,4 +484,13 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// What CoDel's state machine needs of its parameters (the scenario's tables check them in
+/// the user's terms first).
+fn check_codel(i: usize, limit_packets: u64, target_ps: Time, interval_ps: Time) -> Result<(), ScenarioError> {
+    if limit_packets == 0 || target_ps == 0 || interval_ps <= target_ps {
+        return Err(format!("links[{i}].queue: CoDel needs limit_packets > 0 and 0 < target_ps < interval_ps").into());
+    }
+    Ok(())
 }

@@ -211,6 +211,8 @@ pub struct Simulation {
     pub hops_handed_on: u64,
     pub arrivals_direct: u64,
     direct_last_hop: bool,
+    /// Scratch for the packets a holding link dropped (`count_held_drops`), kept for its room.
+    held_drops: Vec<Packet>,
     /// Linux's per-destination metrics cache (`tcp/metrics.rs`): written when a connection
     /// closes, read when one opens.
     metrics: MetricsCache,
@@ -270,6 +272,9 @@ impl Simulation {
         for link in &mut self.links {
             link.advance(self.now);
         }
+        for l in 0..self.links.len() as u32 {
+            self.count_held_drops(l);
+        }
     }
 
     pub fn run(&mut self) {
@@ -280,6 +285,7 @@ impl Simulation {
         match event {
             Event::LinkArrival(l) => self.on_arrival(l),
             Event::LinkTxEnd(l) => self.on_tx_end(l),
+            Event::LinkDequeue(l) => self.on_dequeue(l),
             Event::Timer(f, kind) => self.on_timer(f, kind),
             Event::SourceStart(f) => self.on_source_start(f),
             Event::SourceTick(f) => {
@@ -404,6 +410,30 @@ impl Simulation {
         if let Some(t) = next.filter(|&t| t <= self.scenario.duration_ps) {
             self.events.schedule(t, Event::SourceTick(f));
         }
+    }
+
+    /// Holding link `l` hands its transmitter the next packet; the packets its discipline
+    /// dropped are counted against their flows; its captures see the start.
+    fn on_dequeue(&mut self, l: u32) {
+        self.events.link_dequeue(&mut self.links[l as usize], l, self.now);
+        self.count_held_drops(l);
+        if !self.link_taps[l as usize].is_empty() {
+            self.tap_started(l);
+        }
+        self.watch_link(l);
+    }
+
+    /// The packets holding link `l` dropped since last time, against their flows.
+    fn count_held_drops(&mut self, l: u32) {
+        if !self.links[l as usize].has_dropped() {
+            return;
+        }
+        let mut dropped = std::mem::take(&mut self.held_drops);
+        self.links[l as usize].take_dropped(|p| dropped.push(*p));
+        for p in dropped.drain(..) {
+            self.count_drop(&p);
+        }
+        self.held_drops = dropped;
     }
 
     /// A serialization on watched link `l` ended: its captures see the next packet start,

@@ -178,6 +178,15 @@ impl Emulation {
     /// Sets up the emulation of the normalized scenario (its captures' paths are where the
     /// pcap files go).
     pub fn new(mut scenario: Scenario, options: Options) -> Result<Emulation, Error> {
+        // The relay drives links through offers and arrivals only: a discipline that
+        // decides at dequeue (CoDel, FQ-CoDel) needs the simulation's dequeue events.
+        if let Some((i, l)) = scenario.links.iter().enumerate().find(|(_, l)| l.queue.holds_packets()) {
+            return Err(Error::Scenario(format!(
+                "links[{i}] ({}).queue: this discipline is not emulated yet (the relay runs drop-tail and RED); \
+                 run it with fatpipe run",
+                l.name
+            )));
+        }
         // Start jitter: the simulation's own draw, so a flow starts when it would there.
         let seed = scenario.seed;
         for f in &mut scenario.flows {

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..units import U64_MAX
+from .aqm import HOLDING_DISCIPLINES
 from .kinds import Integer, Size
 from .schema import UNSET, Derived, Field, Table, _fail
 
@@ -165,6 +166,12 @@ def _host_interfaces(network: Network, topo: Dict[str, Any], path: str = "topolo
         if network.nodes[link["from"]]["kind"] == "host":
             if txqueuelen is not None:
                 link["queue"] = _txqueuelen_queue(txqueuelen, f"{path}.txqueuelen")
+            if ring is not None and link["queue"]["discipline"] in HOLDING_DISCIPLINES:
+                raise _fail(
+                    f"{path}.tx_ring", ring,
+                    f"the host interface queue is {link['queue']['discipline']}, which holds its packets; "
+                    "a transmit ring runs only behind drop-tail or RED (set txqueuelen, or leave tx_ring unset)",
+                )
             if ring is not None:
                 link["tx_ring"] = {"descriptors": ring, "descriptor_bytes": topo["tx_descriptor_bytes"]}
     return network

@@ -1,5 +1,5 @@
 """Queue disciplines: drop-tail (packets, bytes, buffer cells) and RED, their tables and
-their normalizers to the core's queue JSON."""
+their normalizers to the core's queue JSON; CoDel and FQ-CoDel's are in :mod:`.aqm`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from ..units import PS_PER_S, U64_MAX, format_size
+from .aqm import AQM_DISCIPLINES
 from .kinds import Boolean, Duration, Integer, Real, Size
 from .schema import (
     U32_MAX, UNSET, Derived, Field, Kind, ScenarioError, Table, Tagged, _fail, _fail_number,
@@ -424,6 +425,7 @@ def _normalize_red(
 QUEUE_DISCIPLINES: Dict[str, QueueDiscipline] = {
     "droptail": QueueDiscipline(table=_droptail_table, normalize=_normalize_droptail),
     "red": QueueDiscipline(table=_red_table, normalize=_normalize_red),
+    **{name: QueueDiscipline(table=t, normalize=n) for name, (t, n) in AQM_DISCIPLINES.items()},
 }
 
 

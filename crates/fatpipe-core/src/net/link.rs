@@ -5,10 +5,15 @@
 //! per packet, and its cost per packet does not depend on how many packets are in flight on
 //! it (htsim's pipe). The queue's state at any moment follows from the departure times still
 //! ahead (`advance`).
+//!
+//! A discipline that decides at dequeue (CoDel, FQ-CoDel: `net/queue/scheduled.rs`) holds
+//! its waiting packets itself; the FIFO then holds only the packets that started, and the
+//! link asks the discipline for the next one each time its transmitter frees (`service`),
+//! one `LinkDequeue` event per departure. Drop-tail and RED never take that path.
 
 use super::impairment::{Impairment, ImpairmentSpec, LossCause};
 use super::queue::tx_ring::{TxRing, TxRingSpec};
-use super::queue::{Queue, QueueSpec};
+use super::queue::{Admission, Queue, QueueSpec};
 use crate::chunked::ChunkedDeque;
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -48,7 +53,8 @@ pub struct LinkStats {
     /// Packets dropped because the queue was full.
     pub drops_packets: u64,
     pub drops_bytes: u64,
-    /// Packets dropped early by an active queue manager (RED).
+    /// Packets dropped early by an active queue manager (RED on arrival, CoDel's control
+    /// law at dequeue).
     pub early_drops_packets: u64,
     /// Packets lost to random loss (Bernoulli, Gilbert-Elliott) on entering the link.
     pub impairment_drops_packets: u64,
@@ -109,7 +115,24 @@ pub struct Link {
     /// their windows from here. 0 in a simulation; the emulator sets the moment its run
     /// starts (connections are opened before it), `Time::MAX` until then.
     schedule_origin: Time,
+    /// The discipline holds its packets (`Queue::Held`): offers go to `offer_held`.
+    held: bool,
+    /// A holding link's `LinkDequeue` event is scheduled (at `started_end`, or now).
+    dequeue_pending: bool,
+    /// Packets a holding discipline dropped other than a refused arrival, with the cause,
+    /// counted in `stats` already, until the driver counts them against their flows
+    /// (`take_dropped`, at the link's next dequeue event).
+    dropped: Vec<(Packet, Admission)>,
     pub stats: LinkStats,
+}
+
+/// What a driver schedules after a holding link was served (`Link::service`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Service {
+    /// A packet started and is the only one on the wire: its arrival (`LinkArrival`).
+    pub arrival: Option<Time>,
+    /// The link's next dequeue (`LinkDequeue`).
+    pub dequeue_at: Option<Time>,
 }
 
 /// What became of a packet offered to a link (`Link::offer`).
@@ -124,6 +147,9 @@ pub enum Offered {
     /// Admitted and handed on (`offer_or_hand_on`): it reaches the far end at `arrival`
     /// without an event of its own; the caller offers it to the next link at that time.
     HandedOn { arrival: Time },
+    /// Taken by a holding discipline: the driver calls `service` (which may start it at
+    /// once) and schedules what that says.
+    Queued,
 }
 
 impl Link {
@@ -134,7 +160,11 @@ impl Link {
         }
         let rng = Rng::for_element(seed, &spec.name);
         let impairments = spec.impairments.iter().map(ImpairmentSpec::build).collect();
+        let held = matches!(queue, Queue::Held(_));
         Link {
+            held,
+            dequeue_pending: false,
+            dropped: Vec::with_capacity(if held { 64 } else { 0 }),
             impairments,
             spec,
             queue,
@@ -162,6 +192,9 @@ impl Link {
     pub fn offer(&mut self, now: Time, pkt: &Packet) -> Offered {
         if !self.impairments.is_empty() && self.impaired(now, pkt) {
             return Offered::Dropped;
+        }
+        if self.held {
+            return self.offer_held(now, pkt);
         }
         self.advance(now);
         let idle = self.is_idle(now);
@@ -208,6 +241,9 @@ impl Link {
         if !self.impairments.is_empty() && self.impaired(now, pkt) {
             return Offered::Dropped;
         }
+        if self.held {
+            return self.offer_held(now, pkt);
+        }
         self.advance(now);
         let idle = self.is_idle(now);
         if let Err(why) = self.queue.admit(now, pkt, idle) {
@@ -239,6 +275,85 @@ impl Link {
             return Offered::HandedOn { arrival };
         }
         Offered::Admitted { arrival, head: self.wire.len() - self.handed_on == 1 }
+    }
+
+    /// A holding discipline takes (or refuses) `pkt` at `now`. The packet waits in it even
+    /// when the transmitter is free: `service` starts it then.
+    #[inline(never)]
+    fn offer_held(&mut self, now: Time, pkt: &Packet) -> Offered {
+        self.advance(now);
+        let waits = self.dequeue_pending || self.started_end > now;
+        let Queue::Held(q) = &mut self.queue else { unreachable!("a holding link") };
+        let before = self.dropped.len();
+        let result = q.enqueue(now, pkt, &mut self.dropped);
+        self.record_dropped_since(before);
+        if let Err(why) = result {
+            self.record_drop(pkt.ip_bytes, why);
+            return Offered::Dropped;
+        }
+        if waits {
+            self.note_queue_length();
+        }
+        Offered::Queued
+    }
+
+    /// A holding link at `now`: if the transmitter is free and no dequeue event is due, the
+    /// discipline hands it its next packet (dropping or marking on the way), which starts
+    /// at once; while packets wait (or drops wait to be counted against their flows), the
+    /// next dequeue is due when that serialization ends. The caller schedules what it says.
+    pub fn service(&mut self, now: Time) -> Service {
+        let mut out = Service::default();
+        if self.dequeue_pending {
+            return out;
+        }
+        if self.started_end <= now {
+            let Queue::Held(q) = &mut self.queue else { unreachable!("service on a holding link") };
+            let before = self.dropped.len();
+            let next = q.dequeue(now, &mut self.dropped);
+            self.record_dropped_since(before);
+            if let Some(pkt) = next {
+                let end = now + self.tx_time(pkt.ip_bytes);
+                self.count_start(pkt.ip_bytes, now, end);
+                self.tail_end = end;
+                let arrival = end + self.spec.delay_ps;
+                if self.wire.is_empty() {
+                    out.arrival = Some(arrival);
+                }
+                self.wire.push_back((arrival, pkt));
+            }
+        }
+        if self.queue.len_packets() > 0 || !self.dropped.is_empty() {
+            self.dequeue_pending = true;
+            out.dequeue_at = Some(self.started_end.max(now));
+        }
+        out
+    }
+
+    /// A holding link's `LinkDequeue` event at `now`.
+    pub fn dequeue_due(&mut self, now: Time) -> Service {
+        self.dequeue_pending = false;
+        self.service(now)
+    }
+
+    /// Hands the packets the holding discipline dropped since last time to `f` (the
+    /// driver's per-flow loss accounting); their link counters are kept already.
+    pub fn take_dropped(&mut self, mut f: impl FnMut(&Packet)) {
+        for (pkt, _) in self.dropped.drain(..) {
+            f(&pkt);
+        }
+    }
+
+    /// Whether a holding discipline dropped packets not yet handed to `take_dropped`.
+    #[inline]
+    pub fn has_dropped(&self) -> bool {
+        !self.dropped.is_empty()
+    }
+
+    fn record_dropped_since(&mut self, before: usize) {
+        for i in before..self.dropped.len() {
+            let (pkt, why) = self.dropped[i];
+            self.record_drop(pkt.ip_bytes, why);
+        }
     }
 
     /// The packet at the head of the wire reaches the far end at `now` (the `arrival` time
@@ -367,6 +482,9 @@ impl Link {
     /// link falls idle): the time a driver whose captures or refused senders watch the
     /// link's starts wakes up next. None when the link is idle at `now`.
     pub fn busy_until(&self, now: Time) -> Option<Time> {
+        if self.dequeue_pending {
+            return Some(self.started_end.max(now));
+        }
         (self.started_end > now || self.waiting > 0).then_some(self.started_end)
     }
 
@@ -399,9 +517,17 @@ impl Link {
     }
 
     /// Packets in the link: waiting, being serialized and propagating (the handed-on ones
-    /// waiting here are counted on the link they were handed on to).
+    /// waiting here are counted on the link they were handed on to); a holding
+    /// discipline's waiting packets are `for_each_held`'s.
     pub fn packets(&self) -> impl Iterator<Item = &Packet> + '_ {
         self.wire.iter().skip(self.handed_on).map(|(_, p)| p)
+    }
+
+    /// Calls `f` for every packet a holding discipline keeps waiting (none for others).
+    pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
+        if let Some(q) = self.queue.held() {
+            q.for_each_packet(f);
+        }
     }
 
     /// Sets the run's time 0 on this link's clock (see `schedule_origin`).
@@ -466,18 +592,19 @@ impl Link {
     pub fn room_packets(&mut self, now: Time, ip_bytes: u32) -> u64 {
         self.advance(now);
         let room = self.queue.room_packets(ip_bytes);
-        let idle_extra = self.is_idle(now) && room > 0 && !self.queue.holds_packet_in_service();
+        let idle_extra =
+            self.is_idle(now) && !self.dequeue_pending && room > 0 && !self.queue.holds_packet_in_service();
         room.saturating_add(u64::from(idle_extra))
     }
 
     #[inline]
-    fn record_drop(&mut self, ip_bytes: u32, why: super::queue::Admission) {
+    fn record_drop(&mut self, ip_bytes: u32, why: Admission) {
         match why {
-            super::queue::Admission::Overflow => {
+            Admission::Overflow => {
                 self.stats.drops_packets += 1;
                 self.stats.drops_bytes += ip_bytes as u64;
             }
-            super::queue::Admission::EarlyDrop => self.stats.early_drops_packets += 1,
+            Admission::EarlyDrop => self.stats.early_drops_packets += 1,
         }
     }
 
@@ -659,6 +786,41 @@ mod tests {
         assert_eq!(l.pop_arrival(3 * tx + delay), pkt(3));
         assert_eq!(l.stats.packets_sent, 4);
         assert_eq!(l.stats.busy_ps, 4 * tx);
+    }
+
+    #[test]
+    fn a_holding_link_starts_each_packet_when_the_transmitter_frees() {
+        use crate::net::queue::codel::CodelConfig;
+        let (tx, delay) = (123_040_000, 5_000_000);
+        let mut l = link(delay, 10);
+        let cfg = CodelConfig {
+            limit_packets: 2,
+            target_ps: 5_000_000_000,
+            interval_ps: 100_000_000_000,
+            mtu_bytes: 1500,
+            ecn: false,
+            ce_threshold_ps: None,
+        };
+        l = Link::new(LinkSpec { queue: QueueSpec::Codel(cfg), ..l.spec.clone() }, 1);
+        // Idle: the packet is queued, then served at once; its arrival is the only one.
+        assert_eq!(l.offer(0, &pkt(1)), Offered::Queued);
+        assert_eq!(l.service(0), Service { arrival: Some(tx + delay), dequeue_at: None });
+        // Busy: the next two wait, one dequeue event at the end of the serialization.
+        assert_eq!(l.offer(10, &pkt(2)), Offered::Queued);
+        assert_eq!(l.service(10), Service { arrival: None, dequeue_at: Some(tx) });
+        assert_eq!(l.offer(20, &pkt(3)), Offered::Queued);
+        assert_eq!(l.service(20), Service::default(), "the dequeue event is pending already");
+        assert_eq!(l.offer(30, &pkt(4)), Offered::Dropped, "limit 2");
+        assert_eq!((l.stats.drops_packets, l.queue().len_packets(), l.room_packets(30, 1500)), (1, 2, 0));
+        assert_eq!(l.busy_until(30), Some(tx));
+        // The event: packet 2 starts at tx (behind packet 1 on the wire), the next is due at 2 tx.
+        assert_eq!(l.dequeue_due(tx), Service { arrival: None, dequeue_at: Some(2 * tx) });
+        assert_eq!(l.pop_arrival(tx + delay), pkt(1));
+        assert_eq!(l.next_arrival(), Some(2 * tx + delay));
+        assert_eq!(l.dequeue_due(2 * tx), Service { arrival: None, dequeue_at: None });
+        assert_eq!(l.started(), 3);
+        assert_eq!(l.stats.max_queue_packets, 2);
+        assert_eq!(l.stats.busy_ps, 3 * tx);
     }
 
     #[test]

@@ -142,6 +142,7 @@ impl Simulation {
             hops_handed_on: 0,
             arrivals_direct: 0,
             direct_last_hop: true,
+            held_drops: Vec::new(),
             metrics: MetricsCache::default(),
         };
         sim.set_capture_clock();

@@ -85,9 +85,12 @@ pub(super) fn hand_on_table(scenario: &Scenario, routes: &RoutingTable, link_tap
     for (from, to) in paths {
         walk(from, to, &mut |prev, l| {
             if let Some(p) = prev {
+                // A link that decides at dequeue knows no departure time at admission.
                 if feed[l as usize] == Feed::Only(p)
                     && link_taps[p as usize].is_empty()
                     && link_taps[l as usize].is_empty()
+                    && !links[p as usize].queue.holds_packets()
+                    && !links[l as usize].queue.holds_packets()
                 {
                     table[p as usize * columns + routes.column(to) as usize] = l;
                 }
@@ -156,6 +159,7 @@ impl Simulation {
                     self.count_drop(&pkt);
                     return;
                 }
+                Offered::Queued => unreachable!("no hand-on into a holding link (hand_on_table)"),
             }
         }
     }
@@ -186,6 +190,7 @@ impl Simulation {
                 }
             }
             Offered::Dropped => self.count_drop(&pkt),
+            Offered::Queued => self.events.link_service(&mut self.links[next as usize], next, now),
         }
     }
 }

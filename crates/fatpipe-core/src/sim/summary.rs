@@ -7,6 +7,7 @@ use super::{Flow, Simulation};
 use crate::capture::Capture;
 use crate::cc::INFINITE_SSTHRESH;
 use crate::net::link::Link;
+use crate::net::queue::scheduled::AqmSummary;
 use crate::probe::{FlowCounters, FlowSeries, QueueSeries};
 use crate::source::http::RequestTable;
 use crate::source::udp::UdpFlow;
@@ -208,6 +209,10 @@ pub struct LinkSummary {
     pub red_min_th_packets: Option<f64>,
     pub red_max_th_packets: Option<f64>,
     pub red_w_q: Option<f64>,
+    /// CoDel and FQ-CoDel: what the discipline did, by cause, and the sojourn times;
+    /// absent for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<AqmSummary>,
 }
 
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -252,6 +257,7 @@ impl LinkSummary {
             red_min_th_packets: red.map(|r| r.0),
             red_max_th_packets: red.map(|r| r.1),
             red_w_q: red.map(|r| r.2),
+            aqm: l.queue().held().map(AqmSummary::of),
         }
     }
 }

@@ -1,10 +1,16 @@
 //! Queue disciplines: what a link does with packets that arrive while it is busy.
 //!
-//! One file per discipline. A discipline decides on admission and counts what waits; the
-//! link holds the packets (see `QueueDiscipline`).
+//! One file per discipline. Drop-tail and RED decide on admission and count what waits;
+//! the link holds the packets (see `QueueDiscipline`). CoDel and FQ-CoDel decide when a
+//! packet leaves and hold their packets (`scheduled.rs`, `HoldingDiscipline`).
 
+pub mod codel;
 pub mod droptail;
+pub mod fq_codel;
+pub mod pie;
 pub mod red;
+pub mod scheduled;
+pub mod slab;
 pub mod tx_ring;
 
 use crate::packet::Packet;
@@ -76,14 +82,19 @@ pub enum Queue {
     Red(red::Red),
     /// A host interface's transmit ring in front of one of the others (boxed: it holds one).
     TxRing(Box<tx_ring::TxRing>),
+    /// A discipline that holds its packets and decides at dequeue (`scheduled.rs`): the
+    /// link takes its own path for these (`Link::service`), never `admit` or `depart`.
+    Held(scheduled::Scheduled),
 }
 
+/// The counting disciplines' call (`$e`), or `$held` for a holding one.
 macro_rules! dispatch {
-    ($self:ident, $q:ident => $e:expr) => {
+    ($self:ident, $q:ident => $e:expr, held $h:ident => $held:expr) => {
         match $self {
             Queue::DropTail($q) => $e,
             Queue::Red($q) => $e,
             Queue::TxRing($q) => $e,
+            Queue::Held($h) => $held,
         }
     };
 }
@@ -91,40 +102,48 @@ macro_rules! dispatch {
 impl Queue {
     #[inline]
     pub fn admit(&mut self, now: Time, pkt: &mut Packet, starts_now: bool) -> Result<(), Admission> {
-        dispatch!(self, q => q.admit(now, pkt, starts_now))
+        dispatch!(self, q => q.admit(now, pkt, starts_now), held _h => unreachable!("the link serves a holding discipline itself"))
     }
     #[inline]
     pub fn depart(&mut self, t: Time, ip_bytes: u32) {
-        dispatch!(self, q => q.depart(t, ip_bytes))
+        dispatch!(self, q => q.depart(t, ip_bytes), held _h => unreachable!("the link serves a holding discipline itself"))
     }
     #[inline]
     pub fn idle(&mut self, t: Time) {
-        dispatch!(self, q => q.idle(t))
+        dispatch!(self, q => q.idle(t), held _h => ())
     }
     #[inline]
     pub fn room_packets(&self, ip_bytes: u32) -> u64 {
-        dispatch!(self, q => q.room_packets(ip_bytes))
+        dispatch!(self, q => q.room_packets(ip_bytes), held h => h.room_packets(ip_bytes))
     }
     pub fn ecn_marks(&self) -> u64 {
-        dispatch!(self, q => q.ecn_marks())
+        dispatch!(self, q => q.ecn_marks(), held h => h.stats().ecn_marks + h.stats().ce_threshold_marks)
     }
     pub fn red_parameters(&self) -> Option<(f64, f64, f64)> {
-        dispatch!(self, q => q.red_parameters())
+        dispatch!(self, q => q.red_parameters(), held _h => None)
     }
     pub fn red_average(&self, now: Time) -> Option<f64> {
-        dispatch!(self, q => q.red_average(now))
+        dispatch!(self, q => q.red_average(now), held _h => None)
     }
     #[inline]
     pub fn len_packets(&self) -> usize {
-        dispatch!(self, q => q.len_packets())
+        dispatch!(self, q => q.len_packets(), held h => h.len_packets())
     }
     #[inline]
     pub fn len_bytes(&self) -> u64 {
-        dispatch!(self, q => q.len_bytes())
+        dispatch!(self, q => q.len_bytes(), held h => h.len_bytes())
     }
     #[inline]
     pub fn holds_packet_in_service(&self) -> bool {
-        dispatch!(self, q => q.holds_packet_in_service())
+        dispatch!(self, q => q.holds_packet_in_service(), held _h => false)
+    }
+    /// The holding discipline, if this is one.
+    #[inline]
+    pub fn held(&self) -> Option<&scheduled::Scheduled> {
+        match self {
+            Queue::Held(h) => Some(h),
+            _ => None,
+        }
     }
 }
 
@@ -134,6 +153,10 @@ impl Queue {
 pub enum QueueSpec {
     Droptail(droptail::DropTailConfig),
     Red(red::RedConfig),
+    Codel(codel::CodelConfig),
+    #[serde(rename = "fq_codel")]
+    FqCodel(fq_codel::FqCodelConfig),
+    Pie(pie::PieConfig),
 }
 
 impl QueueSpec {
@@ -143,6 +166,17 @@ impl QueueSpec {
         match self {
             QueueSpec::Droptail(cfg) => Queue::DropTail(droptail::DropTail::new(cfg.clone())),
             QueueSpec::Red(cfg) => Queue::Red(red::Red::new(cfg.clone(), link_rate_bps, rng)),
+            QueueSpec::Codel(cfg) => Queue::Held(scheduled::Scheduled::CoDel(codel::CoDel::new(cfg))),
+            QueueSpec::FqCodel(cfg) => {
+                Queue::Held(scheduled::Scheduled::FqCodel(Box::new(fq_codel::FqCodel::new(cfg, rng))))
+            }
+            QueueSpec::Pie(cfg) => Queue::Held(scheduled::Scheduled::Pie(pie::Pie::new(cfg, rng))),
         }
+    }
+
+    /// Whether the discipline holds its packets and decides at dequeue (the link then
+    /// takes an event per departure, and no hop into or out of it is handed on).
+    pub fn holds_packets(&self) -> bool {
+        matches!(self, QueueSpec::Codel(_) | QueueSpec::FqCodel(_) | QueueSpec::Pie(_))
     }
 }
