@@ -13,7 +13,7 @@ delay coalescing added is printed beside it.
 
     sudo python3 scripts/bench_emulator.py [--rates 100Mbps,1Gbps] [--duration 10s] [--rtt 20ms]
                                            [--no-realtime-priority] [--spin-margin US]
-                                           [--tun-offload on|off|both] [--coalescing on|off|both]
+                                           [--tun-offload on|off|both] [--coalescing on|off|both] [--rx-usecs 50us]
                                            [--repeat N]
 """
 
@@ -38,6 +38,7 @@ def main() -> int:
                         help="super-packets through the TUN devices (on, the default), not (off), or each rate both ways")
     parser.add_argument("--coalescing", choices=("on", "off", "both"), default="off",
                         help="the receiving devices' interrupt coalescing ([flows.host] gro = true), none, or both ways")
+    parser.add_argument("--rx-usecs", help="[flows.host] rx_usecs with --coalescing (default: host.py's)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per rate and path")
     args = parser.parse_args()
     duration_s = parse_duration(args.duration) / 1e12
@@ -57,6 +58,8 @@ def main() -> int:
                 flow = {"name": "cubic", "cc": "cubic"}
                 if coalescing:
                     flow["host"] = {"gro": True, "tso": True}
+                    if args.rx_usecs:
+                        flow["host"]["rx_usecs"] = args.rx_usecs
                 result = emulate({
                     "name": f"bench-{rate}",
                     "duration": args.duration,

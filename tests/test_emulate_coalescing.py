@@ -2,13 +2,14 @@
 
 Kernel cubic over 150 Mb/s x 20 ms (a 1-BDP drop-tail queue, 6 s), a path the emulator
 sustains either way (docs/benchmarks.md), once with the flow's `[flows.host]` gro = true
-(the simulator's keys: rx_usecs 16 us, rx_frames 32, mlx5e's defaults, host.py) and once
+and rx_usecs = 200 us (the simulator's keys; rx_frames 32, mlx5e's default, host.py) and once
 without a host table (each release written at once), alternating; a pair in which either
 run did not keep up is rerun (realtime_tolerances.until_kept_up). Checked:
 
 - with coalescing the relay writes into the devices in fewer interrupts than without (at
   150 Mb/s a segment is released every 82 us, so without coalescing nearly every release
-  is its own write; with it, what a 16 us interrupt window gathers goes together), and
+  is its own write; a 200 us interrupt window gathers two or three; the default 16 us
+  would gather one), and
   each packet waited at most rx_usecs for its interrupt (the summary's coalescing delay);
 - without coalescing the delay is 0 and the lateness against the interrupts is the release
   lateness;
@@ -28,8 +29,8 @@ from realtime_tolerances import until_kept_up
 RATE_BPS = 150e6
 # Payload capacity: 150 Mb/s x 1448 / (1448 + 52 header + 38 framing bytes).
 CAPACITY_BPS = RATE_BPS * 1448 / (1448 + 52 + 38)
-# host.py's rx_usecs default (mlx5e MLX5E_PARAMS_DEFAULT_RX_CQ_MODERATION_USEC).
-RX_USECS_PS = 16_000_000
+# Longer than the 82 us between releases at 150 Mb/s, so interrupts gather several; 1 % of the RTT.
+RX_USECS_PS = 200_000_000
 SCENARIO = {
     "name": "cubic-150M-20ms",
     "duration": "6s",
@@ -42,7 +43,7 @@ SCENARIO = {
 def scenario(coalescing: bool) -> dict:
     s = copy.deepcopy(SCENARIO)
     if coalescing:
-        s["flows"][0]["host"] = {"gro": True, "tso": True}
+        s["flows"][0]["host"] = {"gro": True, "tso": True, "rx_usecs": "200us"}
     return s
 
 
@@ -66,10 +67,11 @@ def test_coalescing_writes_fewer_times_and_delays_by_at_most_rx_usecs(pair):
     e_on, e_off = on["emulation"], off["emulation"]
     tun_on, tun_off = e_on["relay"]["tun"], e_off["relay"]["tun"]
     assert tun_on["offload"] and tun_off["offload"], (tun_on.get("offload_refused"), tun_off.get("offload_refused"))
-    # Both runs carried about the same packets (the same bottleneck, filled).
-    assert abs(tun_on["packets_written"] - tun_off["packets_written"]) < 0.1 * tun_off["packets_written"]
+    # Both runs carried the bottleneck's data; with coalescing GRO merges more, so the
+    # receiver sends fewer (stretch) ACKs and fewer packets cross the relay, never many more.
+    assert tun_on["packets_written"] <= 1.05 * tun_off["packets_written"]
     # Without coalescing, nearly one interrupt per release (releases 82 us apart at
-    # 150 Mb/s; ACKs come back one at a time); with it, a fifth fewer at least.
+    # 150 Mb/s, ACKs one at a time); with 200 us, a fifth fewer at least.
     assert tun_on["interrupts"] < 0.8 * tun_off["interrupts"], (tun_on["interrupts"], tun_off["interrupts"])
     assert tun_on["writes"] < tun_off["writes"]
     delay = e_on["coalescing_delay"]

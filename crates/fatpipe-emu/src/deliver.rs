@@ -154,6 +154,7 @@ impl Delivery {
         if payload.is_none() && dev.rx.rx_usecs_ps == 0 {
             // As before coalescing: at once, after what the device holds (a flow's order).
             self.write_device(pool, d);
+            self.counters.interrupts += 1;
             self.write_one(pool, d, slot, time, time, false);
             return;
         }
@@ -315,7 +316,10 @@ impl Delivery {
         }
     }
 
+    /// A packet released at `time` went out at the interrupt due at `due`; a packet released
+    /// after that (in the same pass, or while the relay was late) was due at its release.
     fn record(&mut self, time: Time, due: Time) {
+        let due = due.max(time);
         if self.since.is_some_and(|e| time >= e) {
             let now = self.clock.now();
             self.lateness.record(now.saturating_sub(time));
