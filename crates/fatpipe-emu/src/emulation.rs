@@ -16,6 +16,7 @@
 
 use crate::bpf_cc::BpfPolicy;
 use crate::clock::Clock;
+use crate::coalesce;
 use crate::kernel::{self, FlowKnobs, RouteMetrics};
 use crate::netns::{self, Interfaces, Namespace};
 use crate::output::{self, EmulatedFlow, EmulatedRun};
@@ -210,6 +211,12 @@ impl Emulation {
                 notes.push(format!("{}: {n}", spec.name));
             }
         }
+        coalesce::per_node(&scenario).map_err(Error::Scenario)?;
+        for spec in &scenario.flows {
+            for n in spec.tcp.as_ref().and_then(|t| t.host.as_ref()).map(coalesce::host_notes).unwrap_or_default() {
+                notes.push(format!("{}: {n}", spec.name));
+            }
+        }
         let plans = host_plans(&scenario, &flows)?;
         let clock = Clock::start();
         let mut hosts = Vec::new();
@@ -253,10 +260,16 @@ impl Emulation {
         for spec in &self.scenario.captures {
             captures.push(Capture::create(spec.clone()).map_err(Error::System)?);
         }
+        let rx = coalesce::per_node(&self.scenario).map_err(Error::Scenario)?;
         let ports = self
             .hosts
             .iter()
-            .map(|h| Port { node: h.node, tun: h.tun.raw(), vnet: h.tun.offload() == Offload::Tso })
+            .map(|h| Port {
+                node: h.node,
+                tun: h.tun.raw(),
+                vnet: h.tun.offload() == Offload::Tso,
+                rx: rx[h.node as usize],
+            })
             .collect();
         let flow_ports = self.flows.iter().map(|f| f.ports).collect();
         let options = RelayOptions {

@@ -10,6 +10,7 @@
 
 pub mod bpf_cc;
 pub mod clock;
+pub mod coalesce;
 mod deliver;
 pub mod emulation;
 pub mod gso;

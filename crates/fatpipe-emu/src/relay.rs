@@ -26,6 +26,7 @@
 //! due, since a virtual machine wakes a sleeping thread tens of microseconds late.
 
 use crate::clock::Clock;
+use crate::coalesce::Coalescing;
 use crate::deliver::{Delivery, WriteCounters};
 use crate::gso::{self, VnetHdr, VNET_HDR_LEN};
 use crate::ip::{self, Header};
@@ -130,7 +131,11 @@ pub struct RelayReport {
     pub flows: Vec<FlowNet>,
     /// Per flow, UDP datagrams on the links (queued, serializing or propagating) at the end.
     pub datagrams_in_flight: Vec<u64>,
+    /// How late packets were written against their release (coalescing delay included),
+    /// against the interrupt they were due at, and the delay coalescing added.
     pub lateness: Lateness,
+    pub interrupt_lateness: Lateness,
+    pub coalescing_delay: Lateness,
     pub captures: Vec<CaptureSummary>,
     /// Packets the relay refused: not IPv4 from the host's own address to another host.
     pub foreign_packets: u64,
@@ -154,6 +159,8 @@ pub struct Port {
     pub node: u32,
     pub tun: RawFd,
     pub vnet: bool,
+    /// The device's receive side: GRO and interrupt coalescing (`coalesce.rs`).
+    pub rx: Coalescing,
 }
 
 /// The reads from the hosts' devices, for the summary.
@@ -254,7 +261,7 @@ impl Relay {
             fatpipe_core::capture::taps(&scenario.captures, &scenario.links, scenario.nodes.len());
         let mtu = scenario.links.iter().map(|l| l.mtu_bytes as usize).max().unwrap_or(1500).max(1500);
         let flows = vec![FlowNet::default(); flow_ports.len()];
-        let delivery = Delivery::new(ports.iter().map(|p| (p.tun, p.vnet)), clock);
+        let delivery = Delivery::new(ports.iter().map(|p| (p.tun, p.vnet, p.rx)), clock);
         let super_len = if ports.iter().any(|p| p.vnet) { SUPER_PACKET_BUFFER } else { 0 };
         Relay {
             clock,
@@ -320,7 +327,19 @@ impl Relay {
             // Wait for a packet until the next event (or the end, or a while), waking
             // `spin_margin` early; inside the margin, spin on the clock (no system call)
             // to the event, then look at the devices once.
-            let next = self.events.peek_time().into_iter().chain(end).min().unwrap_or(Time::MAX);
+            // With coalescing on every device, nothing a link releases is due before its
+            // release plus the shortest rx_usecs: the relay sleeps past link events to the
+            // next interrupt (their state is computed at their own times all the same).
+            let hold = self.delivery.min_hold_ps();
+            let next = self
+                .events
+                .peek_time()
+                .map(|t| t.saturating_add(hold))
+                .into_iter()
+                .chain(self.delivery.next_due())
+                .chain(end)
+                .min()
+                .unwrap_or(Time::MAX);
             let wait = next.saturating_sub(self.clock.now()).min(MAX_SLEEP_PS);
             let ready = if wait > self.options.spin_margin_ps {
                 epoll.wait(wait - self.options.spin_margin_ps)?
@@ -353,6 +372,8 @@ impl Relay {
             flows: self.flows,
             datagrams_in_flight,
             lateness: self.delivery.lateness,
+            interrupt_lateness: self.delivery.interrupt_lateness,
+            coalescing_delay: self.delivery.coalescing_delay,
             captures: self.captures.iter().map(CaptureSummary::of).collect(),
             foreign_packets: self.foreign_packets,
             other_packets: self.other_packets,
@@ -442,10 +463,10 @@ impl Relay {
     }
 
     /// Processes every event due at or before `t`, at its own time, then writes what the
-    /// links released that is still held for merging.
+    /// devices hold whose interrupt is due by `t` (without coalescing: all they hold).
     fn run_events_until(&mut self, t: Time, queue_series: &mut QueueSeries) {
         self.run_due_events(t, queue_series);
-        self.delivery.flush(&mut self.pool);
+        self.delivery.flush(&mut self.pool, t);
     }
 
     fn run_due_events(&mut self, t: Time, queue_series: &mut QueueSeries) {

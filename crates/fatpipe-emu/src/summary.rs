@@ -222,7 +222,16 @@ pub struct EmulationFacts {
     pub setup_ps: Time,
     /// The relay kept up: lateness within its limit, no delivery errors, no host drops.
     pub kept_up: bool,
+    /// Against the links' release times; with interrupt coalescing this includes the
+    /// delay it adds.
     pub release_lateness: ReleaseLateness,
+    /// Against the receiving device's interrupt each packet was due at (its release time
+    /// without coalescing, so then the same as release_lateness): the relay's own lateness,
+    /// which kept_up judges.
+    pub interrupt_lateness: LatenessStats,
+    /// The delay interrupt coalescing added to each packet: its interrupt's time less its
+    /// release time (0 without coalescing; docs/emulation.md, "Interrupt coalescing").
+    pub coalescing_delay: LatenessStats,
     pub relay: RelayFacts,
     pub hosts: Vec<HostCounters>,
     pub notes: Vec<String>,
@@ -237,6 +246,16 @@ pub struct ReleaseLateness {
     pub p99_ps: Option<Time>,
     pub max_ps: Option<Time>,
     pub limit_p99_ps: Time,
+}
+
+/// A distribution of per-packet delays (1 us bins; the maximum exact).
+#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LatenessStats {
+    pub packets: u64,
+    pub median_ps: Option<Time>,
+    pub p99_ps: Option<Time>,
+    pub max_ps: Option<Time>,
 }
 
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -276,6 +295,9 @@ pub struct TunTraffic {
     /// Super-packets written (GRO), and their segments.
     pub super_packets_written: u64,
     pub super_packet_segments_written: u64,
+    /// Interrupts: the times a device's held packets were written together (one per
+    /// relay pass and device without coalescing).
+    pub interrupts: u64,
 }
 
 /// A host's kernel counters at the end, read inside its namespace.

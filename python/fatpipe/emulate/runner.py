@@ -134,10 +134,18 @@ def lateness_line(summary: Mapping[str, Any]) -> str:
     def us(ps: Optional[int]) -> str:
         return "-" if ps is None else f"{ps / 1e6:.0f} us" if ps < 10**10 else f"{ps / 1e9:.1f} ms"
 
-    return (
+    line = (
         f"release lateness: median {us(late['median_ps'])}, p99 {us(late['p99_ps'])}, max {us(late['max_ps'])} "
         f"over {late['packets']:,} packets (p99 limit {us(late['limit_p99_ps'])})"
     )
+    delay = e["coalescing_delay"]
+    if delay["max_ps"]:
+        # Interrupt coalescing: the limit judges the lateness against the interrupts.
+        irq = e["interrupt_lateness"]
+        line = line.replace("(p99 limit", "including interrupt coalescing's delay (median "
+                            f"{us(delay['median_ps'])}, max {us(delay['max_ps'])}); against the interrupts p99 "
+                            f"{us(irq['p99_ps'])}, max {us(irq['max_ps'])} (p99 limit")
+    return line
 
 
 def notes_lines(summary: Mapping[str, Any]) -> List[str]:

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::clock::Clock;
+use crate::coalesce::Coalescing;
 use crate::deliver::Delivery;
 use crate::pool::Pool;
 use fatpipe_core::net::link::LinkSpec;
@@ -296,17 +297,14 @@ fn a_super_packet_crossing_a_drop_in_the_link_is_merged_on_each_side_of_the_hole
     let kept_second = offer(&mut pool, &mut link, 40_000_000, segments(&second));
     assert_eq!(kept_second.len(), 3);
 
-    let mut fds = [0; 2];
-    // SAFETY: socketpair fills two descriptors, owned below.
-    assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) }, 0);
-    let (tx, rx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let mut delivery = Delivery::new([(tx.as_raw_fd(), true)], Clock::start());
+    let (tx, rx) = datagram_pair();
+    let mut delivery = Delivery::new([(tx.as_raw_fd(), true, Coalescing::IMMEDIATE)], Clock::start());
     let end = link.last_evented_arrival().unwrap().max(2_000_000_000);
     while let Some(t) = link.next_arrival().filter(|&t| t <= end) {
         let pkt = link.pop_arrival(t);
         delivery.deliver(&mut pool, 0, pkt.seq as u32, t);
     }
-    delivery.flush(&mut pool);
+    delivery.flush(&mut pool, end);
     assert_eq!(delivery.counters.writes, 2);
     assert_eq!((delivery.counters.super_packets, delivery.counters.super_packet_segments), (2, 6));
 
@@ -331,15 +329,20 @@ fn a_super_packet_crossing_a_drop_in_the_link_is_merged_on_each_side_of_the_hole
     }
 }
 
+/// Two connected datagram sockets: a device stand-in (`tx`) and what reads its writes.
+fn datagram_pair() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair fills two descriptors, owned below.
+    assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) }, 0);
+    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
 /// A device without headers gets each packet as it comes, whole (the path before offloads).
 #[test]
 fn without_headers_every_packet_is_written_alone_and_at_once() {
     let segs = segments(&super_packet(2 * MSS, 9, 9, ACK));
-    let mut fds = [0; 2];
-    // SAFETY: as above.
-    assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) }, 0);
-    let (tx, rx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let mut delivery = Delivery::new([(tx.as_raw_fd(), false)], Clock::start());
+    let (tx, rx) = datagram_pair();
+    let mut delivery = Delivery::new([(tx.as_raw_fd(), false, Coalescing::IMMEDIATE)], Clock::start());
     let mut pool = Pool::new(1500, 2);
     delivery.count_lateness_from(0);
     for s in &segs {
@@ -354,4 +357,34 @@ fn without_headers_every_packet_is_written_alone_and_at_once() {
     }
     assert_eq!((delivery.counters.writes, delivery.counters.super_packets), (2, 0));
     assert_eq!(delivery.lateness.count(), 2);
+}
+
+/// With interrupt coalescing the segments released over a while are held until the
+/// interrupt (rx_usecs after the first) and reach the host as one super-packet.
+#[test]
+fn coalescing_holds_releases_until_the_interrupt_and_merges_them() {
+    let segs = segments(&super_packet(3 * MSS, 9, 9, ACK));
+    let (tx, rx) = datagram_pair();
+    let us = 1_000_000;
+    let coalescing = Coalescing { gro: true, rx_usecs_ps: 50 * us, rx_frames: 32 };
+    let mut delivery = Delivery::new([(tx.as_raw_fd(), true, coalescing)], Clock::start());
+    let mut pool = Pool::new(1500, 4);
+    let recv =
+        |buf: &mut [u8]| unsafe { libc::recv(rx.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    let mut buf = vec![0u8; 70_000];
+    for (i, s) in segs.iter().enumerate() {
+        let slot = pool.take();
+        pool.buffer(slot)[..s.len()].copy_from_slice(s);
+        pool.set_len(slot, s.len());
+        let t = 12 * us * i as u64;
+        delivery.deliver(&mut pool, 0, slot, t);
+        delivery.flush(&mut pool, t);
+        assert!(recv(&mut buf) < 0, "nothing before the interrupt");
+    }
+    delivery.flush(&mut pool, 50 * us - 1);
+    assert!(recv(&mut buf) < 0);
+    delivery.flush(&mut pool, 50 * us);
+    let n = recv(&mut buf);
+    assert_eq!(n as usize, VNET_HDR_LEN + HEADERS + 3 * MSS, "one super-packet of the three");
+    assert_eq!((delivery.counters.writes, delivery.counters.interrupts), (1, 1));
 }
