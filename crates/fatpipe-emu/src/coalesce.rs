@@ -112,29 +112,20 @@ pub fn host_notes(host: &HostConfig) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// The host table's defaults (fatpipe_core::host::scenario_defaults, the one builder),
+    /// with TSO on as the relay's devices take it, and GRO as asked.
     fn host(gro: bool) -> HostConfig {
-        HostConfig {
-            linux_pacing: false,
-            pacing_ss_ratio_percent: 200,
-            pacing_ca_ratio_percent: 120,
-            tso: true,
-            gso_max_size_bytes: 65_536,
-            min_tso_segs: 2,
-            tso_rtt_log: 9,
-            pacing_shift: 10,
-            gro,
-            gro_max_size_bytes: 65_536,
-            rx_coalesce_ps: 16_000_000,
-            rx_frames: 32,
-            fq: false,
-            fq_maxrate_bps: None,
-        }
+        HostConfig { gro, tso: true, linux_pacing: false, fq: false, ..fatpipe_core::host::scenario_defaults() }
     }
 
     #[test]
     fn settings_follow_the_host_table() {
         assert_eq!(Coalescing::of(None), Coalescing::IMMEDIATE);
-        assert_eq!(Coalescing::of(Some(&host(true))), Coalescing { gro: true, rx_usecs_ps: 16_000_000, rx_frames: 32 });
+        let h = host(true);
+        assert_eq!(
+            Coalescing::of(Some(&h)),
+            Coalescing { gro: true, rx_usecs_ps: h.rx_coalesce_ps, rx_frames: h.rx_frames }
+        );
         assert_eq!(Coalescing::of(Some(&host(false))), Coalescing { gro: false, rx_usecs_ps: 0, rx_frames: 1 });
         assert!(host_notes(&host(true)).is_empty());
         let all = HostConfig { linux_pacing: true, fq: true, tso: false, ..host(true) };
