@@ -11,6 +11,8 @@ use fatpipe_core::cc::external::{
 };
 use fatpipe_core::cc::reno::{Reno, RenoConfig};
 use fatpipe_core::cc::{AckSample, CaState, CcSpec, CcState, CongestionControl, CwndEvent};
+use fatpipe_core::net::queue::QueueSpec;
+use fatpipe_core::tcp::config::TcpConfig;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
 use fatpipe_core::Simulation;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -232,4 +234,30 @@ fn the_first_report_starts_when_the_flow_first_sends() {
     // Built at 0, sending from 2 s: the first interval is the first 100 ms of sending, not 2.1 s.
     assert!(first.start_ps >= start && first.start_ps < start + PS_PER_MS, "{first:?}");
     assert!(first.end_ps - first.start_ps < 100 * PS_PER_MS + RTT, "{first:?}");
+}
+
+#[test]
+fn reports_count_the_segments_the_acks_report_ce_marked() {
+    // A window of 20 segments through a 5 Mb/s x 40 ms path (its BDP: 17 segments) whose
+    // drop-tail queue marks an ECN-capable arrival finding 2 or more packets waiting: the
+    // window stands 3 segments in the queue, so most segments are marked. With Accurate ECN the receiver's counts
+    // are exact, so the reports' sum is the receiver's count less what the last, unfinished
+    // interval acknowledged (100 ms at 5 Mb/s: 43 segments) and what was still
+    // unacknowledged at the end (at most one window, 20).
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let factory = Arc::new(FixedFactory(reports.clone(), None, Arc::new(AtomicBool::new(false))));
+    let tcp = TcpConfig { ecn: true, accecn: true, ..linux_host_tcp(None, 10, None) };
+    let mut s = dumbbell(5_000_000, RTT, 1000, 5 * PS_PER_S, tcp);
+    for link in &mut s.links {
+        if let QueueSpec::Droptail(q) = &mut link.queue {
+            q.mark_threshold_packets = Some(2);
+        }
+    }
+    s.flows[0].cc = Some(external(ExternalMode::Report, ReportEvery::TimePs(100 * PS_PER_MS), factory));
+    let mut sim = Simulation::new(s).unwrap();
+    sim.run();
+    let marked: u64 = reports.lock().unwrap().iter().map(|r| r.marked_segments).sum();
+    let received = sim.flows[0].receiver.stats.ce_segments;
+    assert!(received > 500, "the queue marked {received}");
+    assert!(marked <= received && marked + 43 + 20 >= received, "reports {marked}, receiver {received}");
 }

@@ -130,8 +130,9 @@ pub struct Report {
     /// Bytes the ACKs newly marked lost (Linux `rs->losses`; losses found by a
     /// retransmission timeout are not reported by any ACK).
     pub lost_bytes: u64,
-    /// ACKs that echoed an ECN mark (`CwndEvent::EcnIsCe`; 0 while no stack raises it).
-    pub marked_acks: u32,
+    /// Segments the interval's ACKs reported CE-marked (Linux `rs->ece_delta`: classic ECE
+    /// or Accurate ECN's counters, as the Linux stack counts them; `AckSample::ce_segments`).
+    pub marked_segments: u64,
     /// New data sent (snd_nxt's advance), bytes.
     pub sent_bytes: u64,
     /// The interval's RTT samples: smallest and mean, picoseconds; None without a sample.
@@ -249,6 +250,7 @@ impl External {
         r.acks += 1;
         r.delivered_bytes += ack.delivered_bytes;
         r.lost_bytes += ack.newly_lost_bytes;
+        r.marked_segments += u64::from(ack.ce_segments);
         if let Some(rtt) = ack.rtt {
             r.min_rtt_ps = Some(r.min_rtt_ps.map_or(rtt, |m| m.min(rtt)));
             r.rtt_samples += 1;
@@ -322,7 +324,8 @@ impl CongestionControl for External {
     fn cwnd_event(&mut self, s: &mut CcState, ev: CwndEvent) {
         match self.mode {
             ExternalMode::Ack => self.call((), |c| c.cwnd_event(s, ev)),
-            ExternalMode::Report => self.interval.report.marked_acks += (ev == CwndEvent::EcnIsCe) as u32,
+            // CE marks reach a report through the ACKs (`aggregate`), not this event.
+            ExternalMode::Report => {}
         }
     }
 
