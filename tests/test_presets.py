@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from fatpipe.scenario import PRESETS, ScenarioError, load_scenario, rfc3390_initial_window
+from fatpipe.scenario.ecn_algorithms import ECN_NEEDS
 
 BASE = {"duration": "1s", "topology": {"bottleneck_rate": "10Mbps", "rtt": "10ms"}}
 
@@ -125,6 +126,8 @@ def test_every_preset_runs_end_to_end():
             # Only the receive window limits NOCC: document 000 set it to the BDP (25 KB here);
             # the default 8 MiB would overload the path, as NOCC is meant to show.
             flow["tcp"] = {"rcv_buffer": "25KB"}
+        if preset.algorithm in ECN_NEEDS:  # DCTCP, Prague: the ECN settings they need
+            flow["tcp"] = {key: True for key, _ in ECN_NEEDS[preset.algorithm]}
         result = fatpipe.run(
             {
                 "duration": "2s",

@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from ..units import PS_PER_S, U64_MAX, format_duration, format_rate
 from .kinds import Boolean, Duration, Integer, Real, Size
+from .queue_limits import _queue_limit
 from .schema import U32_MAX, UNSET, Derived, Field, Table, _fail, _join
 
 #: Linux's names for the settings, with the files the defaults come from.
@@ -172,9 +173,6 @@ def _check_codel(params: Dict[str, Any], path: str, limit: int, mtu_bytes: int, 
 
 
 def _aqm_limit(params: Dict[str, Any], path: str, default: int, rate_bps: int, rtt_ps: int, mtu_bytes: int) -> int:
-    # The limit keys, as the other disciplines read them (queues.py).
-    from .queues import _queue_limit
-
     limit, _ = _queue_limit(
         params, path, AQM_LIMIT_KEYS, rate_bps=rate_bps, rtt_ps=rtt_ps, mtu_bytes=mtu_bytes,
         default_key="limit_packets", default_value=default,

@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .ecn_algorithms import ECN_TABLES
+from .congestion_linux import LINUX_ALGORITHMS
 from .bpf import BPF_TABLE, KERNEL_HZ, KERNEL_HZ_SOURCE, normalize_bpf
 from .python_cc import PYTHON_TABLE, normalize_python, python_value
 from .bbr3 import BBR3_TABLE, normalize_bbr3
 from ..units import format_duration
+from .algorithm import Algorithm, _fraction, _packets, _simple_algorithm, _variant_field
 from .kinds import Boolean, Choice, Duration, Integer, Real, Size
 from .schema import UNSET, Derived, Field, ScenarioError, Table, Tagged, _fail, _join, _num, _toml_literal
 
-
-@dataclass(frozen=True)
-class Algorithm:
-    """A congestion control algorithm: its parameters and the normalizer to the core's JSON."""
-
-    table: Table
-    normalize: Callable[[Dict[str, Any], str], Dict[str, Any]]
 
 
 # ---- congestion control --------------------------------------------------------------
@@ -99,34 +94,6 @@ def _normalize_reno(params: Dict[str, Any], path: str) -> Dict[str, Any]:
     }
 
 
-def _simple_algorithm(
-    name: str,
-    doc: str,
-    *params: Tuple[Field, str],
-    finish: Optional[Callable[[Dict[str, Any], str], None]] = None,
-) -> Algorithm:
-    """An algorithm whose parameters map one to one onto the core's: each (Field, core key).
-    Durations arrive in picoseconds (their core keys end in _ps), numbers as given.
-    ``finish`` may check the values together and fill defaults that depend on others
-    (:class:`Derived`), in place, before they are mapped."""
-    table = Table(fields=tuple(f for f, _ in params), doc=doc)
-    core_keys = {f.key: core_key for f, core_key in params}
-
-    def normalize(values: Dict[str, Any], path: str) -> Dict[str, Any]:
-        if finish is not None:
-            values = dict(values)
-            finish(values, path)
-        return {"algorithm": name, **{core_keys[k]: v for k, v in values.items()}}
-
-    return Algorithm(table=table, normalize=normalize)
-
-
-def _variant_field(options: Sequence[str], meaning: str, source: str) -> Field:
-    """An algorithm's ``variant``: which published form runs; the first option, today's form,
-    is the default."""
-    return Field("variant", Choice(options), meaning, options[0], source)
-
-
 def _fill_by_choice(
     values: Dict[str, Any], path: str, choice: str, defaults: Mapping[str, Mapping[str, Any]]
 ) -> None:
@@ -162,10 +129,6 @@ def _kernel_hz_field(used_with: str) -> Field:
         Derived(f"{KERNEL_HZ} with {used_with}"),
         KERNEL_HZ_SOURCE,
     )
-
-
-def _packets(key: str, default: float, meaning: str, source: str) -> Field:
-    return Field(key, Real(lower=0.0, lower_open=False, example=default), meaning + ", packets", default, source)
 
 
 _BYTE_COUNTING = Field(
@@ -317,10 +280,6 @@ _CWR_HALVES = Field(
     "the algorithm's decrease on every congestion signal (Linux since 2.6.13: tcp_init_cwnd_reduction "
     "asks the module's ssthresh)",
 )
-
-
-def _fraction(key: str, default: float, meaning: str, source: str) -> Field:
-    return Field(key, Real(lower=0.0, upper=1.0, example=default), meaning, default, source)
 
 
 def _check_fixed_table(values: Dict[str, Any], path: str) -> None:
@@ -524,7 +483,6 @@ _BBR = _simple_algorithm(
 
 # The rest of mainline Linux's algorithms (issue 28), in a module of their own; it uses the
 # helpers above, so it is imported here.
-from .congestion_linux import LINUX_ALGORITHMS  # noqa: E402
 
 #: Congestion control algorithms by name.
 CC_ALGORITHMS: Dict[str, Algorithm] = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from .bpf import KERNEL_HZ, KERNEL_HZ_SOURCE
-from .congestion import Algorithm, _packets, _simple_algorithm
+from .algorithm import Algorithm, _packets, _simple_algorithm
 from .kinds import Boolean, Duration, Integer, Real
 from .schema import Field, ScenarioError, _join
 

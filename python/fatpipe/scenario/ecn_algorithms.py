@@ -86,7 +86,7 @@ _PRAGUE = (
 )
 
 #: What each ECN algorithm needs of its flow: (tcp key, why).
-_NEEDS = {
+ECN_NEEDS = {
     "dctcp": (("ecn", "DCTCP reacts to ECN marks (RFC 8257; Linux TCP_CONG_NEEDS_ECN)"),),
     "prague": (
         ("ecn", "Prague is an L4S congestion control: it reacts to ECN marks (Linux TCP_CONG_NEEDS_ECN)"),
@@ -104,11 +104,11 @@ def check_ecn_needs(algorithm: str, tcp: Mapping[str, Any], stack: str, path: st
     if tcp["accecn"] and stack != "linux":
         key = _join(tcp_path, "accecn")
         raise ScenarioError(f'{key}: true runs on the Linux stack only (profile "linux" or "linux-2.4")', key)
-    for key, why in _NEEDS.get(algorithm, ()):
+    for key, why in ECN_NEEDS.get(algorithm, ()):
         if not tcp[key]:
             at = _join(tcp_path, key)
             raise ScenarioError(f'{at}: false is not allowed with cc "{algorithm}": {why}; set {key} = true', at)
-    if algorithm in _NEEDS and stack != "linux":
+    if algorithm in ECN_NEEDS and stack != "linux":
         at = _join(path, "cc")
         raise ScenarioError(
             f'{at}: "{algorithm}" runs on the Linux stack only (profile "linux" or "linux-2.4"), after Linux tcp_{algorithm}.c',
