@@ -28,7 +28,14 @@ Examples added after the speed work have their summary from the build that added
 `bpf-adaptive-reno.toml` (issue 27, a user's own BPF congestion control, compiled with clang;
 skipped where clang is missing) from branch bpf after the Linux stack's hook order was fixed;
 `host-fq-10G-into-1G-100ms.toml` (issue 26, the hosts' TSO, GRO and fq) from branch hosts;
-`bbr3-shallow-100M-40ms.toml` (issue 28, BBRv3) from branch bbr3.
+`bbr3-shallow-100M-40ms.toml` (issue 28, BBRv3) from main at 6df94b4, after the ECN merge: on
+the Linux stack `cwnd_limited` was refreshed only before `cong_avoid`, so BBRv3 (which runs
+`cong_control`) read a stale false and never raised inflight_hi when cwnd-limited
+(probe_bw.rs, v3's `bbr_probe_inflight_hi_upward`); the ECN branch refreshes it before
+`cong_control` too, and the example sends 2 more segments in its 3 s (22,151 against 22,149
+from branch bbr3, 596 drops against 594).
+`hybla-satellite-10M-600ms.toml` (issue 28, Hybla) from main at 5b7c8d5 (the merge that added
+it; identical on main after the later merges).
 `dctcp-1G-step-marking.toml` and `prague-cubic-classic-ecn-fifo.toml` (issue 28, the ECN
 congestion controls) from branch ecn.
 `fq-codel-cubic-vs-bbr.toml` (issue 28, FQ-CoDel) from branch aqm.
