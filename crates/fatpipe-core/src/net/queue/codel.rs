@@ -22,7 +22,7 @@
 //! The state machine (`CodelVars::dequeue`) is shared with FQ-CoDel, which runs one per flow
 //! queue; `CodelSource` is the queue it takes packets from.
 
-use super::scheduled::{ecn_capable, AqmStats, HoldingDiscipline};
+use super::holding::{ecn_capable, AqmStats, HoldingDiscipline};
 use super::slab::{PacketList, PacketSlab};
 use super::Admission;
 use crate::packet::{Ecn, Packet};

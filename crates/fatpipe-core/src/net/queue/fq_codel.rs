@@ -22,7 +22,7 @@
 //! (Linux counts the Ethernet header in both, 1514).
 
 use super::codel::{CodelParams, CodelSource, CodelVars};
-use super::scheduled::{AqmStats, HoldingDiscipline};
+use super::holding::{AqmStats, HoldingDiscipline};
 use super::slab::{PacketList, PacketSlab};
 use super::Admission;
 use crate::packet::Packet;

@@ -7,6 +7,7 @@
 pub mod codel;
 pub mod droptail;
 pub mod fq_codel;
+pub mod holding;
 pub mod pie;
 pub mod red;
 pub mod scheduled;

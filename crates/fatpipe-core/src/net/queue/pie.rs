@@ -23,7 +23,7 @@
 //! change, so the updates due by `now` run first, at their own times, with what the queue
 //! was then (`catch_up`).
 
-use super::scheduled::{ecn_capable, AqmStats, HoldingDiscipline};
+use super::holding::{ecn_capable, AqmStats, HoldingDiscipline};
 use super::slab::{PacketList, PacketSlab};
 use super::Admission;
 use crate::packet::{Ecn, Packet};
