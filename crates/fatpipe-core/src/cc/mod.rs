@@ -228,6 +228,14 @@ pub struct AckSample {
 }
 
 impl AckSample {
+    /// Bytes of this ACK's delivery the receiver reported CE-marked (Linux's
+    /// `tcp_count_delivered` with the ECE flag): all of them with RFC 3168 feedback, where
+    /// every delivered segment counts; with Accurate ECN only the marked segments the stack
+    /// counted (`ce_segments`), at most what was delivered.
+    pub fn ce_delivered_bytes(&self, mss_bytes: u64) -> u64 {
+        self.delivered_bytes.min(u64::from(self.ce_segments) * mss_bytes)
+    }
+
     /// An ACK that newly acknowledges `segments` full segments of `mss_bytes`, nothing else
     /// known: the usual input of an algorithm's tests.
     pub fn of_segments(segments: u32, mss_bytes: u32) -> AckSample {

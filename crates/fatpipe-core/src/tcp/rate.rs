@@ -171,11 +171,9 @@ impl RateSampler {
 
     /// Before an ACK's [`finish_ack`](Self::finish_ack): what it marked lost, and what it
     /// delivered if it echoed ECN (`ece`), counted into the connection's totals.
-    pub fn count_lost_and_ce(&mut self, lost: u64, ece: bool, delivered: u64) {
+    pub fn count_lost_and_ce(&mut self, lost: u64, ce_bytes: u64) {
         self.lost += lost;
-        if ece {
-            self.delivered_ce += delivered;
-        }
+        self.delivered_ce += ce_bytes;
     }
 
     /// After an ACK: the stack's count of bytes in the network (its pipe), from which the

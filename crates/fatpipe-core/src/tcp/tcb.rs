@@ -545,7 +545,8 @@ impl Tcb {
     /// whether the ACK echoed ECN.
     pub(crate) fn rate_sample(&mut self, now: Time, sample: &mut AckSample) {
         if let Some(r) = &mut self.rate {
-            r.count_lost_and_ce(sample.newly_lost_bytes, sample.is_ece, sample.delivered_bytes);
+            let ce_bytes = sample.ce_delivered_bytes(u64::from(self.cfg.mss_bytes));
+            r.count_lost_and_ce(sample.newly_lost_bytes, ce_bytes);
             let rs = r.finish_ack(now, self.cc_state.delivered_bytes, self.rtt.min_rtt);
             r.set_in_flight(sample.in_flight_bytes);
             sample.delivery_rate_bps = rs.delivery_rate_bps;

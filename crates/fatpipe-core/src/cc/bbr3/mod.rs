@@ -719,9 +719,7 @@ impl CongestionControl for Bbr3 {
         // What the stack does before cong_control: count CE-echoed deliveries (Linux
         // `tcp_count_delivered`) and note the losses it marked (v3 `bbr_note_loss`, from
         // `bbr_skb_marked_lost`).
-        if ack.is_ece {
-            self.delivered_ce_bytes += ack.delivered_bytes;
-        }
+        self.delivered_ce_bytes += ack.ce_delivered_bytes(self.mss);
         if rs.newly_lost > 0 {
             self.note_loss(s);
         }

@@ -243,11 +243,11 @@ fn an_ecn_round_cuts_inflight_lo_by_alpha_times_a_third() {
     f.cc.cfg.ecn = true;
     f.cc.cfg.ecn_max_rtt_ps = 0;
     f.cc.ecn_eligible = true;
-    f.ack(2, BW, |a| a.is_ece = true);
+    f.ack(2, BW, echo);
     let (after, cwnd) = (f.s.delivered_bytes, f.s.cwnd);
     f.ack(2, BW, |a| {
         a.prior_delivered_bytes = after;
-        a.is_ece = true;
+        echo(a);
     });
     // alpha started at 1 and the round that ends here had every delivered segment marked.
     assert_eq!(f.cc.ecn_alpha, 1.0);
@@ -263,7 +263,11 @@ fn alpha_is_an_ewma_of_the_marked_fraction_per_round() {
     f.cc.cfg.ecn_max_rtt_ps = 0;
     let rounds = |f: &mut Flow, marked_of_4: u32| {
         for i in 0..4 {
-            f.ack(1, BW, |a| a.is_ece = i < marked_of_4);
+            f.ack(1, BW, |a| {
+                if i < marked_of_4 {
+                    echo(a)
+                }
+            });
         }
         let after = f.s.delivered_bytes;
         f.ack(0, BW, |a| a.prior_delivered_bytes = after);
@@ -291,12 +295,12 @@ fn startup_ends_after_two_rounds_of_high_ecn() {
     let mut f = Flow::new(c, 10);
     let round = |f: &mut Flow, bw: u64| {
         for _ in 0..4 {
-            f.ack(2, bw, |a| a.is_ece = true);
+            f.ack(2, bw, echo);
         }
         let after = f.s.delivered_bytes;
         f.ack(2, bw, |a| {
             a.prior_delivered_bytes = after;
-            a.is_ece = true;
+            echo(a);
         });
     };
     // The first ACK ends the initial round (v3 `bbr_init`: next_rtt_delivered = delivered),
@@ -453,4 +457,11 @@ fn undo_restores_the_bounds_before_the_recovery() {
     f.cc.inflight_hi = 200;
     assert_eq!(f.cc.undo_cwnd(&f.s, 0), 400);
     assert_eq!((f.cc.inflight_lo, f.cc.inflight_hi), (300, 420));
+}
+
+/// An ACK that echoes ECN as the Linux stack reports it with RFC 3168 feedback: the ECE flag,
+/// and every segment it delivered counted CE-marked (`tcp_count_delivered`).
+fn echo(a: &mut AckSample) {
+    a.is_ece = true;
+    a.ce_segments = a.acked_segments;
 }
