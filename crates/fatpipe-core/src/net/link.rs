@@ -9,7 +9,8 @@
 //! A discipline that decides at dequeue (CoDel, FQ-CoDel: `net/queue/scheduled.rs`) holds
 //! its waiting packets itself; the FIFO then holds only the packets that started, and the
 //! link asks the discipline for the next one each time its transmitter frees (`service`),
-//! one `LinkDequeue` event per departure. Drop-tail and RED never take that path.
+//! one `LinkDequeue` event per departure (`link/held.rs`). Drop-tail and RED never take that
+//! path.
 
 use super::impairment::{Impairment, ImpairmentSpec, LossCause};
 use super::queue::tx_ring::{TxRing, TxRingSpec};
@@ -20,6 +21,9 @@ use crate::rng::Rng;
 use crate::time::{transmission_time, Time};
 use schemars::JsonSchema;
 use serde::Deserialize;
+
+mod held;
+pub use held::Service;
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,24 +47,23 @@ pub struct LinkSpec {
     pub tx_ring: Option<TxRingSpec>,
 }
 
-#[derive(Clone, Debug, Default)]
+/// The link's counters. Each is published under the same name in the link's summary entry
+/// (`sim/summary.rs` `LinkSummary`), whose field comments are the one description of what it
+/// counts (they are the results schema's); a test there fails if a counter here is not
+/// published or is renamed. Only what the summary does not say is noted here.
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct LinkStats {
     pub packets_sent: u64,
-    /// Bytes on the wire, framing included.
     pub bytes_sent: u64,
-    /// Time spent transmitting.
+    /// Whole serializations, counted when they start; the summary's `busy_ps` stops at the
+    /// end of the run (`Link::busy_ps_until`).
     pub busy_ps: Time,
-    /// Packets dropped because the queue was full.
     pub drops_packets: u64,
     pub drops_bytes: u64,
-    /// Packets dropped early by an active queue manager (RED on arrival, CoDel's control
-    /// law at dequeue).
     pub early_drops_packets: u64,
-    /// Packets lost to random loss (Bernoulli, Gilbert-Elliott) on entering the link.
     pub impairment_drops_packets: u64,
-    /// Packets lost to scheduled outages on entering the link.
     pub outage_drops_packets: u64,
-    /// Packets a token-bucket policer dropped on entering the link.
+    /// Published only for a link with a policer.
     pub policer_drops_packets: u64,
     pub max_queue_packets: u64,
     pub max_queue_bytes: u64,
@@ -124,15 +127,6 @@ pub struct Link {
     /// (`take_dropped`, at the link's next dequeue event).
     dropped: Vec<(Packet, Admission)>,
     pub stats: LinkStats,
-}
-
-/// What a driver schedules after a holding link was served (`Link::service`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Service {
-    /// A packet started and is the only one on the wire: its arrival (`LinkArrival`).
-    pub arrival: Option<Time>,
-    /// The link's next dequeue (`LinkDequeue`).
-    pub dequeue_at: Option<Time>,
 }
 
 /// What became of a packet offered to a link (`Link::offer`).
@@ -275,85 +269,6 @@ impl Link {
             return Offered::HandedOn { arrival };
         }
         Offered::Admitted { arrival, head: self.wire.len() - self.handed_on == 1 }
-    }
-
-    /// A holding discipline takes (or refuses) `pkt` at `now`. The packet waits in it even
-    /// when the transmitter is free: `service` starts it then.
-    #[inline(never)]
-    fn offer_held(&mut self, now: Time, pkt: &Packet) -> Offered {
-        self.advance(now);
-        let waits = self.dequeue_pending || self.started_end > now;
-        let Queue::Held(q) = &mut self.queue else { unreachable!("a holding link") };
-        let before = self.dropped.len();
-        let result = q.enqueue(now, pkt, &mut self.dropped);
-        self.record_dropped_since(before);
-        if let Err(why) = result {
-            self.record_drop(pkt.ip_bytes, why);
-            return Offered::Dropped;
-        }
-        if waits {
-            self.note_queue_length();
-        }
-        Offered::Queued
-    }
-
-    /// A holding link at `now`: if the transmitter is free and no dequeue event is due, the
-    /// discipline hands it its next packet (dropping or marking on the way), which starts
-    /// at once; while packets wait (or drops wait to be counted against their flows), the
-    /// next dequeue is due when that serialization ends. The caller schedules what it says.
-    pub fn service(&mut self, now: Time) -> Service {
-        let mut out = Service::default();
-        if self.dequeue_pending {
-            return out;
-        }
-        if self.started_end <= now {
-            let Queue::Held(q) = &mut self.queue else { unreachable!("service on a holding link") };
-            let before = self.dropped.len();
-            let next = q.dequeue(now, &mut self.dropped);
-            self.record_dropped_since(before);
-            if let Some(pkt) = next {
-                let end = now + self.tx_time(pkt.ip_bytes);
-                self.count_start(pkt.ip_bytes, now, end);
-                self.tail_end = end;
-                let arrival = end + self.spec.delay_ps;
-                if self.wire.is_empty() {
-                    out.arrival = Some(arrival);
-                }
-                self.wire.push_back((arrival, pkt));
-            }
-        }
-        if self.queue.len_packets() > 0 || !self.dropped.is_empty() {
-            self.dequeue_pending = true;
-            out.dequeue_at = Some(self.started_end.max(now));
-        }
-        out
-    }
-
-    /// A holding link's `LinkDequeue` event at `now`.
-    pub fn dequeue_due(&mut self, now: Time) -> Service {
-        self.dequeue_pending = false;
-        self.service(now)
-    }
-
-    /// Hands the packets the holding discipline dropped since last time to `f` (the
-    /// driver's per-flow loss accounting); their link counters are kept already.
-    pub fn take_dropped(&mut self, mut f: impl FnMut(&Packet)) {
-        for (pkt, _) in self.dropped.drain(..) {
-            f(&pkt);
-        }
-    }
-
-    /// Whether a holding discipline dropped packets not yet handed to `take_dropped`.
-    #[inline]
-    pub fn has_dropped(&self) -> bool {
-        !self.dropped.is_empty()
-    }
-
-    fn record_dropped_since(&mut self, before: usize) {
-        for i in before..self.dropped.len() {
-            let (pkt, why) = self.dropped[i];
-            self.record_drop(pkt.ip_bytes, why);
-        }
     }
 
     /// The packet at the head of the wire reaches the far end at `now` (the `arrival` time
