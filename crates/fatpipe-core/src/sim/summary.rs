@@ -71,9 +71,12 @@ pub struct TcpFlowSummary {
     /// A byte-limited flow delivered everything; HTTP: every request answered.
     pub completed: bool,
     pub bytes_delivered: u64,
+    /// Payload bytes put on the wire, retransmissions included.
     pub bytes_sent: u64,
+    /// Data segments put on the wire, retransmissions included.
     pub segments_sent: u64,
     pub segments_retransmitted: u64,
+    /// Recoveries started by duplicate ACKs or SACK information (fast retransmits).
     pub fast_retransmits: u64,
     pub timeouts: u64,
     pub dupacks_received: u64,
@@ -86,6 +89,7 @@ pub struct TcpFlowSummary {
     pub window_updates_sent: u64,
     pub zero_window_acks_sent: u64,
     pub out_of_window_segments: u64,
+    /// Zero-window probes sent by the persist timer.
     pub zero_window_probes: u64,
     /// ACKs the receiver sent reporting a duplicate segment (D-SACK, RFC 2883), and those the
     /// sender received.
@@ -117,6 +121,7 @@ pub struct TcpFlowSummary {
     pub ack_packets_lost: u64,
     /// SYN, SYN-ACK, handshake ACK and HTTP request segments lost.
     pub setup_packets_lost: u64,
+    /// When the first data segment went out.
     pub first_send_ps: Option<Time>,
     pub slow_start_end_ps: Option<Time>,
     pub slow_start_segments_sent: u64,
@@ -125,7 +130,8 @@ pub struct TcpFlowSummary {
     pub first_loss_cwnd_segments: Option<u32>,
     pub recovered_95_ps: Option<Time>,
     pub recovered_ps: Option<Time>,
-    /// Times the host's interface queue refused a segment after accepting the one before.
+    /// Times the host's interface queue refused a segment after accepting the one before:
+    /// how often the queue filled up on the sender.
     pub local_congestion_events: u64,
     /// Window reductions without loss (local congestion or ECN).
     pub cwr_entries: u64,
@@ -189,13 +195,15 @@ pub struct LinkSummary {
     /// Time spent transmitting up to the end of the run (a packet still being serialized
     /// then counts only its part before the end).
     pub busy_ps: Time,
-    /// Queue overflow.
+    /// Packets dropped because the queue was full.
     pub drops_packets: u64,
     pub drops_bytes: u64,
-    /// RED's early drops.
+    /// Packets dropped early by an active queue manager (RED on arrival, CoDel's, PIE's
+    /// control law).
     pub early_drops_packets: u64,
-    /// Bernoulli and Gilbert-Elliott losses.
+    /// Packets lost to random loss (Bernoulli, Gilbert-Elliott) on entering the link.
     pub impairment_drops_packets: u64,
+    /// Packets lost to scheduled outages on entering the link.
     pub outage_drops_packets: u64,
     /// Dropped above a token-bucket policer's rate; only for a link with a policer.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -452,5 +460,38 @@ fn udp_summary(f: &Flow, udp: &UdpFlow) -> UdpFlowSummary {
         datagrams_received: st.datagrams_received,
         datagrams_lost: st.datagrams_lost,
         datagrams_in_flight_at_end: st.datagrams_in_flight(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LinkSummary, TcpFlowSummary};
+    use crate::net::link::LinkStats;
+    use crate::tcp::stats::SenderStats;
+
+    /// The names of a summary type's keys, from its JSON Schema.
+    fn published<T: schemars::JsonSchema>() -> Vec<String> {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).expect("a schema");
+        schema["properties"].as_object().expect("an object's properties").keys().cloned().collect()
+    }
+
+    /// The names of a counters struct's fields.
+    fn counted<T: Default + serde::Serialize>() -> Vec<String> {
+        let value = serde_json::to_value(T::default()).expect("counters serialize");
+        value.as_object().expect("a struct").keys().cloned().collect()
+    }
+
+    /// Each counter is described once, in the summary: one kept and not published, or
+    /// renamed on its way out, would have a second meaning of its own.
+    #[test]
+    fn every_counter_is_published_under_its_own_name() {
+        for (counters, summary) in [
+            (counted::<LinkStats>(), published::<LinkSummary>()),
+            (counted::<SenderStats>(), published::<TcpFlowSummary>()),
+        ] {
+            for name in counters {
+                assert!(summary.contains(&name), "counter {name} has no summary key of that name");
+            }
+        }
     }
 }

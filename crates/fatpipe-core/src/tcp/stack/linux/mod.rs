@@ -149,7 +149,6 @@ struct Tally {
 impl TcpStack for LinuxStack {
     /// Handles one arriving ACK (Linux `tcp_ack`).
     fn on_ack(&mut self, tcb: &mut Tcb, now: Time, pkt: &Packet, out: &mut Vec<Packet>) {
-        tcb.stats.acks_received += 1;
         tcb.ts_recent = tcb.ts_recent.max(pkt.ts_val);
         let ack = pkt.ack;
         if ack > tcb.snd_max {

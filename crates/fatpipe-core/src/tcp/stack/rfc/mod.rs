@@ -79,7 +79,6 @@ impl RfcStack {
 impl TcpStack for RfcStack {
     /// Handles one arriving ACK.
     fn on_ack(&mut self, tcb: &mut Tcb, now: Time, ack_pkt: &Packet, out: &mut Vec<Packet>) {
-        tcb.stats.acks_received += 1;
         tcb.ts_recent = tcb.ts_recent.max(ack_pkt.ts_val);
         let ack = ack_pkt.ack;
         if ack > tcb.snd_max {
