@@ -112,6 +112,23 @@ def test_algorithms_command_lists_presets_algorithms_and_modifiers():
     assert "### `reno`" in proc.stdout and "RFC 5681" in proc.stdout
 
 
+def test_the_presets_table_says_which_stack_refuses_each():
+    """The table's two recovery columns say "not allowed" exactly where loading the preset on
+    that stack is refused (DCTCP and Prague, for one, run on the Linux stack only)."""
+    from fatpipe.scenario.congestion import format_presets
+
+    table = {line.split(" | ")[0][3:-1]: line.split(" | ") for line in format_presets().splitlines() if line.startswith("| `")}
+    for name, preset in PRESETS.items():
+        tcp = {key: True for key, _ in ECN_NEEDS.get(preset.algorithm, ())}
+        for profile, column in (("rfc", 2), ("linux", 3)):
+            try:
+                flow(cc=name, tcp=dict(tcp, profile=profile))
+                refused = False
+            except ScenarioError:
+                refused = True
+            assert table[name][column].startswith("not allowed") == refused, (name, profile, table[name][column])
+
+
 def test_every_preset_runs_end_to_end():
     """Each preset's normalized parameters are accepted by the core and the flow moves data:
     this fails if a Python key and the core's field drift apart."""

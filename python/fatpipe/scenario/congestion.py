@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .ecn_algorithms import ECN_TABLES
+from .ecn_algorithms import ECN_NEEDS, ECN_TABLES
 from .congestion_linux import LINUX_ALGORITHMS
 from .bpf import BPF_TABLE, KERNEL_HZ, KERNEL_HZ_SOURCE, normalize_bpf
 from .python_cc import PYTHON_TABLE, normalize_python, python_value
@@ -727,5 +727,7 @@ def format_presets() -> str:
     for name, p in PRESETS.items():
         settings = ", ".join(f"{k} = {_toml_literal(v)}" for k, v in {**p.params, **p.tcp}.items())
         linux = p.linux_recovery or "not allowed: RFC stack only"
-        rows.append(f"| `{name}` | {p.algorithm} | {p.recovery} | {linux} | {settings or '-'} | {p.doc} | {p.source} |")
+        # check_ecn_needs refuses these off the Linux stack: the table says so, not "sack".
+        rfc = "not allowed: Linux stack only" if p.algorithm in ECN_NEEDS else p.recovery
+        rows.append(f"| `{name}` | {p.algorithm} | {rfc} | {linux} | {settings or '-'} | {p.doc} | {p.source} |")
     return NAMING_RULE + "\n\n" + "\n".join(rows) + "\n"
