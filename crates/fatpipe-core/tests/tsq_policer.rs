@@ -53,6 +53,45 @@ fn tsq_holds_the_sender_at_its_limit_and_wakes_it_at_each_transmit_completion() 
     assert_eq!(free.sent.len(), 40);
 }
 
+#[test]
+fn a_retransmission_may_have_twice_the_limit_below_it() {
+    // Linux tcp_xmit_retransmit_queue checks TSQ with factor 1 (limit << 1), tcp_write_xmit
+    // with factor 0. A cap of one skb (tcp_limit_output_bytes, an unpaced socket): new data
+    // goes only while at most one skb is below TCP, so never more than two are; a
+    // retransmission goes while two are, and makes three. The 400th segment is lost once,
+    // when the window is past the path's 162 packets and TSQ, not cwnd, paces the sender.
+    let skb = MSS + SKB_OVERHEAD_BYTES;
+    let (rate, rtt) = (100_000_000, 20 * PS_PER_MS);
+    let lost_seq = 399 * MSS;
+    let mut h = Harness::new(
+        linux(Some(tsq_host(skb)), 10),
+        reno(),
+        rtt,
+        Box::new(move |p| p.seq == lost_seq && !p.retransmission),
+    );
+    h.sender.set_interface(0, rate, 38);
+    h.start(None);
+    h.run_until(20 * rtt);
+    // The interface's FIFO: each segment's transmit completion, and how many are below TCP
+    // (handed down, not yet completed) once it is handed down.
+    let tx = transmission_time(1538, rate);
+    let mut tail = 0;
+    let mut completions: Vec<Time> = Vec::new();
+    let (mut most_new, mut below_retransmissions) = (0, Vec::new());
+    for (t, p) in &h.sent {
+        tail = tail.max(*t) + tx;
+        completions.push(tail);
+        let below = completions.iter().filter(|&&c| c > *t).count();
+        if p.retransmission {
+            below_retransmissions.push(below);
+        } else {
+            most_new = most_new.max(below);
+        }
+    }
+    assert_eq!(most_new, 2, "new data: at most the limit and the skb it lets go");
+    assert_eq!(below_retransmissions, vec![3], "the one retransmission went while two skbs were below");
+}
+
 /// A host whose 100 Mb/s interface is the bottleneck (txqueuelen 1000 packets), behind it a
 /// 1 Gb/s path of 20 ms: (interface queue's largest bytes, local congestion events, payload
 /// bits per second delivered) of reno over 5 s.

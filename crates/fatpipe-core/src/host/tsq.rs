@@ -22,8 +22,9 @@
 //! pacing timer: the sender is held until the completion that brings it to the limit. Not
 //! modelled: the delay of the NIC's completion interrupt (the tx ring does not model it
 //! either), BQL (which moves packets between qdisc and ring without changing a FIFO
-//! interface's departures; it matters to a qdisc that reorders), the doubled limit for
-//! retransmissions (`tcp_xmit_retransmit_queue`'s factor 1), `tcp_tx_delay`.
+//! interface's departures; it matters to a qdisc that reorders), `tcp_tx_delay`. A
+//! retransmission may have twice the limit below it (`tcp_xmit_retransmit_queue`'s factor 1,
+//! `Tcb::tsq_holds`), on the Linux stack, which chooses the segment before the check.
 
 use crate::time::{transmission_time, Time};
 use std::collections::VecDeque;

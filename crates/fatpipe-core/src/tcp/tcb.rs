@@ -287,13 +287,14 @@ impl Tcb {
         Some(pacing::linux_rate_bps(&host, s.cwnd, s.ssthresh, packets_out, self.cfg.mss_bytes, srtt))
     }
 
-    /// Whether pacing, or the random send delay, holds the next segment back; if so the
-    /// pacing timer is set. A segment that joins the open TSO super-segment is never held.
-    pub(crate) fn paced_out(&mut self, now: Time) -> bool {
+    /// Whether pacing, TCP Small Queues or the random send delay hold the next segment back
+    /// (`retransmission`: it repairs a loss); if so the pacing timer is set. A segment that
+    /// joins the open TSO super-segment is never held.
+    pub(crate) fn paced_out(&mut self, now: Time, retransmission: bool) -> bool {
         if self.train.open(now) {
             return false;
         }
-        if self.tsq.is_some() && self.tsq_holds(now) {
+        if self.tsq.is_some() && self.tsq_holds(now, retransmission) {
             return true;
         }
         // The cheap test first: the rate is worked out only for a segment the clock holds.
@@ -311,8 +312,11 @@ impl Tcb {
     }
 
     /// TCP Small Queues before a new skb: too much below TCP holds the sender until the NIC
-    /// has freed enough (`host/tsq.rs`); the pacing timer wakes it then.
-    fn tsq_holds(&mut self, now: Time) -> bool {
+    /// has freed enough (`host/tsq.rs`); the pacing timer wakes it then. A retransmission
+    /// may have twice the limit below it (Linux `tcp_xmit_retransmit_queue` calls
+    /// `tcp_small_queue_check` with factor 1: `limit <<= factor`), so that repairing a loss
+    /// is not held behind a full allowance of new data.
+    fn tsq_holds(&mut self, now: Time, retransmission: bool) -> bool {
         // A segment joining the skb being built is never held: the check is once per skb.
         if self.tsq.as_deref().is_none_or(|t| t.in_skb(now)) {
             return false;
@@ -321,7 +325,8 @@ impl Tcb {
         let rate = self.socket_pacing_rate_bps(&host);
         let segs = self.skb_segments(&host, rate);
         let truesize = u64::from(segs) * u64::from(self.cfg.mss_bytes) + tsq::SKB_OVERHEAD_BYTES;
-        let limit = tsq::limit_bytes(rate, host.pacing_shift, truesize, self.paces, host.limit_output_bytes);
+        let limit = tsq::limit_bytes(rate, host.pacing_shift, truesize, self.paces, host.limit_output_bytes)
+            .saturating_mul(1 << u32::from(retransmission));
         let outstanding = self.snd_max - self.snd_una;
         let until = self.tsq.as_deref_mut().and_then(|t| t.hold(now, limit, outstanding));
         if let Some(until) = until {

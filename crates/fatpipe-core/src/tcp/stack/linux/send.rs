@@ -37,10 +37,12 @@ impl LinuxStack {
                 cwnd_limited = true;
                 break;
             }
-            if tcb.paced_out(now) {
+            // Chosen first: TCP Small Queues allow a retransmission twice the bytes below TCP
+            // (tcp_xmit_retransmit_queue's tcp_small_queue_check with factor 1).
+            let lost = if frto_new { None } else { self.q.next_lost() };
+            if tcb.paced_out(now, lost.is_some()) {
                 break;
             }
-            let lost = if frto_new { None } else { self.q.next_lost() };
             if let Some(id) = lost {
                 let seg = self.q.get(id).expect("queued lost segments are outstanding");
                 if !tcb.emit(now, seg.start, (seg.end - seg.start) as u32, out) {

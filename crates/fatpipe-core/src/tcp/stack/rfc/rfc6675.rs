@@ -77,7 +77,9 @@ impl RfcStack {
         out: &mut Vec<Packet>,
     ) -> Option<u64> {
         let mss = tcb.cfg.mss_bytes as u64;
-        if tcb.paced_out(now) {
+        // Checked before the segment is chosen: TSQ's doubled limit for retransmissions is
+        // the Linux stack's (its send loop), not this one's.
+        if tcb.paced_out(now, false) {
             return None;
         }
         if let Some((seq, len)) = self.scoreboard.next_lost_hole(tcb.snd_una, tcb.snd_max, lost, mss) {

@@ -52,7 +52,7 @@ impl RfcStack {
             if len < mss && tcb.snd_nxt + len < tcb.written && tcb.snd_nxt > tcb.snd_una {
                 break;
             }
-            if tcb.paced_out(now) || !tcb.emit(now, tcb.snd_nxt, len as u32, out) {
+            if tcb.paced_out(now, false) || !tcb.emit(now, tcb.snd_nxt, len as u32, out) {
                 break;
             }
             tcb.snd_nxt += len;
