@@ -342,9 +342,10 @@ fn host_pacing_knobs(t: &TcpConfig, k: &mut FlowKnobs) {
     let Some(host) = t.host.as_ref().filter(|h| h.linux_paces()) else { return };
     k.sender_sysctls.insert("net.ipv4.tcp_pacing_ss_ratio", host.pacing_ss_ratio_percent.to_string());
     k.sender_sysctls.insert("net.ipv4.tcp_pacing_ca_ratio", host.pacing_ca_ratio_percent.to_string());
-    let cap = host.fq_maxrate_bps.filter(|_| host.fq).map(|maxrate| {
-        payload_rate_bps(maxrate, t, fatpipe_core::host::fq::ETH_HEADER_BYTES)
-    });
+    let cap = host
+        .fq_maxrate_bps
+        .filter(|_| host.fq)
+        .map(|maxrate| payload_rate_bps(maxrate, t, fatpipe_core::host::fq::ETH_HEADER_BYTES));
     k.sender.max_pacing_rate_bps = Some(cap.unwrap_or(u64::MAX));
 }
 
