@@ -80,23 +80,45 @@ pub fn per_node(scenario: &Scenario) -> Result<Vec<Coalescing>, String> {
     Ok(out)
 }
 
-/// One line per `[flows.host]` setting the emulator does not carry to the real kernel
-/// (what it does carry: gro, rx_usecs and rx_frames, on the devices, above).
+/// One line per `[flows.host]` setting the emulator does not carry to the real kernel as
+/// asked. Carried: gro, rx_usecs and rx_frames on the devices (above); linux_pacing and its
+/// ratios, fq's pacing and fq_maxrate on the sender's socket (`kernel::host_pacing_knobs`).
 pub fn host_notes(host: &HostConfig) -> Vec<String> {
     let mut notes = Vec::new();
-    if host.linux_pacing {
+    if host.fq {
+        notes.push(format!(
+            "host.fq: this kernel has no sch_fq, so the sender's socket paces itself (TCP's internal pacing, \
+             SO_MAX_PACING_RATE) at the departure times TCP would give fq{}; fq's round robin among flows, \
+             flow_limit, quantum and horizon are not applied",
+            if host.fq_maxrate_bps.is_some() {
+                ", with fq_maxrate as the socket's cap in payload (TCP then sizes its TSO trains, tcp_tso_autosize, \
+                 from the capped rate, where under fq it sizes them from cwnd / srtt)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if host.tsq {
         notes.push(
-            "host.linux_pacing: not set on the kernel (it paces by itself only with fq, bbr or SO_MAX_PACING_RATE, \
-             none of which the emulator sets for it)"
+            "host.tsq: not carried: the TUN device frees what it takes (skb_orphan in tun_net_xmit), so TCP Small \
+             Queues never hold the kernel's sender back as they would on a NIC"
                 .to_string(),
         );
     }
-    if host.fq {
-        notes.push(
-            "host.fq (and fq_maxrate): not set on the kernel; the sender's device keeps the namespace's default \
-             qdisc, so the kernel does not pace as the simulated fq does"
-                .to_string(),
-        );
+    // The kernel's own values, which the host table's defaults are (host-defaults.json).
+    let linux = fatpipe_core::host::scenario_defaults();
+    let kept: Vec<String> = [
+        ("pacing_shift", host.pacing_shift, linux.pacing_shift),
+        ("gso_max_size", host.gso_max_size_bytes, linux.gso_max_size_bytes),
+        ("min_tso_segs", host.min_tso_segs, linux.min_tso_segs),
+        ("tso_rtt_log", host.tso_rtt_log, linux.tso_rtt_log),
+    ]
+    .iter()
+    .filter(|(_, asked, own)| asked != own)
+    .map(|(key, asked, own)| format!("{key} {asked} (the kernel runs {own})"))
+    .collect();
+    if !kept.is_empty() {
+        notes.push(format!("host.{}: not carried to the kernel", kept.join(", ")));
     }
     if !host.tso {
         notes.push(
@@ -128,7 +150,11 @@ mod tests {
         );
         assert_eq!(Coalescing::of(Some(&host(false))), Coalescing { gro: false, rx_usecs_ps: 0, rx_frames: 1 });
         assert!(host_notes(&host(true)).is_empty());
-        let all = HostConfig { linux_pacing: true, fq: true, tso: false, ..host(true) };
+        // linux_pacing is carried (kernel.rs); fq, tsq and tso = false each get their line.
+        assert!(host_notes(&HostConfig { linux_pacing: true, ..host(true) }).is_empty());
+        let all = HostConfig { linux_pacing: true, fq: true, tsq: true, tso: false, ..host(true) };
         assert_eq!(host_notes(&all).len(), 3);
+        let shifted = HostConfig { pacing_shift: 8, ..host(true) };
+        assert_eq!(host_notes(&shifted), ["host.pacing_shift 8 (the kernel runs 10): not carried to the kernel"]);
     }
 }

@@ -298,8 +298,11 @@ fn tcp_knobs(
         k.sender_sysctls.insert("net.ipv4.tcp_pacing_ca_ratio", percent.to_string());
         k.sender.max_pacing_rate_bps = Some(u64::MAX);
     }
+    host_pacing_knobs(t, &mut k);
     if let Some(cap) = t.max_send_rate_bps {
-        // SO_MAX_PACING_RATE is the same cap (Linux paces a socket with it even without fq).
+        // SO_MAX_PACING_RATE is the same cap (Linux paces a socket with it even without fq);
+        // the flow's cap counts IP bytes, the kernel's payload.
+        let cap = payload_rate_bps(cap, t, 0);
         k.sender.max_pacing_rate_bps = Some(k.sender.max_pacing_rate_bps.map_or(cap, |r| r.min(cap)));
     }
     if t.slow_timer_ps.is_some() || t.fast_timer_ps.is_some() {
@@ -312,6 +315,38 @@ fn tcp_knobs(
     }
     k.sender_route.ssthresh = t.initial_ssthresh_segments;
     Ok(k)
+}
+
+/// The payload rate (bits per second) of full segments that puts `wire_bps` on the wire, each
+/// segment carrying its IP and TCP headers (timestamps included when the flow has them) and
+/// `frame_bytes` more (fq's 14-byte Ethernet header): what SO_MAX_PACING_RATE, which counts
+/// payload, needs to give a cap set on the wire.
+pub fn payload_rate_bps(wire_bps: u64, t: &TcpConfig, frame_bytes: u64) -> u64 {
+    let ts = if t.timestamps { fatpipe_core::packet::TCP_TIMESTAMPS_OPTION_BYTES } else { 0 };
+    let mss = u64::from(t.mss_bytes);
+    let frame = mss + u64::from(fatpipe_core::packet::IPV4_TCP_HEADER_BYTES + ts) + frame_bytes;
+    (u128::from(wire_bps) * u128::from(mss) / u128::from(frame)) as u64
+}
+
+/// The flow's `[flows.host]` pacing on the sender's socket. `linux_pacing` is Linux's internal
+/// pacing itself: the ratios are the namespace's tcp_pacing_ss_ratio / tcp_pacing_ca_ratio
+/// (tcp_update_pacing_rate reads them per network namespace), and SO_MAX_PACING_RATE turns it
+/// on (SK_PACING_NEEDED, tcp_needs_internal_pacing), as bbr_init does for BBR. `fq` asks for
+/// the fq qdisc, with which TCP computes the same departure times (SK_PACING_FQ,
+/// tcp_update_skb_after_send) and fq holds each packet until its time; this kernel has no
+/// sch_fq, so the socket paces them itself (internal pacing: the same times, kept by TCP's
+/// pacing timer instead of the qdisc). fq's `maxrate` becomes the socket's cap: the payload
+/// rate whose frames (IP packet and Ethernet header, fq's `qdisc_pkt_len`) make maxrate.
+/// What stays fq's alone is in `coalesce::host_notes`.
+fn host_pacing_knobs(t: &TcpConfig, k: &mut FlowKnobs) {
+    let Some(host) = t.host.as_ref().filter(|h| h.linux_paces()) else { return };
+    k.sender_sysctls.insert("net.ipv4.tcp_pacing_ss_ratio", host.pacing_ss_ratio_percent.to_string());
+    k.sender_sysctls.insert("net.ipv4.tcp_pacing_ca_ratio", host.pacing_ca_ratio_percent.to_string());
+    let cap = host
+        .fq_maxrate_bps
+        .filter(|_| host.fq)
+        .map(|maxrate| payload_rate_bps(maxrate, t, fatpipe_core::host::fq::ETH_HEADER_BYTES));
+    k.sender.max_pacing_rate_bps = Some(cap.unwrap_or(u64::MAX));
 }
 
 /// A host as `buffer_notes` sees it: its numeric sysctls, and whether the buffers are set
@@ -718,6 +753,40 @@ mod tests {
         let other = |key: &str| if key == "net.ipv4.tcp_sack" { Some("1".to_string()) } else { same(key) };
         let notes = host_setting_notes(&k.sender_sysctls, &other, "the daemon's host");
         assert_eq!(notes, ["net.ipv4.tcp_sack is 1 on the daemon's host; the flow asks for 0 (not changed: a probe never changes a host's settings)"]);
+    }
+
+    #[test]
+    fn the_hosts_pacing_reaches_the_senders_socket() {
+        let host = |changes: Value| {
+            let mut h = serde_json::to_value(fatpipe_core::host::scenario_defaults()).unwrap();
+            for (key, value) in changes.as_object().unwrap() {
+                h[key] = value.clone();
+            }
+            let mut t = tcp();
+            t["host"] = h;
+            flow_knobs(&flow(t, cc("cubic", json!({}))), &available(), &|_| Some(1 << 30), &|_, _| None).unwrap()
+        };
+        // No pacing asked: no option, no ratio.
+        let off = host(json!({}));
+        assert_eq!(off.sender.max_pacing_rate_bps, None);
+        assert!(!off.sender_sysctls.contains_key("net.ipv4.tcp_pacing_ss_ratio"));
+        // linux_pacing and fq: pacing on, uncapped, at the host's ratios.
+        for on in [json!({"linux_pacing": true}), json!({"fq": true})] {
+            let k = host(on);
+            assert_eq!(k.sender.max_pacing_rate_bps, Some(u64::MAX));
+            assert_eq!(k.sender_sysctls["net.ipv4.tcp_pacing_ss_ratio"], "200");
+            assert_eq!(k.sender_sysctls["net.ipv4.tcp_pacing_ca_ratio"], "120");
+        }
+        // fq maxrate 950 Mb/s of 1,514-byte frames (1,448 payload + 40 headers + 12
+        // timestamps + 14 Ethernet): 950e6 x 1448 / 1514 payload bits per second.
+        let k = host(json!({"fq": true, "fq_maxrate_bps": 950_000_000u64, "pacing_ca_ratio_percent": 130}));
+        assert_eq!(k.sender.max_pacing_rate_bps, Some(950_000_000 * 1448 / 1514));
+        assert_eq!(k.sender_sysctls["net.ipv4.tcp_pacing_ca_ratio"], "130");
+        // ~0 would leave pacing off (sk_setsockopt): "on, uncapped" is the value below it.
+        use crate::traffic::tcp::{max_pacing_rate_option, PACING_ON_UNCAPPED};
+        assert_eq!(max_pacing_rate_option(u64::MAX), PACING_ON_UNCAPPED);
+        assert_ne!(PACING_ON_UNCAPPED, u64::MAX);
+        assert_eq!(max_pacing_rate_option(8_000), 1_000);
     }
 
     #[test]

@@ -338,23 +338,26 @@ fn lateness_limit(scenario: &Scenario) -> Time {
     ((min_rtt as f64 * LATENESS_SHARE_OF_RTT) as Time).max(LATENESS_FLOOR_PS)
 }
 
-/// A host's kernel counters at the end: its TUN device's drops (/proc/net/dev) and every
+/// A host's kernel counters at the end: its TUN device's drops (/proc/net/dev), its qdisc's
+/// (rtnetlink), and every
 /// non-zero TCP extended counter (/proc/net/netstat TcpExt: fast retransmits, loss probes,
 /// undos...), read from inside its namespace.
 fn host_counters(ns: &Namespace) -> HostCounters {
     let read = ns.run(|| {
         let dev = std::fs::read_to_string("/proc/thread-self/net/dev")?;
         let netstat = std::fs::read_to_string("/proc/thread-self/net/netstat")?;
-        Ok((dev, netstat))
+        Ok((dev, netstat, crate::rtnl::root_qdisc(crate::tun::DEVICE).ok()))
     });
     let mut out = HostCounters {
         name: ns.name.clone(),
         namespace_inode: ns.inode().ok(),
         tun_rx_dropped: None,
         tun_tx_dropped: None,
+        qdisc: None,
         tcp_ext: None,
     };
-    let Ok((dev, netstat)) = read else { return out };
+    let Ok((dev, netstat, qdisc)) = read else { return out };
+    out.qdisc = qdisc;
     for line in dev.lines() {
         let Some((name, rest)) = line.split_once(':') else { continue };
         if name.trim() == crate::tun::DEVICE {

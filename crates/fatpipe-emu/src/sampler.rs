@@ -46,6 +46,10 @@ pub struct FlowColumns {
     pub delivery_rate_bps: Vec<i64>,
     pub pacing_rate_bps: Vec<i64>,
     pub bytes_acked: Vec<i64>,
+    /// The sender's congestion state (tcpi_ca_state: 0 Open, 1 Disorder, 2 CWR, 3 Recovery,
+    /// 4 Loss): CWR without a loss is a reduction on an ECN echo or on local congestion (a
+    /// device queue refusing a packet, `tcp_enter_cwr`).
+    pub ca_state: Vec<i64>,
     // The applications.
     pub written_bytes: Vec<u64>,
     pub read_bytes: Vec<u64>,
@@ -125,6 +129,7 @@ fn sample(all: &mut FlowColumns, t: Time, i: u32, f: &SampledFlow, relay: Option
         &mut all.delivery_rate_bps,
         &mut all.pacing_rate_bps,
         &mut all.bytes_acked,
+        &mut all.ca_state,
     ];
     if f.udp {
         let in_network = relay.map_or(0, |r| {
@@ -182,4 +187,5 @@ fn sample(all: &mut FlowColumns, t: Time, i: u32, f: &SampledFlow, relay: Option
         info.pacing_rate.saturating_mul(8).min(i64::MAX as u64) as i64
     });
     all.bytes_acked.push(info.bytes_acked.min(i64::MAX as u64) as i64);
+    all.ca_state.push(i64::from(info.ca_state));
 }

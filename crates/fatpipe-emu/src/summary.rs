@@ -311,6 +311,11 @@ pub struct HostCounters {
     pub tun_rx_dropped: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tun_tx_dropped: Option<u64>,
+    /// The TUN device's root qdisc (`tc -s qdisc show dev fp0`), when it could be read: a
+    /// drop there refused a packet to the host's TCP, which then entered CWR (local
+    /// congestion, `tcp_enter_cwr`) where a simulated host would not (docs/emulation.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qdisc: Option<crate::rtnl::QdiscStats>,
     /// Every non-zero TcpExt counter (/proc/net/netstat).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_ext: Option<BTreeMap<String, u64>>,

@@ -59,7 +59,7 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
     # Imported to run only: the emulator's runner pulls in numpy and the result tables.
     from ..cli_tables import summary_table
     from ..emulate.runner import (EmulationError, PrivilegeError, Terminated, check_privileges, emulate,
-                                  lateness_line, notes_lines)
+                                  lateness_line, notes_lines, device_queue_line)
     from ..outdir import discard, publish
     from ..runner import import_core
 
@@ -108,6 +108,9 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
     if refused:
         print(f"fatpipe: note: the kernel refused the TUN devices' offloads ({refused}): "
               "one packet per read and write, as with --no-tun-offload", file=sys.stderr)
+    queues = device_queue_line(summary)
+    if queues:
+        print(f"fatpipe: warning: {queues}", file=sys.stderr)
     if not summary["emulation"]["kept_up"]:
         print(
             "fatpipe: warning: the emulator did not keep up with real time ("

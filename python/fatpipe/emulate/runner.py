@@ -11,7 +11,8 @@ from ..result import Result
 from ..runner import ScenarioSource, import_core, prepare, with_capture_paths
 from ..scenario import Loaded, ScenarioError
 
-__all__ = ["emulate", "EmulationError", "PrivilegeError", "Terminated", "check_privileges", "lateness_line", "notes_lines"]
+__all__ = ["emulate", "EmulationError", "PrivilegeError", "Terminated", "check_privileges", "lateness_line", "notes_lines",
+           "device_queue_line"]
 
 #: Linux capabilities an emulation needs: CAP_SYS_ADMIN (network namespaces) and
 #: CAP_NET_ADMIN (TUN devices, interface settings); bit numbers of linux/capability.h.
@@ -152,3 +153,23 @@ def notes_lines(summary: Mapping[str, Any]) -> List[str]:
     """Where the kernel departs from what the flows asked, one line per distinct note,
     naming the flows it applies to."""
     return realtime.notes_lines(summary, "emulation")
+
+
+def device_queue_line(summary: Mapping[str, Any]) -> Optional[str]:
+    """One line when a host's device queue refused or held back packets; None when none did.
+    A qdisc drop refuses a packet to the host's own TCP (NET_XMIT_DROP), which puts that
+    connection into CWR (`__tcp_transmit_skb` calls `tcp_enter_cwr`), a reduction without a
+    loss that the simulated host, whose interface is the scenario's first link, would not
+    make; requeues are the device pushing back (the step before the qdisc fills); the TUN
+    device's own drops are packets lost inside the host (docs/emulation.md, "Results")."""
+    parts = []
+    for h in summary["emulation"]["hosts"]:
+        q = h.get("qdisc") or {}
+        drops, requeues, tun = q.get("drops", 0), q.get("requeues", 0), h.get("tun_tx_dropped", 0)
+        if drops or requeues or tun:
+            parts.append(f"{h['name']}: {q.get('kind', 'qdisc')} dropped {drops} (each a CWR), "
+                         f"requeued {requeues}; the TUN device dropped {tun}")
+    if not parts:
+        return None
+    return ("the hosts' device queues refused packets to their own TCP, which a simulated host does not ("
+            + "; ".join(parts) + "; emulation.hosts[] in summary.json)")

@@ -13,6 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Bytes per write or read call: large enough that system calls cost little at 10 Gb/s.
 const CHUNK_BYTES: usize = 1 << 20;
 
+/// SO_MAX_PACING_RATE that turns the kernel's internal pacing on without capping it: the
+/// largest value other than ~0UL (which sk_setsockopt takes as "no cap, pacing unchanged").
+pub const PACING_ON_UNCAPPED: u64 = u64::MAX - 1;
+
 /// Socket options applied before connecting or listening (an accepted socket inherits the
 /// listener's). Serializable: `fatpipe probe` sends them to the other host.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -29,8 +33,11 @@ pub struct TcpOptions {
     pub force_buffers: bool,
     /// TCP_MAXSEG: clamp on the MSS announced and used (bytes, TCP options not counted).
     pub max_segment_bytes: Option<u32>,
-    /// SO_MAX_PACING_RATE, bits per second; `Some(u64::MAX)` turns the kernel's own pacing on
-    /// (at its tcp_pacing_ss_ratio / ca_ratio of cwnd / srtt) without a cap.
+    /// SO_MAX_PACING_RATE, bits per second of TCP payload (the kernel's `sk_pacing_rate`
+    /// counts payload: `tcp_update_pacing_rate` takes mss_cache x cwnd / srtt, and
+    /// `tcp_update_skb_after_send` spaces each skb by its payload length). Any value turns
+    /// the kernel's own pacing on (at its tcp_pacing_ss_ratio / ca_ratio of cwnd / srtt,
+    /// capped by this); `Some(u64::MAX)`: on, without a cap (`PACING_ON_UNCAPPED`).
     pub max_pacing_rate_bps: Option<u64>,
     /// TCP_NODELAY: a segment shorter than the MSS leaves as soon as the window allows, as
     /// in fatpipe's sender, which has no Nagle algorithm (RFC 896); with Nagle, the tail of
@@ -93,9 +100,7 @@ fn socket(opts: &TcpOptions) -> io::Result<OwnedFd> {
             .map_err(|e| crate::netns::with_context(e, "TCP_MAXSEG"))?;
     }
     if let Some(rate_bps) = opts.max_pacing_rate_bps {
-        // The option takes bytes per second; ~0 is "no cap".
-        let bytes_per_s: u64 = if rate_bps == u64::MAX { u64::MAX } else { rate_bps / 8 };
-        sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &bytes_per_s)
+        sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &max_pacing_rate_option(rate_bps))
             .map_err(|e| crate::netns::with_context(e, "SO_MAX_PACING_RATE"))?;
     }
     if opts.nodelay {
@@ -103,6 +108,18 @@ fn socket(opts: &TcpOptions) -> io::Result<OwnedFd> {
             .map_err(|e| crate::netns::with_context(e, "TCP_NODELAY"))?;
     }
     Ok(fd)
+}
+
+/// SO_MAX_PACING_RATE's value, bytes per second, for `max_pacing_rate_bps`. ~0 would be "no
+/// cap" but also leaves pacing off: sk_setsockopt (net/core/sock.c, SO_MAX_PACING_RATE) moves
+/// sk_pacing_status from SK_PACING_NONE to SK_PACING_NEEDED only for a value other than ~0UL,
+/// and tcp_needs_internal_pacing (tcp_output.c) paces only when it is NEEDED.
+pub fn max_pacing_rate_option(rate_bps: u64) -> u64 {
+    if rate_bps == u64::MAX {
+        PACING_ON_UNCAPPED
+    } else {
+        (rate_bps / 8).max(1)
+    }
 }
 
 fn bind(fd: &OwnedFd, ip: [u8; 4], port: u16) -> io::Result<()> {
