@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Set
+from typing import Callable, Set, Tuple
 
 import pytest
 
@@ -58,3 +58,32 @@ def namespaces_alive() -> Set[int]:
 
 def own_namespace() -> int:
     return int(_NET.fullmatch(os.readlink("/proc/self/ns/net")).group(1))
+
+
+def cubic_dumbbell(rate: str, duration: str, sample_interval: str) -> dict:
+    """One kernel cubic flow over a dumbbell of `rate` x 20 ms with one BDP of drop-tail,
+    the path the emulator's offload, coalescing and device-queue tests share."""
+    return {
+        "name": f"cubic-{rate.replace('bps', '')}-20ms",
+        "duration": duration,
+        "topology": {"shape": "dumbbell", "bottleneck_rate": rate, "rtt": "20ms", "queue": {"limit_bdp": 1.0}},
+        "flows": [{"name": "cubic", "cc": "cubic"}],
+        "output": {"plots": False, "sample_interval": sample_interval},
+    }
+
+
+def alternating_pair(run_one: Callable[[bool], dict]) -> Tuple[dict, dict]:
+    """(with, without): the summaries of `run_one(True)` and `run_one(False)` run back to
+    back, which first alternating from pair to pair (so that a load that changes falls on
+    both alike), again until both kept up (realtime_tolerances.until_kept_up)."""
+    from realtime_tolerances import until_kept_up
+
+    turn = []
+
+    def run():
+        order = (True, False) if len(turn) % 2 == 0 else (False, True)
+        turn.append(order)
+        got = {side: run_one(side) for side in order}
+        return got[True], got[False]
+
+    return until_kept_up(run, lambda p: p[0]["emulation"]["kept_up"] and p[1]["emulation"]["kept_up"])

@@ -22,22 +22,15 @@ import copy
 
 import pytest
 
-from emulate_helpers import require_root
+from emulate_helpers import alternating_pair, cubic_dumbbell, require_root
 from fatpipe.emulate import emulate
-from realtime_tolerances import until_kept_up
 
 RATE_BPS = 150e6
 # Payload capacity: 150 Mb/s x 1448 / (1448 + 52 header + 38 framing bytes).
 CAPACITY_BPS = RATE_BPS * 1448 / (1448 + 52 + 38)
 # Longer than the 82 us between releases at 150 Mb/s, so interrupts gather several; 1 % of the RTT.
 RX_USECS_PS = 200_000_000
-SCENARIO = {
-    "name": "cubic-150M-20ms",
-    "duration": "6s",
-    "topology": {"shape": "dumbbell", "bottleneck_rate": "150Mbps", "rtt": "20ms", "queue": {"limit_bdp": 1.0}},
-    "flows": [{"name": "cubic", "cc": "cubic"}],
-    "output": {"plots": False, "sample_interval": "100ms"},
-}
+SCENARIO = cubic_dumbbell("150Mbps", "6s", "100ms")
 
 
 def scenario(coalescing: bool) -> dict:
@@ -51,15 +44,7 @@ def scenario(coalescing: bool) -> dict:
 def pair():
     """(with coalescing, without): summaries of a pair run back to back, until both kept up."""
     require_root()
-    turn = []
-
-    def run():
-        order = (True, False) if len(turn) % 2 == 0 else (False, True)
-        turn.append(order)
-        got = {c: emulate(scenario(c)).summary for c in order}
-        return got[True], got[False]
-
-    return until_kept_up(run, lambda p: p[0]["emulation"]["kept_up"] and p[1]["emulation"]["kept_up"])
+    return alternating_pair(lambda coalescing: emulate(scenario(coalescing)).summary)
 
 
 def test_coalescing_writes_fewer_times_and_delays_by_at_most_rx_usecs(pair):

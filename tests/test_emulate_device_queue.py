@@ -20,19 +20,13 @@ import subprocess
 
 import pytest
 
-from emulate_helpers import require_root
+from emulate_helpers import cubic_dumbbell, require_root
 from fatpipe.emulate import emulate
 from fatpipe.emulate.runner import device_queue_line
 
 CA_CWR = 2  # TCP_CA_CWR, include/net/tcp.h
 CA_RECOVERY = 3
-SCENARIO = {
-    "name": "cubic-100M-20ms-txqueuelen-2",
-    "duration": "3s",
-    "topology": {"shape": "dumbbell", "bottleneck_rate": "100Mbps", "rtt": "20ms", "queue": {"limit_bdp": 1.0}},
-    "flows": [{"name": "cubic", "cc": "cubic"}],
-    "output": {"plots": False, "sample_interval": "10ms"},
-}
+SCENARIO = dict(cubic_dumbbell("100Mbps", "3s", "10ms"), name="cubic-100M-20ms-txqueuelen-2")
 
 
 @pytest.fixture(scope="module")

@@ -20,36 +20,20 @@ import json
 
 import pytest
 
-from emulate_helpers import cli, require_root
+from emulate_helpers import alternating_pair, cli, cubic_dumbbell, require_root
 from fatpipe.emulate import emulate
-from realtime_tolerances import until_kept_up
 
 RATE_BPS = 150e6
 # Payload capacity: 150 Mb/s x 1448 / (1448 + 52 header + 38 framing bytes).
 CAPACITY_BPS = RATE_BPS * 1448 / (1448 + 52 + 38)
-SCENARIO = {
-    "name": "cubic-150M-20ms",
-    "duration": "6s",
-    "topology": {"shape": "dumbbell", "bottleneck_rate": "150Mbps", "rtt": "20ms", "queue": {"limit_bdp": 1.0}},
-    "flows": [{"name": "cubic", "cc": "cubic"}],
-    "output": {"plots": False, "sample_interval": "100ms"},
-}
+SCENARIO = cubic_dumbbell("150Mbps", "6s", "100ms")
 
 
 @pytest.fixture(scope="module")
 def pair():
     """(with offloads, without): summaries of a pair run back to back, until both kept up."""
     require_root()
-    turn = []
-
-    def run():
-        # Alternate which path runs first, so a load that changes falls on both alike.
-        order = (True, False) if len(turn) % 2 == 0 else (False, True)
-        turn.append(order)
-        got = {offload: emulate(SCENARIO, tun_offload=offload).summary for offload in order}
-        return got[True], got[False]
-
-    return until_kept_up(run, lambda p: p[0]["emulation"]["kept_up"] and p[1]["emulation"]["kept_up"])
+    return alternating_pair(lambda offload: emulate(SCENARIO, tun_offload=offload).summary)
 
 
 def test_the_relay_reads_super_packets_and_cuts_them_into_the_links_packets(pair):
