@@ -1,5 +1,6 @@
-//! BBRv3 on the dumbbell of 100 Mb/s and 40 ms (BDP 326 packets of 1538 wire bytes), with
-//! SACK: outcomes its design fixes, beside BBRv1's on the same paths.
+//! BBRv3 on the dumbbell of 100 Mb/s and 40 ms (BDP 326 packets of 1538 wire bytes), on the
+//! Linux stack as the `linux` profile runs it (SACK, RACK-TLP, PRR, F-RTO, undo; CUBIC and
+//! BBRv1 in their Linux forms): outcomes its design fixes, beside BBRv1's on the same paths.
 //!
 //! - A shallow buffer (0.1 BDP, drop-tail): BBRv1 ignores loss and probes at 1.25 x every
 //!   8 phases, so it retransmits a few percent of what it sends; BBRv3 bounds its flight by
@@ -7,16 +8,19 @@
 //!   loss: it retransmits far less while keeping the link busy.
 //! - Two BBRv3 flows: bw_lo / inflight_lo drain the larger flow, and the 2-3 s probes
 //!   (randomized) share the bandwidth out; they converge to near-even shares.
-//!
-//! BBRv3 against CUBIC is measured in docs/validation.md but not asserted here: the design
-//! does not fix the outcome (see there).
+//! - Beside CUBIC in a 1-BDP buffer: v3 answers loss (inflight_hi where a probe lost more
+//!   than 2 %, bw_lo / inflight_lo cut by 0.7 per lossy round, 15 % headroom when cruising),
+//!   which v1 does not, so CUBIC keeps more of the link beside v3 than beside v1 (Google's
+//!   stated aim for v3, IETF 117/119 CCWG). The share itself is a measurement, not pinned.
 
 mod support;
+use fatpipe_core::cc::bbr::{BbrConfig, BbrVariant};
+use fatpipe_core::cc::cubic::hystart::HyStartMode;
+use fatpipe_core::cc::cubic::{CubicConfig, CubicVariant};
 use fatpipe_core::cc::scenario_defaults;
 use fatpipe_core::cc::CcSpec;
 use fatpipe_core::scenario::Scenario;
 use fatpipe_core::source::{bulk::BulkConfig, SourceSpec};
-use fatpipe_core::tcp::config::Recovery;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
 use fatpipe_core::Simulation;
 use support::*;
@@ -34,14 +38,20 @@ fn bbr3() -> CcSpec {
 }
 
 fn bbr() -> CcSpec {
-    CcSpec::Bbr(scenario_defaults("bbr"))
+    CcSpec::Bbr(BbrConfig { variant: BbrVariant::Linux, ..scenario_defaults("bbr") })
+}
+
+fn cubic() -> CcSpec {
+    CcSpec::Cubic(CubicConfig {
+        variant: CubicVariant::Linux,
+        hystart: HyStartMode::Linux,
+        ..scenario_defaults("cubic")
+    })
 }
 
 /// Flows with these algorithms (the i-th starting at i x `stagger`) on the dumbbell.
 fn scenario(ccs: &[CcSpec], buffer_packets: u64, duration: Time, stagger: Time) -> Scenario {
-    let mut tcp = tcp_config();
-    tcp.recovery = Recovery::Sack;
-    let mut s = dumbbell(RATE_BPS, RTT_PS, buffer_packets, duration, tcp);
+    let mut s = dumbbell(RATE_BPS, RTT_PS, buffer_packets, duration, linux_profile_tcp());
     s.sample_interval_ps = 10 * PS_PER_MS;
     let first = s.flows[0].clone();
     s.flows.clear();
@@ -117,7 +127,7 @@ fn shallow_buffer_retransmits_far_less_than_bbr_v1_at_high_utilization() {
     assert!(r3 < r1 / 3.0, "v3 {r3} v1 {r1}");
     // v3 cruises at 0.85 x inflight_hi, which a probe sets near what the path holds (1.1
     // BDP here): 0.94 BDP; PROBE_RTT every 5 s costs about 2 %, and a timeout leaves
-    // inflight_hi at its floor (0.7 x BDP) until the next probe. Measured 0.877.
+    // inflight_hi at its floor (0.7 x BDP) until the next probe. Measured 0.932.
     assert!(u3 > 0.85, "utilization {u3}");
 }
 
@@ -139,4 +149,35 @@ fn same_seed_same_run() {
     let make = || Simulation::new(scenario(&[bbr3(), bbr3()], bdp(), 8 * PS_PER_S, PS_PER_S)).unwrap().finish();
     let (a, b) = (make(), make());
     assert_eq!(a, b);
+}
+
+/// CUBIC's share of the link's deliveries over 20-60 s beside `cc`, both from 0 on a 1-BDP
+/// drop-tail buffer (docs/validation.md, "BBRv3 beside BBRv1").
+fn cubic_share_beside(cc: CcSpec, name: &str) -> f64 {
+    let sim = run(scenario(&[cc, cubic()], bdp(), 60 * PS_PER_S, 0));
+    let d = delivered_since(&sim, 20 * PS_PER_S);
+    let share = d[1] / (d[0] + d[1]);
+    let st = |i: usize| {
+        let s = &sim.flows[i].sender.tcb.stats;
+        (s.segments_retransmitted as f64 / s.segments_sent as f64, s.timeouts)
+    };
+    eprintln!(
+        "{name} beside CUBIC, 1 BDP, 20-60 s: CUBIC's share {share:.4}, utilization {:.4}; \
+         retransmitted/sent and timeouts: {name} {:?}, CUBIC {:?}",
+        utilization_since(&sim, 20 * PS_PER_S),
+        st(0),
+        st(1)
+    );
+    share
+}
+
+#[test]
+fn cubic_keeps_more_of_a_deep_buffer_beside_bbr3_than_beside_bbr_v1() {
+    let v3 = cubic_share_beside(bbr3(), "BBRv3");
+    let v1 = cubic_share_beside(bbr(), "BBRv1");
+    // v1 keeps its 2 x BDP window whatever it loses and so holds most of the buffer; v3
+    // gives way to loss. On the RFC stack with CUBIC's RFC form (the conditions the first
+    // table was measured under) this failed: 0.010 beside v3 against 0.375 beside v1, CUBIC
+    // stuck at 2 segments after a timeout (docs/validation.md).
+    assert!(v3 > v1, "CUBIC's share beside BBRv3 {v3}, beside BBRv1 {v1}");
 }

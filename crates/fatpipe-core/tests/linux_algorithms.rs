@@ -11,7 +11,6 @@ use fatpipe_core::cc::reno::RenoConfig;
 use fatpipe_core::cc::scenario_defaults;
 use fatpipe_core::cc::CcSpec;
 use fatpipe_core::net::impairment::{bernoulli::BernoulliConfig, ImpairmentSpec};
-use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind, WindowReduction};
 use fatpipe_core::tcp::TcpConfig;
 use fatpipe_core::time::{Time, PS_PER_MS, PS_PER_S};
 use fatpipe_core::Simulation;
@@ -89,19 +88,7 @@ fn reno() -> CcSpec {
 
 /// The Linux stack as the `linux` profile runs it.
 fn linux_tcp() -> TcpConfig {
-    TcpConfig {
-        stack: StackKind::Linux,
-        recovery: Recovery::Sack,
-        dsack: true,
-        rack: true,
-        tlp: true,
-        frto: true,
-        undo: true,
-        window_reduction: WindowReduction::Prr,
-        adaptive_reordering: true,
-        rto_estimator: RtoEstimator::Linux,
-        ..tcp_config()
-    }
+    linux_profile_tcp()
 }
 
 /// A geostationary satellite path: 10 Mb/s, 600 ms, one loss in a thousand packets (the

@@ -170,7 +170,8 @@ impl RateSampler {
     }
 
     /// Before an ACK's [`finish_ack`](Self::finish_ack): what it marked lost, and what it
-    /// delivered if it echoed ECN (`ece`), counted into the connection's totals.
+    /// delivered if it echoed ECN (`ece`), counted into the connection's totals; also what a
+    /// timeout marks lost, with no ECN (Linux counts both in `tp->lost`).
     pub fn count_lost_and_ce(&mut self, lost: u64, ce_bytes: u64) {
         self.lost += lost;
         self.delivered_ce += ce_bytes;

@@ -63,6 +63,25 @@ pub fn tcp_config() -> TcpConfig {
     }
 }
 
+/// The Linux stack as the `linux` profile runs it (scenario/profiles.py): SACK, D-SACK,
+/// RACK-TLP, F-RTO, undo, PRR, adaptive reordering, Linux's RTO estimator.
+pub fn linux_profile_tcp() -> TcpConfig {
+    use fatpipe_core::tcp::config::{Recovery, RtoEstimator, StackKind, WindowReduction};
+    TcpConfig {
+        stack: StackKind::Linux,
+        recovery: Recovery::Sack,
+        dsack: true,
+        rack: true,
+        tlp: true,
+        frto: true,
+        undo: true,
+        window_reduction: WindowReduction::Prr,
+        adaptive_reordering: true,
+        rto_estimator: RtoEstimator::Linux,
+        ..tcp_config()
+    }
+}
+
 /// The Linux stack without delayed ACKs (every segment answered at once, so the first RTT
 /// sample is the path's RTT) with the hosts' elements `host`.
 pub fn linux_host_tcp(

@@ -21,9 +21,10 @@
 //! Reused from v1: the pacing rate (`bbr/pacing.rs`, its 1 % margin), the saved window,
 //! minimum window and the ACK-aggregation estimator (`bbr/ack_aggregation.rs`).
 //!
-//! Not modelled: the per-segment loss hook (`bbr_skb_marked_lost`, which computes inflight_hi
-//! from the lost segment's own flight; here the loss rate is judged per ACK from its rate
-//! sample, `bbr_adapt_upper_bounds`), the TLP-recovery hook, PLB, the fast path (a CPU
+//! Not modelled: the per-segment loss hook's probe check (`bbr_skb_marked_lost`, which
+//! computes inflight_hi from the lost segment's own flight; here the loss rate is judged per
+//! ACK from its rate sample, `bbr_adapt_upper_bounds`; the hook's `bbr_note_loss` is taken on
+//! every ACK that marks a loss and on a timeout, `set_state`), the TLP-recovery hook, PLB, the fast path (a CPU
 //! saving that skips model updates on app-limited ACKs), the earliest-departure-time
 //! correction (`bbr_packets_in_net_at_edt`: the in-flight count is used as is), and the
 //! receiver side of precise ECN ACKs (`dctcp_ece_ack_update`).
@@ -674,6 +675,11 @@ impl CongestionControl for Bbr3 {
     fn set_state(&mut self, s: &mut CcState, new: CaState) {
         self.ca_state = new;
         if new == CaState::Loss {
+            // The timeout has just marked at least the head segment lost
+            // (tcp_timeout_mark_lost), which in v3 reaches `bbr_skb_marked_lost` and so
+            // `bbr_note_loss`: this round is a loss round, and the lower bounds are cut when
+            // it ends.
+            self.note_loss(s);
             self.prev_ca_state = CaState::Loss;
             self.reset_full_bw();
             if !self.is_probing_bandwidth() && self.inflight_lo == UNSET_INFLIGHT {

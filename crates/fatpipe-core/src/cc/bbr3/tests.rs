@@ -209,6 +209,23 @@ fn loss_rounds_cut_bw_lo_and_inflight_lo_by_beta() {
     assert_eq!(f.cc.inflight_lo, before, "no loss, no cut");
 }
 
+/// A timeout is a loss: v3's `tcp_timeout_mark_lost` marks the head lost, whose hook
+/// (`bbr_skb_marked_lost` -> `bbr_note_loss`) makes the round a loss round before
+/// `bbr_set_state` sets inflight_lo to the window before the timeout; the round's end cuts it
+/// by beta. Without the note, inflight_lo stayed at the whole window.
+#[test]
+fn a_timeout_makes_a_loss_round_that_cuts_inflight_lo() {
+    let mut f = Flow::probing(Phase::Cruise, 400);
+    f.cc.set_state(&mut f.s, CaState::Loss);
+    assert_eq!(f.cc.inflight_lo, 400, "the window before the timeout");
+    let after = f.s.delivered_bytes;
+    f.ack(2, BW / 4, |a| {
+        a.prior_delivered_bytes = after;
+        a.rate_delivered_bytes = 10 * MSS64;
+    });
+    assert_eq!(f.cc.inflight_lo, (400.0 * 0.7) as u32);
+}
+
 /// The cut stops at what the latest round delivered (v3 `bbr_loss_lower_bounds`).
 #[test]
 fn the_loss_cut_stops_at_the_latest_rounds_delivery() {

@@ -252,7 +252,14 @@ impl LinuxStack {
         // states Open and Disorder.
         let new_recovery = matches!(tcb.ca_state, CaState::Open | CaState::Cwr);
         let open_or_disorder = tcb.ca_state == CaState::Open;
+        let lost_before = self.loss.lost;
         self.loss.mark_timeout_lost(&mut self.q, tcb, now);
+        // What the timeout marks counts in tp->lost as any loss does (tcp_mark_skb_lost), so
+        // later rate samples' losses over their flight include it (BBRv3's rs->lost); no ACK
+        // reports these.
+        if let Some(r) = &mut tcb.rate {
+            r.count_lost_and_ce((self.loss.lost - lost_before) * tcb.cfg.mss_bytes as u64, 0);
+        }
         // Reduce ssthresh once per window (not again on a repeated timeout).
         let high_seq_passed = self.high_seq <= tcb.snd_una;
         if open_or_disorder || high_seq_passed || (tcb.ca_state == CaState::Loss && self.retransmits == 0) {
