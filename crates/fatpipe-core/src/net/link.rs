@@ -324,7 +324,9 @@ impl Link {
         }
         if self.queue.len_packets() > 0 || !self.dropped.is_empty() {
             self.dequeue_pending = true;
-            out.dequeue_at = Some(self.started_end.max(now));
+            // A shaper's head may wait for tokens beyond the line's end (`ready_at`).
+            let ready = self.queue.held().map_or(0, |q| q.ready_at());
+            out.dequeue_at = Some(self.started_end.max(now).max(ready));
         }
         out
     }
