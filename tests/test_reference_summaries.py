@@ -39,6 +39,10 @@ it; identical on main after the later merges).
 `dctcp-1G-step-marking.toml` and `prague-cubic-classic-ecn-fifo.toml` (issue 28, the ECN
 congestion controls) from branch ecn.
 `fq-codel-cubic-vs-bbr.toml` (issue 28, FQ-CoDel) from branch aqm.
+`fq-pie-cubic-vs-bbr.toml` and `tbf-shaper-cubic-vs-bbr.toml` (issue 28, FQ-PIE and the TBF
+shaper) from branch fqpie, on main at bb435f8, where every other example's summary stayed
+byte-identical through that branch's refactoring (FQ-CoDel's scheduler into drr.rs, PIE's
+per-queue state into PieVars, the policer's bucket into token_bucket.rs).
 """
 
 from __future__ import annotations

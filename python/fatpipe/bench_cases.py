@@ -142,7 +142,8 @@ def red_scenario(
     random times in the first 3 s: started together, their slow starts overflow the buffer
     at once and CUBIC then takes many seconds to fill the pipe again (half of it idle);
     staggered, the link runs 7-9 Gb/s from about 4 s on. ``discipline`` replaces RED (issue
-    28: a flow through FQ-CoDel should cost no more per packet than through RED)."""
+    28: a flow through FQ-CoDel should cost no more per packet than through RED, and one
+    through FQ-PIE about what FQ-CoDel costs)."""
     return {
         "name": "bench-red-100",
         "duration": f"{duration_ps}ps",
@@ -219,15 +220,16 @@ def cases(quick: bool = False) -> List[Case]:
             warmup_ps=red_warm,
         )
     )
-    out.append(
-        Case(
-            name="FQ-CoDel, 100 flows",
-            what="the RED case's 100 flows through FQ-CoDel (Linux defaults, one-BDP limit)",
-            kind="steady",
-            scenario=red_scenario(red_warm + red_measure, red_warm // 2 if quick else RED_START_JITTER_PS, "fq_codel"),
-            warmup_ps=red_warm,
+    for label, discipline in (("FQ-CoDel", "fq_codel"), ("FQ-PIE", "fq_pie")):
+        out.append(
+            Case(
+                name=f"{label}, 100 flows",
+                what=f"the RED case's 100 flows through {label} (Linux defaults, one-BDP limit)",
+                kind="steady",
+                scenario=red_scenario(red_warm + red_measure, red_warm // 2 if quick else RED_START_JITTER_PS, discipline),
+                warmup_ps=red_warm,
+            )
         )
-    )
     example = (EXAMPLES / "10G-100ms-window-limited.toml").read_text(encoding="utf-8")
     out.append(
         Case(

@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .scenario.aqm import HOLDING_DISCIPLINES
+from .scenario.queues import HOLDING_DISCIPLINES
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -368,7 +368,9 @@ def _queue_panel(ax, result: "RunData", name: str, rows, link: Dict, summary: Di
     cells where it counts cells)."""
     (line,) = ax.step(rows["time_s"], rows["queue_packets"], where="post", label=f"{name} queue", linewidth=1.0,
                       color="tab:blue" if main else None)
-    limit = link["queue"].get("limit_packets")
+    # FQ-PIE keeps PIE's settings, its limit and target among them, in "pie".
+    queue = {**link["queue"], **link["queue"].get("pie", {})}
+    limit = queue.get("limit_packets")
     # CoDel's and FQ-CoDel's limits are deep by design (1000, 10240): drawn only if neared.
     held = link["queue"].get("discipline") in HOLDING_DISCIPLINES
     if limit and ((main and not held) or rows["queue_packets"].max() >= 0.5 * limit):
@@ -383,26 +385,29 @@ def _queue_panel(ax, result: "RunData", name: str, rows, link: Dict, summary: Di
             if value is not None:
                 ax.axhline(value, color="dimgray", linestyle=style, linewidth=0.9, label=f"RED {text} ({value:g} {unit})")
     if main and held and "sojourn_s" in rows:
-        _aqm_overlay(ax, rows, link["queue"])
+        _aqm_overlay(ax, rows, queue)
 
 
 def _aqm_overlay(ax, rows, queue: Dict) -> None:
-    """CoDel's, FQ-CoDel's and PIE's view on the queue panel: on a second axis the sojourn
-    time of the latest packet to leave at each sample, with the target; the samples where
-    the control law was dropping (FQ-CoDel: some queue was; PIE: its burst allowance
-    lasted), and every interval with drops or marks by the control law as ticks along the
+    """CoDel's, FQ-CoDel's, PIE's and FQ-PIE's view on the queue panel: on a second axis the
+    sojourn time of the latest packet to leave at each sample, with the target; the samples
+    where the control law was dropping (FQ-CoDel: some queue was; PIE: its burst allowance
+    lasted; FQ-PIE: some queue's drop probability was above 0), and every interval with drops or marks by the control law as ticks along the
     top."""
     ax2 = ax.twinx()
     sojourn_ms = rows["sojourn_s"] * 1e3
     ax2.plot(rows["time_s"], sojourn_ms, color="tab:orange", linewidth=0.8, label="sojourn (ms, right)")
-    target_ms = queue["target_ps"] / 1e9
-    ax2.axhline(target_ms, color="tab:orange", linestyle="--", linewidth=0.9, label=f"target ({target_ms:g} ms)")
+    target_ms = queue.get("target_ps", 0) / 1e9  # a shaper (tbf) has no target
+    if target_ms:
+        ax2.axhline(target_ms, color="tab:orange", linestyle="--", linewidth=0.9, label=f"target ({target_ms:g} ms)")
     top = max(3 * target_ms, float(np.nanquantile(sojourn_ms, 0.99)) if sojourn_ms.notna().any() else 0.0)
     ax2.set_ylim(0, 1.1 * top)
     ax2.set_ylabel("sojourn (ms)")
     dropping = rows["aqm_dropping"] > 0
-    if dropping.any():
-        label = "burst allowance" if queue["discipline"] == "pie" else "dropping state"
+    # A shaper's state (packets wait for tokens) is its queue line itself: no band.
+    if dropping.any() and queue["discipline"] != "tbf":
+        label = {"pie": "burst allowance", "fq_pie": "a queue's probability > 0"}.get(
+            queue["discipline"], "dropping state")
         ax2.fill_between(rows["time_s"], 0, 1.1 * top, where=dropping, step="post", color="tab:red", alpha=0.12,
                          linewidth=0, label=label)
     signals = np.diff(np.asarray(rows["early_drops_packets"] + rows["ecn_marks"], dtype=np.float64), prepend=0.0)

@@ -166,12 +166,14 @@ class RunData:
             utilization (of the interval ending at the sample; 0 at the first),
             queue_delay_s, red_avg_packets (RED's average queue in its thresholds' unit; NaN
             for other disciplines), early_drops_packets and ecn_marks (cumulative: RED's
-            early drops, CoDel's drops at dequeue, PIE's on arrival; CE marks), and for CoDel,
-            FQ-CoDel and PIE sojourn_s (the sojourn time of the latest packet to leave the
-            queue), aqm_dropping (CoDel: 1 in its dropping state, else 0; FQ-CoDel: queues in
-            it; PIE: 1 while its burst allowance lasts) and aqm_control (the control law's
-            count; FQ-CoDel: the largest among those queues; PIE: its drop probability); NaN
-            for other disciplines.
+            early drops, CoDel's drops at dequeue, PIE's and FQ-PIE's on arrival; CE marks),
+            and for CoDel, FQ-CoDel, PIE, FQ-PIE and TBF sojourn_s (the sojourn time of the
+            latest packet to leave the queue), aqm_dropping (CoDel: 1 in its dropping state,
+            else 0; FQ-CoDel: queues in it; PIE: 1 while its burst allowance lasts; FQ-PIE:
+            queues whose drop probability is above 0; TBF: 1 while packets wait for tokens)
+            and aqm_control (the control law's count; FQ-CoDel: the largest among those
+            queues; PIE: its drop probability; FQ-PIE: the largest among its queues'; TBF:
+            the bytes in its bucket); NaN for other disciplines.
     """
 
     def __init__(

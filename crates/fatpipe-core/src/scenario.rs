@@ -288,14 +288,20 @@ impl Scenario {
                         .into());
                     }
                 }
-                crate::net::queue::QueueSpec::Pie(p) => {
-                    if p.limit_packets == 0
-                        || p.target_ps == 0
-                        || p.tupdate_ps == 0
-                        || !(p.alpha >= 0.0 && p.beta >= 0.0)
-                    {
+                crate::net::queue::QueueSpec::Pie(p) => check_pie(i, p)?,
+                crate::net::queue::QueueSpec::FqPie(p) => {
+                    check_pie(i, &p.pie)?;
+                    if p.flows == 0 || p.quantum_bytes == 0 {
+                        return Err(format!("links[{i}].queue: FQ-PIE needs flows and quantum_bytes > 0").into());
+                    }
+                }
+                crate::net::queue::QueueSpec::Tbf(t) => {
+                    t.validate().map_err(|e| format!("links[{i}].queue: {e}"))?;
+                    let bucket = t.burst_bytes.min(t.minburst_bytes.unwrap_or(u64::MAX));
+                    if bucket < l.mtu_bytes as u64 {
                         return Err(format!(
-                            "links[{i}].queue: PIE needs limit_packets, target_ps, tupdate_ps > 0 and alpha, beta >= 0"
+                            "links[{i}].queue: TBF's bucket ({bucket} bytes) is below the link's MTU ({}): no full-size packet could leave",
+                            l.mtu_bytes
                         )
                         .into());
                     }
@@ -491,6 +497,17 @@ impl Scenario {
 fn check_codel(i: usize, limit_packets: u64, target_ps: Time, interval_ps: Time) -> Result<(), ScenarioError> {
     if limit_packets == 0 || target_ps == 0 || interval_ps <= target_ps {
         return Err(format!("links[{i}].queue: CoDel needs limit_packets > 0 and 0 < target_ps < interval_ps").into());
+    }
+    Ok(())
+}
+
+/// PIE's settings, alone or each FQ-PIE queue's.
+fn check_pie(i: usize, p: &crate::net::queue::pie::PieConfig) -> Result<(), ScenarioError> {
+    if p.limit_packets == 0 || p.target_ps == 0 || p.tupdate_ps == 0 || !(p.alpha >= 0.0 && p.beta >= 0.0) {
+        return Err(format!(
+            "links[{i}].queue: PIE needs limit_packets, target_ps, tupdate_ps > 0 and alpha, beta >= 0"
+        )
+        .into());
     }
     Ok(())
 }

@@ -101,19 +101,24 @@ def _codel_table(_key: str, _value: Any, _source: str) -> Table:
     )
 
 
+def _flows_field(source: str) -> Field:
+    """The number of flow queues, FQ-CoDel's and FQ-PIE's (both Linux's default 1024)."""
+    return Field(
+        "flows",
+        Integer(minimum=1, maximum=65536, example=1024),
+        "number of flow queues; flows are hashed into them (data and ACKs of a flow "
+        "into the same one), so two flows may share a queue",
+        1024,
+        source,
+    )
+
+
 def _fq_codel_table(_key: str, _value: Any, _source: str) -> Table:
     return Table(
         fields=(
             *_limit_field(10240, f"{_FQ_CODEL_C} fq_codel_init (sch->limit = 10*1024 packets)"),
-            Field(
-                "flows",
-                Integer(minimum=1, maximum=65536, example=1024),
-                "number of flow queues; flows are hashed into them (data and ACKs of a flow "
-                "into the same one), so two flows may share a queue",
-                1024,
-                f"RFC 8290 section 5.2.1; {_FQ_CODEL_C} fq_codel_init (flows_cnt = 1024); "
-                "65536 is Linux's maximum",
-            ),
+            _flows_field(f"RFC 8290 section 5.2.1; {_FQ_CODEL_C} fq_codel_init (flows_cnt = 1024); "
+                         "65536 is Linux's maximum"),
             Field(
                 "quantum",
                 Size(minimum=1, maximum=U32_MAX, example=1514),
@@ -215,48 +220,67 @@ def _normalize_fq_codel(
     }
 
 
+def _pie_fields(src: str) -> Tuple[Field, ...]:
+    """PIE's controller settings (target, tupdate, alpha, beta, max_burst), shared by
+    FQ-PIE (:mod:`.fq_pie`), whose defaults come from the same ``pie_params_init``;
+    ``src`` names the Linux file that sets them."""
+    return (
+        Field(
+            "target",
+            Duration(example="15ms"),
+            "queue delay the controller aims at (QDELAY_REF); must be below what a full "
+            "queue takes to drain",
+            "15ms",
+            f"RFC 8033 section 4.1 (QDELAY_REF 15 ms); {src} (target 15 ms)",
+        ),
+        Field(
+            "tupdate",
+            Duration(example="15ms"),
+            "time between updates of the drop probability (T_UPDATE)",
+            "15ms",
+            f"RFC 8033 section 4.2 (T_UPDATE 15 ms); {src} (tupdate 15 ms)",
+        ),
+        Field(
+            "alpha",
+            Real(lower=0.0, lower_open=False, example=0.125),
+            "gain on the delay's distance from target, per second (scaled down while the "
+            "probability is small, RFC 8033 section 4.2)",
+            0.125,
+            f"RFC 8033 section 4.2 (alpha 0.125 Hz); {src} (alpha 2, in 1/16)",
+        ),
+        Field(
+            "beta",
+            Real(lower=0.0, lower_open=False, example=1.25),
+            "gain on the delay's change since the last update, per second",
+            1.25,
+            f"RFC 8033 section 4.2 (beta 1.25 Hz); {src} (beta 20, in 1/16)",
+        ),
+        Field(
+            "max_burst",
+            Duration(positive=False, example="150ms"),
+            "burst allowance: after a quiet spell no arrival is dropped early until this "
+            "much time has passed between departures",
+            "150ms",
+            f"RFC 8033 section 4.4 (MAX_BURST 150 ms); {src} (burst_time 150 ms)",
+        ),
+    )
+
+
+def _bytemode_field(src: str) -> Field:
+    return Field(
+        "bytemode",
+        Boolean(),
+        "scale each arrival's drop probability by its size / MTU",
+        False,
+        f"{src} (bytemode off)",
+    )
+
+
 def _pie_table(_key: str, _value: Any, _source: str) -> Table:
     return Table(
         fields=(
             *_limit_field(1000, f"{_PIE_C}: limit 1000 packets"),
-            Field(
-                "target",
-                Duration(example="15ms"),
-                "queue delay the controller aims at (QDELAY_REF); must be below what a full "
-                "queue takes to drain",
-                "15ms",
-                f"RFC 8033 section 4.1 (QDELAY_REF 15 ms); {_PIE_C} (target 15 ms)",
-            ),
-            Field(
-                "tupdate",
-                Duration(example="15ms"),
-                "time between updates of the drop probability (T_UPDATE)",
-                "15ms",
-                f"RFC 8033 section 4.2 (T_UPDATE 15 ms); {_PIE_C} (tupdate 15 ms)",
-            ),
-            Field(
-                "alpha",
-                Real(lower=0.0, lower_open=False, example=0.125),
-                "gain on the delay's distance from target, per second (scaled down while the "
-                "probability is small, RFC 8033 section 4.2)",
-                0.125,
-                f"RFC 8033 section 4.2 (alpha 0.125 Hz); {_PIE_C} (alpha 2, in 1/16)",
-            ),
-            Field(
-                "beta",
-                Real(lower=0.0, lower_open=False, example=1.25),
-                "gain on the delay's change since the last update, per second",
-                1.25,
-                f"RFC 8033 section 4.2 (beta 1.25 Hz); {_PIE_C} (beta 20, in 1/16)",
-            ),
-            Field(
-                "max_burst",
-                Duration(positive=False, example="150ms"),
-                "burst allowance: after a quiet spell no arrival is dropped early until this "
-                "much time has passed between departures",
-                "150ms",
-                f"RFC 8033 section 4.4 (MAX_BURST 150 ms); {_PIE_C} (burst_time 150 ms)",
-            ),
+            *_pie_fields(_PIE_C),
             Field(
                 "ecn",
                 Boolean(),
@@ -265,13 +289,7 @@ def _pie_table(_key: str, _value: Any, _source: str) -> Table:
                 False,
                 f"RFC 8033 section 5.1 (the 10 % bound); {_PIE_C} (ecn off)",
             ),
-            Field(
-                "bytemode",
-                Boolean(),
-                "scale each arrival's drop probability by its size / MTU",
-                False,
-                f"{_PIE_C} (bytemode off)",
-            ),
+            _bytemode_field(_PIE_C),
         ),
         doc="PIE, Proportional Integral controller Enhanced (RFC 8033, Linux sch_pie with "
         "timestamps): every tupdate the drop probability moves with the queue delay's "
@@ -280,13 +298,9 @@ def _pie_table(_key: str, _value: Any, _source: str) -> Table:
     )
 
 
-def _normalize_pie(
-    params: Dict[str, Any], path: str, *, rate_bps: int, rtt_ps: int, mtu_bytes: int, **_: Any,
-) -> Dict[str, Any]:
-    limit = _aqm_limit(params, path, 1000, rate_bps, rtt_ps, mtu_bytes)
-    _check_reachable(params, path, "target", limit, mtu_bytes, rate_bps)
+def _pie_core(params: Dict[str, Any], limit: int, mtu_bytes: int) -> Dict[str, Any]:
+    """PIE's settings in the core's form (net/queue/pie.rs PieConfig), FQ-PIE's too."""
     return {
-        "discipline": "pie",
         "limit_packets": limit,
         "target_ps": params["target"],
         "tupdate_ps": params["tupdate"],
@@ -299,6 +313,14 @@ def _normalize_pie(
     }
 
 
+def _normalize_pie(
+    params: Dict[str, Any], path: str, *, rate_bps: int, rtt_ps: int, mtu_bytes: int, **_: Any,
+) -> Dict[str, Any]:
+    limit = _aqm_limit(params, path, 1000, rate_bps, rtt_ps, mtu_bytes)
+    _check_reachable(params, path, "target", limit, mtu_bytes, rate_bps)
+    return {"discipline": "pie", **_pie_core(params, limit, mtu_bytes)}
+
+
 #: The disciplines of this module: name -> (table factory, normalizer).
 AQM_DISCIPLINES = {
     "codel": (_codel_table, _normalize_codel),
@@ -306,5 +328,3 @@ AQM_DISCIPLINES = {
     "pie": (_pie_table, _normalize_pie),
 }
 
-#: The disciplines that hold their packets; a host's transmit ring cannot sit behind them.
-HOLDING_DISCIPLINES = tuple(AQM_DISCIPLINES)

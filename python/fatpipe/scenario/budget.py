@@ -75,6 +75,8 @@ def _size(n: float) -> str:
 
 def _queue_packets(queue: Dict[str, Any]) -> Optional[int]:
     """The most packets a queue can hold (None: no limit at all)."""
+    # FQ-PIE keeps PIE's settings, its limit among them, in "pie" (Linux's p_params).
+    queue = {**queue, **queue.get("pie", {})}
     bounds = []
     if queue.get("limit_packets") is not None:
         bounds.append(queue["limit_packets"])

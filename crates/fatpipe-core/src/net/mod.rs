@@ -5,5 +5,6 @@ pub mod link;
 pub mod queue;
 pub mod routing;
 pub mod split;
+pub mod token_bucket;
 
 pub use link::Link;

@@ -8,10 +8,11 @@
 //!
 //! The bucket holds at most `burst_bytes` and fills at `rate_bps`; a packet of `ip_bytes`
 //! passes when the bucket holds at least that many and takes them, else it is dropped and
-//! the bucket is left as it was. It starts full. Tokens are kept exactly, in bit-picoseconds
-//! per second (bits x 10^12), so that no rounding accumulates over a long run.
+//! the bucket is left as it was. It starts full. The bucket's arithmetic (`token_bucket.rs`)
+//! is the TBF shaper's too, which holds such packets instead (`queue/tbf.rs`).
 
-use crate::time::{Time, PS_PER_S};
+use crate::net::token_bucket::TokenBucket;
+use crate::time::Time;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -38,43 +39,25 @@ impl PolicerConfig {
 
 #[derive(Clone, Debug)]
 pub struct Policer {
-    cfg: PolicerConfig,
-    /// Tokens, bits x 10^12 (a byte at 1 bit/s takes 8 x 10^12 of these per second).
-    tokens: u128,
-    /// When the tokens were counted.
-    at: Option<Time>,
+    bucket: TokenBucket,
 }
 
 impl Policer {
     pub fn new(cfg: PolicerConfig) -> Self {
-        let tokens = Self::scaled(cfg.burst_bytes);
-        Policer { cfg, tokens, at: None }
-    }
-
-    fn scaled(bytes: u64) -> u128 {
-        u128::from(bytes) * 8 * u128::from(PS_PER_S)
+        Policer { bucket: TokenBucket::full(cfg.rate_bps, cfg.burst_bytes) }
     }
 
     /// Whether a packet of `ip_bytes` entering at `now` exceeds the rate (and is dropped).
     #[inline]
     pub fn drops(&mut self, now: Time, ip_bytes: u32) -> bool {
-        let elapsed = self.at.map_or(0, |at| now.saturating_sub(at));
-        self.at = Some(now);
-        let full = Self::scaled(self.cfg.burst_bytes);
-        self.tokens = (self.tokens + u128::from(elapsed) * u128::from(self.cfg.rate_bps)).min(full);
-        let need = Self::scaled(u64::from(ip_bytes));
-        if self.tokens < need {
-            return true;
-        }
-        self.tokens -= need;
-        false
+        !self.bucket.take(now, ip_bytes)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{transmission_time, PS_PER_MS};
+    use crate::time::{transmission_time, PS_PER_MS, PS_PER_S};
 
     fn policer(rate_bps: u64, burst_bytes: u64) -> Policer {
         Policer::new(PolicerConfig { rate_bps, burst_bytes })

@@ -1,4 +1,5 @@
-//! A link's holding path: the disciplines that decide at dequeue (CoDel, FQ-CoDel, PIE:
+//! A link's holding path: the disciplines that decide at dequeue (CoDel, FQ-CoDel, PIE,
+//! FQ-PIE, the TBF shaper:
 //! `net/queue/scheduled.rs`) keep their waiting packets themselves, and the link asks them
 //! for the next packet each time its transmitter frees, one `LinkDequeue` event per
 //! departure (the FIFO path in `link.rs` never comes here). Apart from the FIFO path so that
@@ -66,7 +67,9 @@ impl Link {
         }
         if self.queue.len_packets() > 0 || !self.dropped.is_empty() {
             self.dequeue_pending = true;
-            out.dequeue_at = Some(self.started_end.max(now));
+            // A shaper's head may wait for tokens beyond the line's end (`ready_at`).
+            let ready = self.queue.held().map_or(0, |q| q.ready_at());
+            out.dequeue_at = Some(self.started_end.max(now).max(ready));
         }
         out
     }

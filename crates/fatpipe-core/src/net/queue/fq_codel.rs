@@ -1,17 +1,8 @@
 //! FQ-CoDel (RFC 8290; Linux `net/sched/sch_fq_codel.c`): packets hashed by flow into a
 //! fixed table of queues, each under its own CoDel state machine (`codel.rs`), served by
-//! deficit round robin with a byte quantum, new flows first.
+//! deficit round robin with a byte quantum, new flows first (the scheduler, `drr.rs`, is
+//! FQ-PIE's too).
 //!
-//! - Classification: a flow's packets (data and ACKs alike: Linux's flow hash is
-//!   symmetric) go to queue `hash(flow, connection) mod flows`, the hash perturbed by a
-//!   number drawn per queue discipline (Linux `q->perturbation`, from the link's seed here),
-//!   so two flows may share a queue as they do in Linux.
-//! - A queue that becomes active joins the tail of the new-flows list with a deficit of one
-//!   quantum (RFC 8290 section 4.1). Dequeue serves the head of the new list, else of the
-//!   old list; a queue whose deficit is spent gets another quantum and moves to the tail of
-//!   the old list; a queue found empty moves from the new list to the old one (so a sparse
-//!   flow cannot starve the others by going idle and coming back new) when the old list
-//!   has queues, and otherwise leaves the lists (sections 4.2, 4.3).
 //! - At the limit the arrival is taken and the queue with the largest backlog in bytes
 //!   loses packets from its head, up to half its backlog or `drop_batch_size` packets, and
 //!   its CoDel count grows by as many (Linux `fq_codel_drop`, since 4.6; the scan of every
@@ -22,6 +13,7 @@
 //! (Linux counts the Ethernet header in both, 1514).
 
 use super::codel::{CodelParams, CodelSource, CodelVars};
+use super::drr::{FlowQueue, FlowQueues};
 use super::holding::{AqmStats, HoldingDiscipline};
 use super::slab::{PacketList, PacketSlab};
 use super::Admission;
@@ -53,48 +45,14 @@ pub struct FqCodelConfig {
     pub ce_threshold_ps: Option<Time>,
 }
 
-/// No queue: the end of a list.
-const NIL: u32 = u32::MAX;
-
-/// One flow queue (Linux `struct fq_codel_flow`).
-#[derive(Clone, Default)]
-struct FlowQueue {
-    packets: PacketList,
-    deficit: i64,
-    vars: CodelVars,
-    /// The next queue in the list this one is on.
-    next: u32,
-    /// On the new or the old list (Linux: `!list_empty(&flow->flowchain)`).
-    listed: bool,
-}
-
-/// A list of queues (new flows, old flows), threaded through `FlowQueue::next`.
-#[derive(Clone, Copy)]
-struct QueueList {
-    head: u32,
-    tail: u32,
-}
-
-impl QueueList {
-    const EMPTY: QueueList = QueueList { head: NIL, tail: NIL };
-    fn is_empty(&self) -> bool {
-        self.head == NIL
-    }
-}
-
 pub struct FqCodel {
     cfg: FqCodelConfig,
     params: CodelParams,
-    perturbation: u64,
     slab: PacketSlab,
-    queues: Vec<FlowQueue>,
-    new_flows: QueueList,
-    old_flows: QueueList,
+    queues: FlowQueues<CodelVars>,
     /// Packets and IP bytes in all queues (Linux `sch->q.qlen`, `sch->qstats.backlog`).
     packets: u64,
     bytes: u64,
-    /// Queues that joined the new-flows list (Linux `new_flow_count`).
-    pub new_flow_count: u64,
     stats: AqmStats,
 }
 
@@ -122,7 +80,6 @@ impl CodelSource for FlowSource<'_> {
 
 impl FqCodel {
     pub fn new(cfg: &FqCodelConfig, mut rng: Rng) -> Self {
-        let perturbation = rng.next_u64();
         FqCodel {
             params: CodelParams {
                 target_ps: cfg.target_ps,
@@ -131,58 +88,24 @@ impl FqCodel {
                 ecn: cfg.ecn,
                 ce_threshold_ps: cfg.ce_threshold_ps,
             },
-            perturbation,
             slab: PacketSlab::with_capacity(cfg.limit_packets.min(u32::MAX as u64) as usize),
-            queues: vec![FlowQueue::default(); cfg.flows.max(1) as usize],
-            new_flows: QueueList::EMPTY,
-            old_flows: QueueList::EMPTY,
+            queues: FlowQueues::new(cfg.flows, cfg.quantum_bytes, CodelVars::default(), &mut rng),
             packets: 0,
             bytes: 0,
-            new_flow_count: 0,
             stats: AqmStats::default(),
             cfg: cfg.clone(),
         }
     }
 
-    /// The queue of `pkt`'s flow: a 64-bit mix of (flow, connection) and the perturbation,
-    /// scaled to the table as Linux's `reciprocal_scale` scales its 32-bit hash.
+    /// The queue of `pkt`'s flow.
     #[inline]
     pub fn classify(&self, pkt: &Packet) -> u32 {
-        let mut h = ((pkt.flow as u64) << 16 | pkt.conn as u64) ^ self.perturbation;
-        // splitmix64's finalizer: every input bit moves every output bit.
-        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        h ^= h >> 31;
-        (((h >> 32) * self.queues.len() as u64) >> 32) as u32
+        self.queues.classify(pkt)
     }
 
-    fn push_tail(&mut self, old: bool, q: u32) {
-        let list = if old { self.old_flows } else { self.new_flows };
-        self.queues[q as usize].next = NIL;
-        self.queues[q as usize].listed = true;
-        let list = if list.tail == NIL {
-            QueueList { head: q, tail: q }
-        } else {
-            self.queues[list.tail as usize].next = q;
-            QueueList { head: list.head, tail: q }
-        };
-        if old {
-            self.old_flows = list;
-        } else {
-            self.new_flows = list;
-        }
-    }
-
-    /// Takes the head queue off the new (or old) list.
-    fn pop_head(&mut self, old: bool) -> u32 {
-        let list = if old { &mut self.old_flows } else { &mut self.new_flows };
-        let q = list.head;
-        list.head = self.queues[q as usize].next;
-        if list.head == NIL {
-            list.tail = NIL;
-        }
-        self.queues[q as usize].listed = false;
-        q
+    /// Queues that joined the new-flows list (Linux `new_flow_count`).
+    pub fn new_flow_count(&self) -> u64 {
+        self.queues.new_flow_count
     }
 
     /// Linux `fq_codel_drop`: the fattest queue loses packets from its head, up to half its
@@ -195,7 +118,7 @@ impl FqCodel {
             }
         }
         let threshold = max_bytes / 2;
-        let q = &mut self.queues[fattest];
+        let q = self.queues.get_mut(fattest as u32);
         let (mut n, mut len) = (0u32, 0u64);
         while let Some((_, pkt)) = self.slab.pop(&mut q.packets) {
             len += pkt.ip_bytes as u64;
@@ -220,15 +143,10 @@ impl FqCodel {
 impl HoldingDiscipline for FqCodel {
     fn enqueue(&mut self, now: Time, pkt: &Packet, dropped: &mut Vec<(Packet, Admission)>) -> Result<(), Admission> {
         let q = self.classify(pkt);
-        let queue = &mut self.queues[q as usize];
-        self.slab.push(&mut queue.packets, now, pkt);
+        self.slab.push(&mut self.queues.get_mut(q).packets, now, pkt);
         self.packets += 1;
         self.bytes += pkt.ip_bytes as u64;
-        if !queue.listed {
-            queue.deficit = self.cfg.quantum_bytes as i64;
-            self.push_tail(false, q);
-            self.new_flow_count += 1;
-        }
+        self.queues.activate(q);
         if self.packets > self.cfg.limit_packets {
             self.drop_from_fattest(dropped);
         }
@@ -236,37 +154,12 @@ impl HoldingDiscipline for FqCodel {
     }
 
     fn dequeue(&mut self, now: Time, dropped: &mut Vec<(Packet, Admission)>) -> Option<Packet> {
-        loop {
-            let old = self.new_flows.is_empty();
-            let q = if old { self.old_flows.head } else { self.new_flows.head };
-            if q == NIL {
-                return None;
-            }
-            let queue = &mut self.queues[q as usize];
-            if queue.deficit <= 0 {
-                queue.deficit += self.cfg.quantum_bytes as i64;
-                self.pop_head(old);
-                self.push_tail(true, q);
-                continue;
-            }
-            let FlowQueue { packets, vars, .. } = queue;
-            let mut src =
-                FlowSource { slab: &mut self.slab, list: packets, packets: &mut self.packets, bytes: &mut self.bytes };
-            match vars.dequeue(&self.params, &mut src, now, &mut self.stats, dropped) {
-                Some(pkt) => {
-                    self.queues[q as usize].deficit -= pkt.ip_bytes as i64;
-                    return Some(pkt);
-                }
-                None => {
-                    // Empty: a new queue passes through the old list once (no starvation of
-                    // the old queues by a flow that keeps coming back new).
-                    self.pop_head(old);
-                    if !old && !self.old_flows.is_empty() {
-                        self.push_tail(true, q);
-                    }
-                }
-            }
-        }
+        let FqCodel { params, slab, queues, packets, bytes, stats, .. } = self;
+        queues.next_packet(|_, queue| {
+            let FlowQueue { packets: list, vars, .. } = queue;
+            let mut src = FlowSource { slab, list, packets, bytes };
+            vars.dequeue(params, &mut src, now, stats, dropped)
+        })
     }
 
     fn len_packets(&self) -> usize {
@@ -291,16 +184,17 @@ impl HoldingDiscipline for FqCodel {
     }
 
     fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
-        for q in &self.queues {
-            self.slab.iter(&q.packets).for_each(&mut *f);
-        }
+        self.queues.for_each_packet(&self.slab, f);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::testing::data;
+    use crate::net::queue::drr::{
+        self,
+        testing::{pkt, two_flows},
+    };
 
     const MS: Time = 1_000_000_000;
 
@@ -318,62 +212,15 @@ mod tests {
         }
     }
 
-    fn pkt(flow: u32, seq: u64, ip_bytes: u32) -> Packet {
-        let mut p = data(seq, ip_bytes);
-        p.flow = flow;
-        p
-    }
-
-    /// Two flows in distinct queues (the perturbation decides; pick flows that differ).
-    fn two_flows(q: &FqCodel) -> (u32, u32) {
-        let a = 0;
-        let b = (1..).find(|&f| q.classify(&pkt(f, 0, 100)) != q.classify(&pkt(a, 0, 100))).unwrap();
-        (a, b)
-    }
-
     #[test]
-    fn a_new_flow_is_served_before_the_backlogged_ones() {
-        let mut q = FqCodel::new(&cfg(), Rng::new(1));
-        let (bulk, sparse) = two_flows(&q);
-        let mut dropped = Vec::new();
-        for i in 0..10 {
-            q.enqueue(0, &pkt(bulk, i, 1500), &mut dropped).unwrap();
-        }
-        // The bulk queue has sent its quantum and gone to the old list.
-        assert_eq!(q.dequeue(0, &mut dropped).unwrap().flow, bulk);
-        assert_eq!(q.dequeue(0, &mut dropped).unwrap().flow, bulk);
-        // A packet of another flow arrives: its queue is new and goes first.
-        q.enqueue(0, &pkt(sparse, 0, 100), &mut dropped).unwrap();
-        assert_eq!(q.dequeue(0, &mut dropped).unwrap().flow, sparse);
-        assert_eq!(q.dequeue(0, &mut dropped).unwrap().flow, bulk);
-        assert_eq!(q.new_flow_count, 2);
-        assert!(dropped.is_empty());
-    }
-
-    #[test]
-    fn deficit_round_robin_shares_bytes_by_quantum() {
-        // Flow a sends 1500-byte packets, flow b 500-byte ones: per round each may send a
-        // quantum (1500 bytes), so b sends three packets for each of a's.
-        let mut q = FqCodel::new(&cfg(), Rng::new(3));
-        let (a, b) = two_flows(&q);
-        let mut dropped = Vec::new();
-        for i in 0..30 {
-            q.enqueue(0, &pkt(a, i, 1500), &mut dropped).unwrap();
-            q.enqueue(0, &pkt(b, i, 500), &mut dropped).unwrap();
-        }
-        let mut bytes = [0u64; 2];
-        for _ in 0..40 {
-            let p = q.dequeue(0, &mut dropped).unwrap();
-            bytes[usize::from(p.flow == b)] += p.ip_bytes as u64;
-        }
-        // 40 packets = 10 rounds of (1 of a, 3 of b): 15,000 bytes each.
-        assert_eq!(bytes, [15_000, 15_000]);
+    fn new_flows_go_first_and_the_quantum_shares_bytes() {
+        drr::testing::check(|seed| FqCodel::new(&cfg(), Rng::new(seed)), FqCodel::classify, FqCodel::new_flow_count);
     }
 
     #[test]
     fn overflow_drops_from_the_head_of_the_fattest_queue() {
         let mut q = FqCodel::new(&FqCodelConfig { limit_packets: 20, ..cfg() }, Rng::new(5));
-        let (fat, thin) = two_flows(&q);
+        let (fat, thin) = two_flows(|p| q.classify(p));
         let mut dropped = Vec::new();
         for i in 0..16 {
             q.enqueue(0, &pkt(fat, i, 1500), &mut dropped).unwrap();
@@ -388,7 +235,7 @@ mod tests {
         let seqs: Vec<_> = dropped.iter().map(|(p, why)| (p.flow, p.seq, *why)).collect();
         assert_eq!(seqs, (0..8).map(|s| (fat, s, Admission::Overflow)).collect::<Vec<_>>());
         assert_eq!(q.len_packets(), 13);
-        assert_eq!(q.queues[q.classify(&pkt(fat, 0, 1)) as usize].vars.count, 8);
+        assert_eq!(q.queues.get(q.classify(&pkt(fat, 0, 1))).vars.count, 8);
         assert_eq!(q.stats().overflow_drops, 8);
         // And at most drop_batch_size at a time.
         let mut q = FqCodel::new(&FqCodelConfig { limit_packets: 20, drop_batch_size: 3, ..cfg() }, Rng::new(5));
@@ -404,7 +251,7 @@ mod tests {
         // A standing queue in one flow's queue is dropped (or marked); a sparse flow's
         // packets, which never wait long, are not.
         let mut q = FqCodel::new(&FqCodelConfig { ecn: false, ..cfg() }, Rng::new(7));
-        let (bulk, sparse) = two_flows(&q);
+        let (bulk, sparse) = two_flows(|p| q.classify(p));
         let mut dropped = Vec::new();
         for i in 0..400 {
             q.enqueue(0, &pkt(bulk, i, 1500), &mut dropped).unwrap();

@@ -1,7 +1,8 @@
 //! What every discipline that holds its packets shares (`scheduled.rs` dispatches them): the
 //! `HoldingDiscipline` trait the link calls, the counters by cause (`AqmStats`), and whether
 //! a packet can carry a CE mark. Apart from the dispatching enum, so that the disciplines
-//! (`codel.rs`, `fq_codel.rs`, `pie.rs`) and the enum do not import each other.
+//! (`codel.rs`, `fq_codel.rs`, `pie.rs`, `fq_pie.rs`, `tbf.rs`) and the enum do not import
+//! each other.
 
 use super::Admission;
 use crate::packet::{Ecn, Packet};
@@ -56,6 +57,12 @@ pub trait HoldingDiscipline {
     fn enqueue(&mut self, now: Time, pkt: &Packet, dropped: &mut Vec<(Packet, Admission)>) -> Result<(), Admission>;
     /// The packet to serialize now, if any (dropping or marking on the way).
     fn dequeue(&mut self, now: Time, dropped: &mut Vec<(Packet, Admission)>) -> Option<Packet>;
+    /// When packets wait but the last `dequeue` gave none (a shaper waiting for tokens):
+    /// the time it can give the next. 0 for the others, which give a packet whenever one
+    /// waits and the line is free.
+    fn ready_at(&self) -> Time {
+        0
+    }
     fn len_packets(&self) -> usize;
     fn len_bytes(&self) -> u64;
     /// How many more packets of `ip_bytes` it takes before its limit.

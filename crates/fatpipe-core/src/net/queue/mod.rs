@@ -6,12 +6,15 @@
 
 pub mod codel;
 pub mod droptail;
+pub mod drr;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod holding;
 pub mod pie;
 pub mod red;
 pub mod scheduled;
 pub mod slab;
+pub mod tbf;
 pub mod tx_ring;
 
 use crate::packet::Packet;
@@ -158,6 +161,9 @@ pub enum QueueSpec {
     #[serde(rename = "fq_codel")]
     FqCodel(fq_codel::FqCodelConfig),
     Pie(pie::PieConfig),
+    #[serde(rename = "fq_pie")]
+    FqPie(fq_pie::FqPieConfig),
+    Tbf(tbf::TbfConfig),
 }
 
 impl QueueSpec {
@@ -172,12 +178,22 @@ impl QueueSpec {
                 Queue::Held(scheduled::Scheduled::FqCodel(Box::new(fq_codel::FqCodel::new(cfg, rng))))
             }
             QueueSpec::Pie(cfg) => Queue::Held(scheduled::Scheduled::Pie(pie::Pie::new(cfg, rng))),
+            QueueSpec::FqPie(cfg) => Queue::Held(scheduled::Scheduled::FqPie(Box::new(fq_pie::FqPie::new(cfg, rng)))),
+            QueueSpec::Tbf(cfg) => {
+                // Room for the limit in full-size packets (at least 576 bytes, RFC 791's
+                // minimum datagram every host must take); smaller ones grow the slab.
+                let slots = (cfg.limit_bytes / 576).min(u32::MAX as u64) as usize + 1;
+                Queue::Held(scheduled::Scheduled::Tbf(tbf::Tbf::new(cfg, slots)))
+            }
         }
     }
 
     /// Whether the discipline holds its packets and decides at dequeue (the link then
     /// takes an event per departure, and no hop into or out of it is handed on).
     pub fn holds_packets(&self) -> bool {
-        matches!(self, QueueSpec::Codel(_) | QueueSpec::FqCodel(_) | QueueSpec::Pie(_))
+        matches!(
+            self,
+            QueueSpec::Codel(_) | QueueSpec::FqCodel(_) | QueueSpec::Pie(_) | QueueSpec::FqPie(_) | QueueSpec::Tbf(_)
+        )
     }
 }

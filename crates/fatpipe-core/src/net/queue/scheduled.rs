@@ -1,5 +1,5 @@
 //! Disciplines that decide when a packet leaves (at dequeue) or which one leaves next: CoDel
-//! (`codel.rs`), FQ-CoDel (`fq_codel.rs`). Unlike drop-tail and RED, which only admit and
+//! (`codel.rs`), FQ-CoDel (`fq_codel.rs`), PIE (`pie.rs`), FQ-PIE (`fq_pie.rs`), and the TBF shaper (`tbf.rs`). Unlike drop-tail and RED, which only admit and
 //! count while the link keeps the packets in order with their departure times, these hold
 //! their waiting packets (in a `PacketSlab`, sized when the link is built) and the link asks
 //! them for the next packet each time its transmitter frees (`Link::service`, one event per
@@ -7,7 +7,9 @@
 
 use super::codel::CoDel;
 use super::fq_codel::FqCodel;
+use super::fq_pie::FqPie;
 use super::pie::Pie;
+use super::tbf::Tbf;
 use super::Admission;
 use crate::packet::Packet;
 use crate::time::Time;
@@ -21,6 +23,8 @@ pub enum Scheduled {
     CoDel(CoDel),
     FqCodel(Box<FqCodel>),
     Pie(Pie),
+    FqPie(Box<FqPie>),
+    Tbf(Tbf),
 }
 
 macro_rules! dispatch_held {
@@ -29,6 +33,8 @@ macro_rules! dispatch_held {
             Scheduled::CoDel($q) => $e,
             Scheduled::FqCodel($q) => $e,
             Scheduled::Pie($q) => $e,
+            Scheduled::FqPie($q) => $e,
+            Scheduled::Tbf($q) => $e,
         }
     };
 }
@@ -40,6 +46,8 @@ impl Scheduled {
             Scheduled::CoDel(_) => "codel",
             Scheduled::FqCodel(_) => "fq_codel",
             Scheduled::Pie(_) => "pie",
+            Scheduled::FqPie(_) => "fq_pie",
+            Scheduled::Tbf(_) => "tbf",
         }
     }
     #[inline]
@@ -54,6 +62,10 @@ impl Scheduled {
     #[inline]
     pub fn dequeue(&mut self, now: Time, dropped: &mut Vec<(Packet, Admission)>) -> Option<Packet> {
         dispatch_held!(self, q => q.dequeue(now, dropped))
+    }
+    #[inline]
+    pub fn ready_at(&self) -> Time {
+        dispatch_held!(self, q => q.ready_at())
     }
     #[inline]
     pub fn len_packets(&self) -> usize {
@@ -82,7 +94,7 @@ impl Scheduled {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AqmSummary {
-    /// The discipline ("codel", "fq_codel").
+    /// The discipline ("codel", "fq_codel", "pie", "fq_pie", "tbf").
     pub discipline: String,
     /// Drops at the queue's limit (also in the link's drops_packets).
     pub overflow_drops: u64,
