@@ -29,10 +29,16 @@
 //! this core ensures), remembers cwnd_prior, and sets W_max to cwnd, or with fast
 //! convergence, after a loss below the previous W_max, to cwnd (1 + beta) / 2.
 //! Section 4.8: after a timeout the next stage starts with K = 0 and W_max = cwnd_epoch.
-//! A stage (epoch) starts at the first ACK of congestion avoidance after a loss, and again
-//! after the connection was idle (`CwndEvent::TxStart`), so that t never counts idle time
-//! (section 5.8; the Linux form shifts the epoch by the idle time instead). Slow start is
-//! standard (section 4.10), or HyStart/HyStart++ if configured.
+//! A stage (epoch) starts at the first ACK of congestion avoidance after a loss. Section
+//! 5.8: t must not include the periods the flow was application-limited, so when it sends
+//! after nothing was in flight (`CwndEvent::TxStart`) the stage's start moves forward by the
+//! time since its last send, and the curve and W_est go on from where they were (as Linux
+//! `bictcp_cwnd_event` does, commit 30927520dbae, which rejected restarting the stage: it
+//! would grow steeply again from the current window). Restarting it was wrong in a second
+//! way: a window of 2 segments with delayed ACKs drains every round trip without any idle
+//! time, and a stage restarted each round left W_est's growth (0.53 segment a round at
+//! cwnd 2) short of the next segment forever. Slow start is standard (section 4.10), or
+//! HyStart/HyStart++ if configured.
 //!
 //! Arithmetic: W_cubic is computed in f64 with +, -, x, / only, which IEEE 754 rounds
 //! exactly the same on every platform (Rust never fuses them into multiply-adds), and the
@@ -290,9 +296,13 @@ impl CongestionControl for Cubic {
         self.exit.on_ack(s, ack, delay_us, delay_min_us);
     }
 
-    fn cwnd_event(&mut self, _s: &mut CcState, ev: CwndEvent) {
-        if ev == CwndEvent::TxStart {
-            self.epoch = None;
+    fn cwnd_event(&mut self, s: &mut CcState, ev: CwndEvent) {
+        if ev != CwndEvent::TxStart {
+            return;
+        }
+        // Section 5.8: idle time is not time on the curve; never past now.
+        if let (Some(e), Some(last_send)) = (self.epoch.as_mut(), s.last_send_ps) {
+            e.start = (e.start + s.now.saturating_sub(last_send)).min(s.now);
         }
     }
 }
@@ -482,19 +492,28 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn idle_restart_begins_a_new_epoch_toward_w_max() {
+    fn idle_time_is_not_time_on_the_curve() {
         let rtt = 100 * PS_PER_MS;
         let mut c = Cubic::new(CubicConfig::default());
         let mut s = state(1000, INFINITE_SSTHRESH, rtt);
         loss(&mut c, &mut s);
         drive(&mut c, &mut s, rtt, 2 * PS_PER_S);
+        let k = c.k_seconds().unwrap();
+        // An idle minute, then a send with nothing in flight.
+        s.last_send_ps = Some(s.now);
+        s.now += 60 * PS_PER_S;
         c.cwnd_event(&mut s, CwndEvent::TxStart);
-        s.now += 60 * PS_PER_S; // an idle minute must not count as time on the curve
         let cwnd = s.cwnd;
         c.cong_avoid(&mut s, &ack(1));
-        let expected_k = ((1000.0 - cwnd as f64) / 0.4).cbrt();
-        assert!((c.k_seconds().unwrap() - expected_k).abs() < 1e-9);
+        assert_eq!(c.k_seconds(), Some(k), "the same stage goes on (RFC 9438 5.8; not restarted)");
         assert!(s.cwnd <= cwnd + 1, "no jump after idle");
+        // The same with no idle time at all (a window that drained): the stage is untouched,
+        // so its W_est keeps what it gained.
+        let before = c.epoch.unwrap();
+        s.last_send_ps = Some(s.now);
+        c.cwnd_event(&mut s, CwndEvent::TxStart);
+        let after = c.epoch.unwrap();
+        assert_eq!((after.start, after.w_est), (before.start, before.w_est));
     }
 
     #[test]
