@@ -54,6 +54,7 @@ pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
         CcSpec::Yeah(_) => ("yeah", true),
         CcSpec::Nv(_) => ("nv", true),
         CcSpec::Cdg(_) => ("cdg", true),
+        CcSpec::Lp(_) => ("lp", true),
         // tcp_dctcp.c is mainline; TCP Prague is the L4S team's out-of-tree module.
         CcSpec::Dctcp(_) => ("dctcp", true),
         // A Python controller runs in the simulator's process only; BBRv3 is Google's
