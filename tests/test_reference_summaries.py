@@ -39,6 +39,7 @@ it; identical on main after the later merges).
 `dctcp-1G-step-marking.toml` and `prague-cubic-classic-ecn-fifo.toml` (issue 28, the ECN
 congestion controls) from branch ecn.
 `fq-codel-cubic-vs-bbr.toml` (issue 28, FQ-CoDel) from branch aqm.
+`lp-yields-to-reno-10M-20ms.toml` (issue 28, TCP-LP) from branch lp (the commit that added it).
 """
 
 from __future__ import annotations
