@@ -64,6 +64,7 @@ FORMS = {
     "griddt-doc004": "griddt-doc004",
     "nocc": "nocc",
     "htcp": "htcp",
+    "lp": "lp",
 }
 
 

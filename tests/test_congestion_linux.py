@@ -10,7 +10,7 @@ from fatpipe.scenario.congestion_linux import LINUX_ALGORITHMS
 
 from test_cli_errors import GOOD, assert_one_line_error, fatpipe, write
 
-NAMES = ("hybla", "illinois", "veno", "yeah", "nv", "cdg")
+NAMES = ("hybla", "illinois", "veno", "yeah", "nv", "cdg", "lp")
 
 
 def test_each_is_registered_with_a_preset_and_a_linux_source_per_default():
@@ -28,7 +28,7 @@ def test_fatpipe_algorithms_lists_them_with_their_parameters():
     assert proc.returncode == 0, proc.stderr
     for name in NAMES:
         assert f"`{name}`" in proc.stdout or f" {name} " in proc.stdout, name
-    for key in ("rtt0", "win_thresh", "theta", "backoff_factor", "reset_period"):
+    for key in ("rtt0", "win_thresh", "theta", "backoff_factor", "reset_period", "threshold_percent", "inference_rtts"):
         assert key in proc.stdout, key
 
 
@@ -39,6 +39,8 @@ def test_fatpipe_algorithms_lists_them_with_their_parameters():
         ('[flows.cc]\nalgorithm = "nv"\npad_buffer = 20', ["flows[0].cc.pad_buffer", "20", "at most pad"]),
         ('[flows.cc]\nalgorithm = "hybla"\nrtt0 = "0ms"', ["flows[0].cc.rtt0", "must be positive"]),
         ('[flows.cc]\nalgorithm = "illinois"\ntheta = 0', ["flows[0].cc.theta", "0"]),
+        ('cc = "lp"\n[flows.tcp]\ntimestamps = false', ["flows[0].tcp.timestamps", "lp", "timestamp option"]),
+        ('[flows.cc]\nalgorithm = "lp"\nthreshold_percent = 101', ["flows[0].cc.threshold_percent", "101"]),
     ],
 )
 def test_bad_parameters_get_one_line(tmp_path, cc, fragments):

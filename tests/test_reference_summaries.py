@@ -43,6 +43,7 @@ congestion controls) from branch ecn.
 shaper) from branch fqpie, on main at bb435f8, where every other example's summary stayed
 byte-identical through that branch's refactoring (FQ-CoDel's scheduler into drr.rs, PIE's
 per-queue state into PieVars, the policer's bucket into token_bucket.rs).
+`lp-yields-to-reno-10M-20ms.toml` (issue 28, TCP-LP) from branch lp (the commit that added it).
 """
 
 from __future__ import annotations

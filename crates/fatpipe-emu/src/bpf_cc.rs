@@ -60,7 +60,7 @@ macro_rules! program {
     };
 }
 
-pub const PROGRAMS: [Program; 15] = [
+pub const PROGRAMS: [Program; 16] = [
     program!("reno", None, "reno.bpf.c", Fill::ByName),
     program!("cubic", Some("linux"), "cubic_linux.bpf.c", Fill::Cubic),
     program!("highspeed", Some("rfc"), "highspeed_rfc.bpf.c", Fill::HighSpeedTable),
@@ -76,6 +76,7 @@ pub const PROGRAMS: [Program; 15] = [
     program!("fast", None, "fast.bpf.c", Fill::ByName),
     program!("griddt", None, "griddt.bpf.c", Fill::ByName),
     program!("nocc", None, "nocc.bpf.c", Fill::ByName),
+    program!("lp", None, "lp.bpf.c", Fill::ByName),
 ];
 
 /// The program for a normalized `cc` table, if fatpipe ships one for its algorithm and

@@ -54,6 +54,7 @@ pub fn kernel_module(cc: &CcSpec) -> Option<(&'static str, bool)> {
         CcSpec::Yeah(_) => ("yeah", true),
         CcSpec::Nv(_) => ("nv", true),
         CcSpec::Cdg(_) => ("cdg", true),
+        CcSpec::Lp(_) => ("lp", true),
         // tcp_dctcp.c is mainline; TCP Prague is the L4S team's out-of-tree module.
         CcSpec::Dctcp(_) => ("dctcp", true),
         // A Python controller runs in the simulator's process only; BBRv3 is Google's
@@ -227,7 +228,10 @@ fn tcp_knobs(
     let bool01 = |b: bool| if b { "1" } else { "0" }.to_string();
     for sysctls in [&mut k.sender_sysctls, &mut k.receiver_sysctls] {
         sysctls.insert("net.ipv4.tcp_window_scaling", bool01(t.window_scaling));
-        sysctls.insert("net.ipv4.tcp_timestamps", bool01(t.timestamps));
+        // 2: timestamps without the per-connection random offset (Linux 4.10+ adds one at 1),
+        // as fatpipe's hosts stamp them: both ends' clocks agree, so TSval - TSecr is the
+        // one-way delay, which TCP-LP reads (tcp_lp.c); differences, all else reads, are alike.
+        sysctls.insert("net.ipv4.tcp_timestamps", if t.timestamps { "2" } else { "0" }.to_string());
         sysctls.insert("net.ipv4.tcp_sack", bool01(t.recovery == Recovery::Sack));
     }
     // ECN: the sender asks for it (1); a receiver always accepts (Linux's default 2).

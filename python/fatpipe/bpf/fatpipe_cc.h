@@ -63,8 +63,15 @@ struct minmax {
 	struct minmax_sample s[3];
 } __attribute__((preserve_access_index));
 
+/* The last ACK's timestamps (TCP-LP reads them); rcv_tsecr in the sender's own clock. */
+struct tcp_options_received {
+	__u32 rcv_tsval;
+	__u32 rcv_tsecr;
+} __attribute__((preserve_access_index));
+
 struct tcp_sock {
 	struct inet_connection_sock inet_conn;
+	struct tcp_options_received rx_opt;
 	__u32 mss_cache;
 	__u32 snd_cwnd;
 	__u32 snd_cwnd_cnt;

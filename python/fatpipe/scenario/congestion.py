@@ -611,6 +611,7 @@ PRESETS: Dict[str, Preset] = {
     "cdg": Preset("cdg", "sack", "CDG: probabilistic backoff on the delay gradient", "Hayes and Armitage 2011; Linux"),
     "dctcp": Preset("dctcp", "sack", "DCTCP: window cut in proportion to the ECN-marked fraction", "RFC 8257; Linux tcp_dctcp.c"),
     "prague": Preset("prague", "sack", "TCP Prague, the L4S congestion control (ECT(1), AccECN)", "draft-briscoe-iccrg-prague-congestion-control; L4S tcp_prague.c"),
+    "lp": Preset("lp", "sack", "TCP-LP: low priority, yields on one-way delay", "Kuzmanovic and Knightly 2003; Linux tcp_lp.c"),
 }
 
 #: Document 003's Reno versions: on the RFC stack their names say the recovery, so a

@@ -143,6 +143,17 @@ _CDG = _simple_algorithm(
     finish=_finish_cdg,
 )
 
+_LP = _simple_algorithm(
+    "lp",
+    "TCP-LP (Kuzmanovic and Knightly 2003), as Linux tcp_lp.c: a low-priority flow that yields "
+    "to others on one-way delay (from the timestamp option, so it needs timestamps): a smoothed "
+    "delay at or above min + 15 % of (max - min) halves the window, or cuts it to one segment "
+    "within 3 RTTs of the last such indication, and restarts min and max around the smoothed "
+    "delay; no growth within those 3 RTTs; Reno otherwise.",
+    (_count("threshold_percent", 15, "the early congestion threshold: percent of (max - min) one-way delay above the minimum", "Kuzmanovic and Knightly 2003 (delta = 0.15); Linux tcp_lp.c 15 * (owd_max - owd_min) / 100, a constant", maximum=100), "threshold_percent"),
+    (_count("inference_rtts", 3, "the inference time after an indication, RTTs (of the sender's clock: now - TSecr)", "Kuzmanovic and Knightly 2003 (3 RTTs); Linux tcp_lp.c lp->inference = 3 * delta, a constant"), "inference_rtts"),
+)
+
 #: The entries congestion.py adds to CC_ALGORITHMS, in issue 28's order of work.
 LINUX_ALGORITHMS: Dict[str, Algorithm] = {
     "hybla": _HYBLA,
@@ -151,4 +162,5 @@ LINUX_ALGORITHMS: Dict[str, Algorithm] = {
     "yeah": _YEAH,
     "nv": _NV,
     "cdg": _CDG,
+    "lp": _LP,
 }

@@ -372,6 +372,12 @@ def _normalize_flow(
             'cwnd to ssthresh on entering CWR, before the algorithm could halve it; set profile = "linux-2.4"',
             f"{path}.cc.cwr_halves",
         )
+    if cc["algorithm"] == "lp" and not tcp["timestamps"]:
+        raise ScenarioError(
+            f'{tcp_path}.timestamps: false is not allowed with cc = "lp": TCP-LP measures one-way delay '
+            "from the timestamp option (RFC 7323)",
+            f"{tcp_path}.timestamps",
+        )
     if cc["algorithm"] == "fast" and cc["beta"] < cc["alpha"]:
         raise ScenarioError(
             f"{path}.cc.beta: {_num(cc['beta'])} is not allowed: must be at least alpha ({_num(cc['alpha'])})",

@@ -21,7 +21,7 @@
 pub mod view;
 
 use super::{cong_avoid_ai, slow_start, slow_start_first, AckSample, CaState, CcState, CongestionControl, CwndEvent};
-use crate::time::{Time, PS_PER_US};
+use crate::time::{Time, PS_PER_MS, PS_PER_US};
 use fatpipe_bpf::insn::{self, Insn};
 use fatpipe_bpf::machine::Machine;
 use fatpipe_bpf::vm::{self, Host, Memory, Region};
@@ -403,6 +403,11 @@ impl BpfCc {
             ack.rtt.map_or(-1, |r| (r / PS_PER_US).min(i32::MAX as u64) as i32) as u32,
         );
         m.write_u32(SAMPLE, view::ACK_IN_FLIGHT, s.in_flight_segments.saturating_mul(s.mss_bytes));
+        // tp->rx_opt keeps the last ACK's timestamps, in the 1000 Hz clock's ticks (TCP_TS_HZ).
+        if let Some((ts_val, ts_ecr)) = ack.timestamps {
+            m.write_u32(VIEW, view::RCV_TSVAL, (ts_val / PS_PER_MS) as u32);
+            m.write_u32(VIEW, view::RCV_TSECR, (ts_ecr / PS_PER_MS) as u32);
+        }
     }
 }
 

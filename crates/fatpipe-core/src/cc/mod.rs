@@ -22,6 +22,7 @@ pub mod htcp;
 pub mod hybla;
 pub mod illinois;
 pub mod jiffies;
+pub mod lp;
 pub mod nocc;
 pub mod nv;
 pub mod prague;
@@ -194,6 +195,11 @@ pub struct AckSample {
     /// waits out the receiver's delayed-ACK timer, so its RTT sample overstates the path;
     /// BBR does not let it refresh an expired RTprop (Linux `bbr_update_min_rtt`).
     pub is_ack_delayed: bool,
+    /// The ACK's timestamp option (RFC 7323) when the connection uses timestamps: its TSval,
+    /// the receiver's clock when it sent the ACK, and its TSecr, the sender's clock echoed
+    /// (Linux `rx_opt.rcv_tsval`, `rcv_tsecr`), picoseconds. TCP-LP reads one-way delay from
+    /// them.
+    pub timestamps: Option<(Time, Time)>,
     /// Bytes in the network before this ACK (Linux `prior_in_flight`, from
     /// `tcp_packets_in_flight`): with SACK the RFC 6675 pipe (outstanding minus SACKed minus
     /// lost plus retransmitted), otherwise every byte outstanding.
@@ -457,6 +463,7 @@ pub enum CcSpec {
     Yeah(yeah::YeahConfig),
     Nv(nv::NvConfig),
     Cdg(cdg::CdgConfig),
+    Lp(lp::LpConfig),
 }
 
 impl CcSpec {
@@ -486,6 +493,7 @@ impl CcSpec {
             CcSpec::Yeah(cfg) => Box::new(yeah::Yeah::new(cfg.clone())),
             CcSpec::Nv(cfg) => Box::new(nv::Nv::new(cfg.clone())),
             CcSpec::Cdg(cfg) => Box::new(cdg::Cdg::new(cfg.clone())),
+            CcSpec::Lp(cfg) => Box::new(lp::Lp::new(cfg.clone())),
         }
     }
 }

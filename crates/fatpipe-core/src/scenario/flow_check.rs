@@ -170,6 +170,11 @@ impl FlowSpec {
             }
             _ => {}
         }
+        if matches!(cc, CcSpec::Lp(_)) && !t.timestamps {
+            return Err(".tcp.timestamps: false is not allowed with cc = \"lp\": TCP-LP measures one-way delay \
+                        from the timestamp option (RFC 7323)"
+                .into());
+        }
         // Every algorithm's parameters; exhaustive, so a new algorithm cannot skip its checks.
         let cc_params = match cc {
             CcSpec::Reno(c) => c.validate(),
@@ -194,6 +199,7 @@ impl FlowSpec {
             CcSpec::Yeah(c) => c.validate(),
             CcSpec::Nv(c) => c.validate(),
             CcSpec::Cdg(c) => c.validate(),
+            CcSpec::Lp(c) => c.validate(),
             CcSpec::Dctcp(c) => c.validate(),
             CcSpec::Prague(c) => c.validate(),
         };

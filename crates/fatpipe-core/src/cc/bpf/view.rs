@@ -42,7 +42,10 @@ pub const SND_NXT: usize = 196;
 pub const LSNDTIME: usize = 200;
 pub const TCP_MSTAMP: usize = 208;
 pub const RTT_MIN: usize = 216;
-pub const TCP_SOCK_BYTES: usize = 240;
+// struct tcp_options_received rx_opt: the last ACK's timestamps (TCP-LP reads them).
+pub const RCV_TSVAL: usize = 240;
+pub const RCV_TSECR: usize = 244;
+pub const TCP_SOCK_BYTES: usize = 248;
 // struct ack_sample, a region of its own.
 pub const ACK_PKTS_ACKED: usize = 0;
 pub const ACK_RTT_US: usize = 4;
@@ -77,6 +80,7 @@ pub fn btf() -> Btf {
     let sample = b.structure("minmax_sample", 8, &[("t", u32t, 0, 0), ("v", u32t, 32, 0)]);
     let samples = b.add("", Kind::Array { elem: sample, len: 3 });
     let minmax = b.structure("minmax", 24, &[("s", samples, 0, 0)]);
+    let rx_opt = b.structure("tcp_options_received", 8, &[("rcv_tsval", u32t, 0, 0), ("rcv_tsecr", u32t, 32, 0)]);
     let fields: Vec<(&str, u32, u32, u32)> = vec![
         ("inet_conn", icsk, 0, 0),
         ("mss_cache", u32t, bits(MSS_CACHE), 0),
@@ -99,6 +103,7 @@ pub fn btf() -> Btf {
         ("lsndtime", u32t, bits(LSNDTIME), 0),
         ("tcp_mstamp", u64t, bits(TCP_MSTAMP), 0),
         ("rtt_min", minmax, bits(RTT_MIN), 0),
+        ("rx_opt", rx_opt, bits(RCV_TSVAL), 0),
     ];
     b.structure("tcp_sock", TCP_SOCK_BYTES as u32, &fields);
     b.structure(
@@ -115,7 +120,7 @@ pub fn btf() -> Btf {
 
 /// The field names the view provides, for the message refusing a program that reads others.
 pub fn provided() -> String {
-    "tcp_sock: mss_cache, snd_cwnd, snd_cwnd_cnt, snd_ssthresh, prior_cwnd, srtt_us, mdev_us, packets_out, sacked_out, lost_out, retrans_out, max_packets_out, is_cwnd_limited, delivered, bytes_acked, snd_una, snd_nxt, lsndtime, tcp_mstamp, rtt_min, inet_conn.icsk_ca_state, inet_conn.icsk_ca_priv; sock: sk_pacing_rate, sk_pacing_status; ack_sample: pkts_acked, rtt_us, in_flight".into()
+    "tcp_sock: mss_cache, snd_cwnd, snd_cwnd_cnt, snd_ssthresh, prior_cwnd, srtt_us, mdev_us, packets_out, sacked_out, lost_out, retrans_out, max_packets_out, is_cwnd_limited, delivered, bytes_acked, snd_una, snd_nxt, lsndtime, tcp_mstamp, rtt_min, rx_opt.rcv_tsval, rx_opt.rcv_tsecr, inet_conn.icsk_ca_state, inet_conn.icsk_ca_priv; sock: sk_pacing_rate, sk_pacing_status; ack_sample: pkts_acked, rtt_us, in_flight".into()
 }
 
 /// Linux's numbers of the loss-recovery states (enum tcp_ca_state).

@@ -144,6 +144,8 @@ struct Tally {
     maybe_delayed: bool,
     /// Of the segments delivered, those reported CE-marked (`count_ce`).
     ce_segments: u32,
+    /// The ACK's TSval and TSecr, with timestamps (`AckSample::timestamps`).
+    timestamps: Option<(Time, Time)>,
 }
 
 impl TcpStack for LinuxStack {
@@ -188,6 +190,7 @@ impl TcpStack for LinuxStack {
         // Linux calls pkts_acked at the end of tcp_clean_rtx_queue, before the state machine
         // (tcp_fastretrans_alert): the ACK that ends a recovery still finds the algorithm in
         // Recovery (H-TCP then leaves it out of its throughput, as tcp_htcp.c does).
+        t.timestamps = tcb.cfg.timestamps.then_some((pkt.ts_val, pkt.ts_ecr));
         let mut sample = self.pkts_acked(tcb, now, &t, rtt, (self.delivered - prior_delivered) as u32, prior_in_flight);
         self.loss.rack.update_reo_wnd(now, tcb.rtt.srtt);
         if self.tlp_high_seq.is_some() {
@@ -468,6 +471,7 @@ impl LinuxStack {
             prior_in_flight_bytes: prior_in_flight as u64 * mss,
             is_ack_delayed: t.maybe_delayed,
             ce_segments: t.ce_segments,
+            timestamps: t.timestamps,
             ..Default::default()
         };
         tcb.cc_state.delivered_bytes += t.delivered_bytes;

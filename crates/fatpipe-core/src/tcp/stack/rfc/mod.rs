@@ -387,6 +387,7 @@ impl RfcStack {
                 ack_pkt.ecn.has(Ecn::ECE),
             ),
             is_ece: tcb.cfg.ecn && ack_pkt.ecn.has(Ecn::ECE),
+            timestamps: tcb.cfg.timestamps.then_some((ack_pkt.ts_val, ack_pkt.ts_ecr)),
             ..Default::default()
         };
         tcb.snd_una = ack;
