@@ -305,6 +305,3 @@ AQM_DISCIPLINES = {
     "fq_codel": (_fq_codel_table, _normalize_fq_codel),
     "pie": (_pie_table, _normalize_pie),
 }
-
-#: The disciplines that hold their packets; a host's transmit ring cannot sit behind them.
-HOLDING_DISCIPLINES = tuple(AQM_DISCIPLINES)

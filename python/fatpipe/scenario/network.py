@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..units import U64_MAX
-from .aqm import HOLDING_DISCIPLINES
+from .queues import HOLDING_DISCIPLINES
 from .kinds import Integer, Size
 from .schema import UNSET, Derived, Field, Table, _fail
 

@@ -1,5 +1,6 @@
 """Queue disciplines: drop-tail (packets, bytes, buffer cells) and RED, their tables and
-their normalizers to the core's queue JSON; CoDel and FQ-CoDel's are in :mod:`.aqm`."""
+their normalizers to the core's queue JSON; CoDel, FQ-CoDel and PIE's are in :mod:`.aqm`,
+DualPI2's in :mod:`.dualpi2`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..units import U64_MAX
 from .aqm import AQM_DISCIPLINES
+from .dualpi2 import DUALPI2_DISCIPLINES
 from .queue_limits import _LIMIT_KEYS, _limit_fields, _queue_limit
 from .kinds import Boolean, Duration, Integer, Real, Size
 from .schema import (
@@ -343,7 +345,11 @@ QUEUE_DISCIPLINES: Dict[str, QueueDiscipline] = {
     "droptail": QueueDiscipline(table=_droptail_table, normalize=_normalize_droptail),
     "red": QueueDiscipline(table=_red_table, normalize=_normalize_red),
     **{name: QueueDiscipline(table=t, normalize=n) for name, (t, n) in AQM_DISCIPLINES.items()},
+    **{name: QueueDiscipline(table=t, normalize=n) for name, (t, n) in DUALPI2_DISCIPLINES.items()},
 }
+
+#: The disciplines that hold their packets; a host's transmit ring cannot sit behind them.
+HOLDING_DISCIPLINES = (*AQM_DISCIPLINES, *DUALPI2_DISCIPLINES)
 
 
 def _queue_kind(default_key: str, default_value: Any, default_source: str) -> Tagged:

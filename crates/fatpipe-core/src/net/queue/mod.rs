@@ -6,6 +6,7 @@
 
 pub mod codel;
 pub mod droptail;
+pub mod dualpi2;
 pub mod fq_codel;
 pub mod holding;
 pub mod pie;
@@ -158,6 +159,7 @@ pub enum QueueSpec {
     #[serde(rename = "fq_codel")]
     FqCodel(fq_codel::FqCodelConfig),
     Pie(pie::PieConfig),
+    Dualpi2(dualpi2::DualPi2Config),
 }
 
 impl QueueSpec {
@@ -172,12 +174,13 @@ impl QueueSpec {
                 Queue::Held(scheduled::Scheduled::FqCodel(Box::new(fq_codel::FqCodel::new(cfg, rng))))
             }
             QueueSpec::Pie(cfg) => Queue::Held(scheduled::Scheduled::Pie(pie::Pie::new(cfg, rng))),
+            QueueSpec::Dualpi2(cfg) => Queue::Held(scheduled::Scheduled::DualPi2(dualpi2::DualPi2::new(cfg, rng))),
         }
     }
 
     /// Whether the discipline holds its packets and decides at dequeue (the link then
     /// takes an event per departure, and no hop into or out of it is handed on).
     pub fn holds_packets(&self) -> bool {
-        matches!(self, QueueSpec::Codel(_) | QueueSpec::FqCodel(_) | QueueSpec::Pie(_))
+        matches!(self, QueueSpec::Codel(_) | QueueSpec::FqCodel(_) | QueueSpec::Pie(_) | QueueSpec::Dualpi2(_))
     }
 }
