@@ -39,6 +39,8 @@ it; identical on main after the later merges).
 `dctcp-1G-step-marking.toml` and `prague-cubic-classic-ecn-fifo.toml` (issue 28, the ECN
 congestion controls) from branch ecn.
 `fq-codel-cubic-vs-bbr.toml` (issue 28, FQ-CoDel) from branch aqm.
+`prague-cubic-dualpi2.toml` and `dctcp-dualpi2-l4s-queue.toml` (issue 28, DualPI2) from branch
+dualpi2 (based on main at bb435f8), which added them.
 """
 
 from __future__ import annotations
