@@ -142,7 +142,7 @@ def red_scenario(
     random times in the first 3 s: started together, their slow starts overflow the buffer
     at once and CUBIC then takes many seconds to fill the pipe again (half of it idle);
     staggered, the link runs 7-9 Gb/s from about 4 s on. ``discipline`` replaces RED (issue
-    28: a flow through FQ-CoDel should cost no more per packet than through RED)."""
+    28: a flow through FQ-CoDel, or DualPI2, should cost no more per packet than through RED)."""
     return {
         "name": "bench-red-100",
         "duration": f"{duration_ps}ps",
@@ -225,6 +225,15 @@ def cases(quick: bool = False) -> List[Case]:
             what="the RED case's 100 flows through FQ-CoDel (Linux defaults, one-BDP limit)",
             kind="steady",
             scenario=red_scenario(red_warm + red_measure, red_warm // 2 if quick else RED_START_JITTER_PS, "fq_codel"),
+            warmup_ps=red_warm,
+        )
+    )
+    out.append(
+        Case(
+            name="DualPI2, 100 flows",
+            what="the RED case's 100 flows through DualPI2 (Linux defaults, one-BDP limit; Not-ECT: classic queue)",
+            kind="steady",
+            scenario=red_scenario(red_warm + red_measure, red_warm // 2 if quick else RED_START_JITTER_PS, "dualpi2"),
             warmup_ps=red_warm,
         )
     )

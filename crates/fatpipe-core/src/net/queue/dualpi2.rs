@@ -207,7 +207,8 @@ impl DualPi2 {
     /// PI2's update of p' from the queue delay `qdelay` (Linux `calculate_probability`).
     fn update(&mut self, qdelay: Time) {
         let s = |t: Time| t as f64 / 1e12;
-        let delta = self.cfg.alpha * (s(qdelay) - s(self.cfg.target_ps)) + self.cfg.beta * (s(qdelay) - s(self.qdelay_old));
+        let delta =
+            self.cfg.alpha * (s(qdelay) - s(self.cfg.target_ps)) + self.cfg.beta * (s(qdelay) - s(self.qdelay_old));
         self.qdelay_old = qdelay;
         let cap = if self.cfg.drop_overload { 1.0 } else { 1.0 / self.cfg.coupling_factor };
         self.prob = (self.prob + delta).clamp(0.0, cap);
@@ -633,7 +634,8 @@ mod tests {
         assert_eq!(q.lane_stats().0.ce_threshold_marks, 3);
         assert_eq!(q.stats().ecn_marks, 0);
         // In packets: marked when more than the threshold still wait behind it.
-        let mut q = DualPi2::new(&DualPi2Config { step_thresh_ps: None, step_thresh_packets: Some(2), ..cfg() }, Rng::new(1));
+        let mut q =
+            DualPi2::new(&DualPi2Config { step_thresh_ps: None, step_thresh_packets: Some(2), ..cfg() }, Rng::new(1));
         q.next_update = Time::MAX;
         for i in 0..4 {
             q.enqueue(0, &l4s(i), &mut dropped).unwrap();

@@ -174,7 +174,9 @@ impl QueueSpec {
                 Queue::Held(scheduled::Scheduled::FqCodel(Box::new(fq_codel::FqCodel::new(cfg, rng))))
             }
             QueueSpec::Pie(cfg) => Queue::Held(scheduled::Scheduled::Pie(pie::Pie::new(cfg, rng))),
-            QueueSpec::Dualpi2(cfg) => Queue::Held(scheduled::Scheduled::DualPi2(dualpi2::DualPi2::new(cfg, rng))),
+            QueueSpec::Dualpi2(cfg) => {
+                Queue::Held(scheduled::Scheduled::DualPi2(Box::new(dualpi2::DualPi2::new(cfg, rng))))
+            }
         }
     }
 

@@ -22,7 +22,7 @@ pub enum Scheduled {
     CoDel(CoDel),
     FqCodel(Box<FqCodel>),
     Pie(Pie),
-    DualPi2(DualPi2),
+    DualPi2(Box<DualPi2>),
 }
 
 macro_rules! dispatch_held {
