@@ -219,24 +219,16 @@ def cases(quick: bool = False) -> List[Case]:
             warmup_ps=red_warm,
         )
     )
-    out.append(
-        Case(
-            name="FQ-CoDel, 100 flows",
-            what="the RED case's 100 flows through FQ-CoDel (Linux defaults, one-BDP limit)",
-            kind="steady",
-            scenario=red_scenario(red_warm + red_measure, red_warm // 2 if quick else RED_START_JITTER_PS, "fq_codel"),
-            warmup_ps=red_warm,
+    for label, discipline, note in (("FQ-CoDel", "fq_codel", ""), ("DualPI2", "dualpi2", "; Not-ECT: classic queue")):
+        out.append(
+            Case(
+                name=f"{label}, 100 flows",
+                what=f"the RED case's 100 flows through {label} (Linux defaults, one-BDP limit{note})",
+                kind="steady",
+                scenario=red_scenario(red_warm + red_measure, red_warm // 2 if quick else RED_START_JITTER_PS, discipline),
+                warmup_ps=red_warm,
+            )
         )
-    )
-    out.append(
-        Case(
-            name="DualPI2, 100 flows",
-            what="the RED case's 100 flows through DualPI2 (Linux defaults, one-BDP limit; Not-ECT: classic queue)",
-            kind="steady",
-            scenario=red_scenario(red_warm + red_measure, red_warm // 2 if quick else RED_START_JITTER_PS, "dualpi2"),
-            warmup_ps=red_warm,
-        )
-    )
     example = (EXAMPLES / "10G-100ms-window-limited.toml").read_text(encoding="utf-8")
     out.append(
         Case(
