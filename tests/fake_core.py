@@ -88,7 +88,7 @@ def fake_output(doc):
                           "srtt_ps", "delivered_bytes", "sent_bytes")}
     qs = {k: [] for k in ("time_ps", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes",
                           "red_avg_packets", "early_drops_packets", "ecn_marks", "sojourn_ps", "aqm_dropping",
-                          "aqm_control")}
+                          "aqm_control", "l4s_queue_packets", "l4s_sojourn_ps", "prob_classic", "prob_l4s_coupled")}
     for t in times:
         for i in range(len(doc["flows"])):
             delivered = delivery_rate_bytes_per_s(i) * t // PS_PER_S
@@ -114,6 +114,10 @@ def fake_output(doc):
             qs["sojourn_ps"].append(-1)
             qs["aqm_dropping"].append(-1)
             qs["aqm_control"].append(-1.0)
+            for column in ("l4s_queue_packets", "l4s_sojourn_ps"):
+                qs[column].append(-1)
+            for column in ("prob_classic", "prob_l4s_coupled"):
+                qs[column].append(-1.0)
     flows = []
     for i, flow in enumerate(doc["flows"]):
         delivered = delivery_rate_bytes_per_s(i) * duration // PS_PER_S

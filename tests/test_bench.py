@@ -35,7 +35,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_every_case_of_the_goal_runs(quick: dict) -> None:
     assert sorted(quick) == sorted(
         ["dumbbell 100Mbps", "dumbbell 1Gbps", "dumbbell 10Gbps", "host pacing 10Gbps", "host pacing+TSO 10Gbps",
-         "host pacing+TSO+TSQ 10Gbps", "RED, 100 flows", "FQ-CoDel, 100 flows", "FQ-PIE, 100 flows", "6 s of 10Gbps", "0.1 s scenario"]
+         "host pacing+TSO+TSQ 10Gbps", "RED, 100 flows", "FQ-CoDel, 100 flows", "FQ-PIE, 100 flows", "DualPI2, 100 flows", "6 s of 10Gbps", "0.1 s scenario"]
     )
     for r in quick.values():
         assert r["data_packets"] > 0 and r["events"] > 0 and r["wall_s"] > 0 and r["peak_rss_bytes"] > 0

@@ -44,6 +44,8 @@ shaper) from branch fqpie, on main at bb435f8, where every other example's summa
 byte-identical through that branch's refactoring (FQ-CoDel's scheduler into drr.rs, PIE's
 per-queue state into PieVars, the policer's bucket into token_bucket.rs).
 `lp-yields-to-reno-10M-20ms.toml` (issue 28, TCP-LP) from branch lp (the commit that added it).
+`prague-cubic-dualpi2.toml` and `dctcp-dualpi2-l4s-queue.toml` (issue 28, DualPI2) from branch
+dualpi2 (based on main at bb435f8), which added them.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_queue_series(result):
     assert list(qs.columns) == [
         "time_s", "link", "queue_packets", "queue_bytes", "drops_packets", "departed_bytes", "utilization",
         "queue_delay_s", "red_avg_packets", "early_drops_packets", "ecn_marks", "sojourn_s", "aqm_dropping",
-        "aqm_control",
+        "aqm_control", "l4s_queue_packets", "l4s_sojourn_s", "prob_classic", "prob_l4s_coupled",
     ]
     bottleneck = qs[qs["link"] == "bottleneck"]
     # Drop-tail links have no RED average (the core's -1).

@@ -485,7 +485,7 @@ def test_mss_larger_than_mtu_allows():
         (scenario(flow={"cc": 5}), "flows[0].cc: 5 is not allowed: expected a table or a name"),
         (scenario(flow={"direction": "up"}), 'flows[0].direction: "up" is not allowed: expected one of: "forward", "reverse"'),
         (scenario(topology={"shape": "ring"}), 'topology.shape: "ring" is not allowed: expected one of: "dumbbell", "two_to_one", "parking_lot", "custom"'),
-        (scenario(topology={"queue": {"discipline": "cake"}}), 'topology.queue.discipline: "cake" is not allowed: expected one of: "droptail", "red", "codel", "fq_codel", "pie", "fq_pie", "tbf"'),
+        (scenario(topology={"queue": {"discipline": "cake"}}), 'topology.queue.discipline: "cake" is not allowed: expected one of: "droptail", "red", "codel", "fq_codel", "pie", "fq_pie", "tbf", "dualpi2"'),
         (scenario(topology={"queue": 300}), "topology.queue: 300 is not allowed: expected a table"),
         (scenario(topology={"queue": {"limit_packets": 0}}), "topology.queue.limit_packets: 0 is not allowed: must be at least 1"),
         (scenario(topology={"queue": {"limit_bdp": 0}}), "topology.queue.limit_bdp: 0 is not allowed"),

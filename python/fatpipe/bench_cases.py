@@ -142,8 +142,8 @@ def red_scenario(
     random times in the first 3 s: started together, their slow starts overflow the buffer
     at once and CUBIC then takes many seconds to fill the pipe again (half of it idle);
     staggered, the link runs 7-9 Gb/s from about 4 s on. ``discipline`` replaces RED (issue
-    28: a flow through FQ-CoDel should cost no more per packet than through RED, and one
-    through FQ-PIE about what FQ-CoDel costs)."""
+    28: a flow through FQ-CoDel, or DualPI2, should cost no more per packet than through RED, and
+    one through FQ-PIE about what FQ-CoDel costs)."""
     return {
         "name": "bench-red-100",
         "duration": f"{duration_ps}ps",
@@ -220,11 +220,15 @@ def cases(quick: bool = False) -> List[Case]:
             warmup_ps=red_warm,
         )
     )
-    for label, discipline in (("FQ-CoDel", "fq_codel"), ("FQ-PIE", "fq_pie")):
+    for label, discipline, note in (
+        ("FQ-CoDel", "fq_codel", ""),
+        ("FQ-PIE", "fq_pie", ""),
+        ("DualPI2", "dualpi2", "; Not-ECT: classic queue"),
+    ):
         out.append(
             Case(
                 name=f"{label}, 100 flows",
-                what=f"the RED case's 100 flows through {label} (Linux defaults, one-BDP limit)",
+                what=f"the RED case's 100 flows through {label} (Linux defaults, one-BDP limit{note})",
                 kind="steady",
                 scenario=red_scenario(red_warm + red_measure, red_warm // 2 if quick else RED_START_JITTER_PS, discipline),
                 warmup_ps=red_warm,

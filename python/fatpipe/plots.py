@@ -384,6 +384,9 @@ def _queue_panel(ax, result: "RunData", name: str, rows, link: Dict, summary: Di
             value = summary.get(key)
             if value is not None:
                 ax.axhline(value, color="dimgray", linestyle=style, linewidth=0.9, label=f"RED {text} ({value:g} {unit})")
+    if main and link["queue"].get("discipline") == "dualpi2" and "l4s_queue_packets" in rows:
+        ax.step(rows["time_s"], rows["l4s_queue_packets"], where="post", label=f"{name} L4S queue", linewidth=1.0,
+                color="tab:green")
     if main and held and "sojourn_s" in rows:
         _aqm_overlay(ax, rows, queue)
 
@@ -396,18 +399,26 @@ def _aqm_overlay(ax, rows, queue: Dict) -> None:
     top."""
     ax2 = ax.twinx()
     sojourn_ms = rows["sojourn_s"] * 1e3
-    ax2.plot(rows["time_s"], sojourn_ms, color="tab:orange", linewidth=0.8, label="sojourn (ms, right)")
+    dual = queue["discipline"] == "dualpi2"
+    ax2.plot(rows["time_s"], sojourn_ms, color="tab:orange", linewidth=0.8,
+             label="classic sojourn (ms, right)" if dual else "sojourn (ms, right)")
     target_ms = queue.get("target_ps", 0) / 1e9  # a shaper (tbf) has no target
     if target_ms:
         ax2.axhline(target_ms, color="tab:orange", linestyle="--", linewidth=0.9, label=f"target ({target_ms:g} ms)")
+    if dual:  # the L4S queue's sojourn and its step threshold (in time)
+        ax2.plot(rows["time_s"], rows["l4s_sojourn_s"] * 1e3, color="tab:purple", linewidth=0.8,
+                 label="L4S sojourn (ms, right)")
+        if queue.get("step_thresh_ps") is not None:
+            step_ms = queue["step_thresh_ps"] / 1e9
+            ax2.axhline(step_ms, color="tab:purple", linestyle="--", linewidth=0.9, label=f"L4S step ({step_ms:g} ms)")
     top = max(3 * target_ms, float(np.nanquantile(sojourn_ms, 0.99)) if sojourn_ms.notna().any() else 0.0)
     ax2.set_ylim(0, 1.1 * top)
     ax2.set_ylabel("sojourn (ms)")
     dropping = rows["aqm_dropping"] > 0
     # A shaper's state (packets wait for tokens) is its queue line itself: no band.
     if dropping.any() and queue["discipline"] != "tbf":
-        label = {"pie": "burst allowance", "fq_pie": "a queue's probability > 0"}.get(
-            queue["discipline"], "dropping state")
+        label = {"pie": "burst allowance", "fq_pie": "a queue's probability > 0",
+                 "dualpi2": "overload (k p' > 1)"}.get(queue["discipline"], "dropping state")
         ax2.fill_between(rows["time_s"], 0, 1.1 * top, where=dropping, step="post", color="tab:red", alpha=0.12,
                          linewidth=0, label=label)
     signals = np.diff(np.asarray(rows["early_drops_packets"] + rows["ecn_marks"], dtype=np.float64), prepend=0.0)
@@ -416,6 +427,21 @@ def _aqm_overlay(ax, rows, queue: Dict) -> None:
         ax2.plot(hits, np.full(len(hits), 1.05 * top), "|", color="tab:red", markersize=6, label="drops or marks")
     # One legend for both axes: the panel's legend (`_legend_outside`) reads the twin too.
     ax._fatpipe_twin = ax2  # type: ignore[attr-defined]
+
+
+def _dualpi2_panel(ax, rows, queue: Dict) -> None:
+    """DualPI2's controller: the base probability p', the classic queue's p_C = p'^2 and the
+    L4S queue's coupled p_CL = min(k p', 1) at each sample."""
+    k = queue["coupling_factor"]
+    for column, label, color in (("aqm_control", "p' (base)", "black"), ("prob_classic", "p_C = p'^2 (classic)", "tab:orange"),
+                                 ("prob_l4s_coupled", f"p_CL = min({k:g} p', 1) (L4S)", "tab:purple")):
+        ax.plot(rows["time_s"], rows[column], label=label, color=color, linewidth=0.9)
+    ax.set_ylim(0, max(0.05, 1.1 * float(np.nanmax(rows["prob_l4s_coupled"])) if rows["prob_l4s_coupled"].notna().any()
+                       else 0.05))
+    ax.set_ylabel("probability")
+    ax.grid(True, alpha=0.3)
+    _legend_outside(ax)
+    ax.set_title("DualPI2's coupled probabilities", fontsize="medium")
 
 
 def plot_queue(result: "RunData", path: PathLike) -> str:
@@ -433,11 +459,16 @@ def plot_queue(result: "RunData", path: PathLike) -> str:
     busy = [name for name, rows in series.groupby("link", sort=False, observed=True) if rows["queue_packets"].max() > 1]
     others = [n for n in busy if main is None or n != main["name"]][:MAX_LINES]
     panels = ([main["name"]] if main is not None else []) + ([others] if others else [])
+    if main is not None and links[main["name"]]["queue"].get("discipline") == "dualpi2":
+        panels.insert(1, ("dualpi2", main["name"]))  # its probabilities, below its queue
     fig = _figure()
     if len(panels) > 1:
         fig.set_size_inches(_FIGSIZE_IN[0], _FIGSIZE_IN[1] * 1.6)
     axes = list(fig.subplots(max(1, len(panels)), 1, sharex=True, squeeze=False)[:, 0])
     for ax, panel in zip(axes, panels):
+        if isinstance(panel, tuple):
+            _dualpi2_panel(ax, series[series["link"] == panel[1]], links[panel[1]]["queue"])
+            continue
         names = [panel] if isinstance(panel, str) else panel
         for name in names:
             rows = series[series["link"] == name]

@@ -118,6 +118,10 @@ QUEUE_SERIES_COLUMNS = [
     "sojourn_s",
     "aqm_dropping",
     "aqm_control",
+    "l4s_queue_packets",
+    "l4s_sojourn_s",
+    "prob_classic",
+    "prob_l4s_coupled",
 ]
 
 R = TypeVar("R", bound="RunData")
@@ -173,7 +177,10 @@ class RunData:
             queues whose drop probability is above 0; TBF: 1 while packets wait for tokens)
             and aqm_control (the control law's count; FQ-CoDel: the largest among those
             queues; PIE: its drop probability; FQ-PIE: the largest among its queues'; TBF:
-            the bytes in its bucket); NaN for other disciplines.
+            the bytes in its bucket). DualPI2: sojourn_s is its classic queue's, aqm_dropping 1
+            while overloaded (k p' > 1), aqm_control the base probability p', and its own
+            l4s_queue_packets, l4s_sojourn_s, prob_classic (p_C = p'^2) and prob_l4s_coupled
+            (p_CL = min(k p', 1)); NaN for other disciplines.
     """
 
     def __init__(
@@ -438,9 +445,16 @@ class RunData:
             value = cols.get(column)
             columns[column] = (_where_negative_nan(value) if value is not None
                                else np.full(len(time_ps), np.nan))
-        sojourn = cols.get("sojourn_ps")
-        columns["sojourn_s"] = (_where_negative_nan(sojourn) / PS_PER_S if sojourn is not None
-                                else np.full(len(time_ps), np.nan))
+        # The sojourn times (picoseconds to seconds) and DualPI2's columns (issue 28); absent
+        # from older outputs: NaN.
+        for column, name, scale in (("sojourn_ps", "sojourn_s", PS_PER_S),
+                                    ("l4s_sojourn_ps", "l4s_sojourn_s", PS_PER_S),
+                                    ("l4s_queue_packets", "l4s_queue_packets", 1),
+                                    ("prob_classic", "prob_classic", 1),
+                                    ("prob_l4s_coupled", "prob_l4s_coupled", 1)):
+            value = cols.get(column)
+            columns[name] = (_where_negative_nan(value) / scale if value is not None
+                             else np.full(len(time_ps), np.nan))
         return Columns({c: columns[c] for c in QUEUE_SERIES_COLUMNS}, {"link": names})
 
     @classmethod

@@ -110,23 +110,33 @@ def flatten_summary(summary: Mapping[str, Any]) -> Dict[str, Any]:
     """A run's ``summary.json`` as one flat row: the run's scalar fields (events,
     duration_s, total_goodput_bps, fatpipe_version, ...), then ``flows.<name>.<key>`` for
     every field of every flow (goodput_bps, segments_retransmitted, timeouts, ...) and
-    ``links.<name>.<key>`` for every link (utilization, drops by cause, ...), and for a flow
-    with transfers ``flows.<name>.transfers.<n>.<key>`` per transfer. The name and seed are
-    left out (the sweep's own columns say them)."""
+    ``links.<name>.<key>`` for every link (utilization, drops by cause, ...; a holding
+    discipline's entry as ``links.<name>.aqm.<key>``, DualPI2's queues as
+    ``links.<name>.aqm.dualpi2.l4s.<key>``), and for a flow with transfers
+    ``flows.<name>.transfers.<n>.<key>`` per transfer. The name and seed are left out (the
+    sweep's own columns say them)."""
     row: Dict[str, Any] = {}
     for key, value in summary.items():
         if key not in ("name", "seed", "flows", "links") and not isinstance(value, (dict, list)):
             row[key] = value
     for group in ("flows", "links"):
         for entry in summary.get(group, []):
-            for key, value in entry.items():
-                if key != "name" and not isinstance(value, (dict, list)):
-                    row[f"{group}.{entry['name']}.{key}"] = value
+            _flatten_into(row, f"{group}.{entry['name']}", {k: v for k, v in entry.items() if k != "name"})
             # A flow with transfers: flows.<name>.transfers.<n>.<key>, n from 1.
             for n, transfer in enumerate(entry.get("transfers") or [], start=1):
                 for key, value in transfer.items():
                     row[f"{group}.{entry['name']}.transfers.{n}.{key}"] = value
     return row
+
+
+def _flatten_into(row: Dict[str, Any], prefix: str, table: Mapping[str, Any]) -> None:
+    """``prefix.key`` for each scalar of ``table``, nested tables continuing the path; lists
+    are left to their callers."""
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            _flatten_into(row, f"{prefix}.{key}", value)
+        elif not isinstance(value, list):
+            row[f"{prefix}.{key}"] = value
 
 
 class SweepInterrupted(KeyboardInterrupt):

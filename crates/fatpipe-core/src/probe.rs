@@ -4,6 +4,7 @@
 //! declared with `columns!`, which also gives each its list of columns (`into_columns`): the
 //! field names are the column names Python receives, defined once.
 
+use crate::net::queue::holding::AqmStats;
 use crate::net::Link;
 use crate::time::Time;
 use schemars::JsonSchema;
@@ -131,6 +132,16 @@ pub struct QueueSeries {
     /// count); FQ-CoDel: the largest count among the queues in the dropping state; -1 for
     /// other disciplines.
     pub aqm_control: Vec<f64>,
+    /// DualPI2: packets waiting in its L4S queue (the classic queue's are queue_packets
+    /// minus these); -1 for other disciplines.
+    pub l4s_queue_packets: Vec<i64>,
+    /// DualPI2: the sojourn time of the latest packet to leave its L4S queue (sojourn_ps is
+    /// then the classic queue's); -1 for other disciplines and before the first.
+    pub l4s_sojourn_ps: Vec<i64>,
+    /// DualPI2: the classic queue's drop/mark probability p_C = p'^2 and the L4S queue's
+    /// coupled marking probability p_CL = min(k p', 1) (aqm_control is p'); -1 for others.
+    pub prob_classic: Vec<f64>,
+    pub prob_l4s_coupled: Vec<f64>,
 }
 }
 
@@ -177,11 +188,21 @@ impl QueueSeries {
             self.early_drops_packets.push(link.stats.early_drops_packets);
             self.ecn_marks.push(link.queue().ecn_marks());
             let held = link.queue().held();
-            let sojourn = held.map(|h| h.stats()).filter(|s| s.dequeued > 0).map(|s| s.sojourn_last_ps as i64);
+            let dual = held.and_then(|h| h.dualpi2());
+            let last = |s: &AqmStats| (s.dequeued > 0).then_some(s.sojourn_last_ps as i64);
+            // DualPI2's sojourn_ps is its classic queue's; l4s_sojourn_ps its L4S queue's.
+            let sojourn = match dual {
+                Some(d) => last(d.lane_stats().1),
+                None => held.and_then(|h| last(h.stats())),
+            };
             self.sojourn_ps.push(sojourn.unwrap_or(-1));
             let (dropping, control) = held.map_or((-1, -1.0), |h| h.control());
             self.aqm_dropping.push(dropping);
             self.aqm_control.push(control);
+            self.l4s_queue_packets.push(dual.map_or(-1, |d| d.l4s_packets() as i64));
+            self.l4s_sojourn_ps.push(dual.and_then(|d| last(d.lane_stats().0)).unwrap_or(-1));
+            self.prob_classic.push(dual.map_or(-1.0, |d| d.prob_classic()));
+            self.prob_l4s_coupled.push(dual.map_or(-1.0, |d| d.prob_l4s_coupled()));
         }
     }
 }

@@ -306,6 +306,20 @@ impl Scenario {
                         .into());
                     }
                 }
+                crate::net::queue::QueueSpec::Dualpi2(d) => {
+                    if d.limit_packets == 0
+                        || d.memory_limit_bytes == 0
+                        || d.tupdate_ps == 0
+                        || !(d.alpha >= 0.0 && d.beta >= 0.0 && d.coupling_factor > 0.0)
+                        || d.c_protection_percent > 100
+                        || d.step_thresh_ps.is_some() == d.step_thresh_packets.is_some()
+                    {
+                        return Err(format!(
+                            "links[{i}].queue: DualPI2 needs limit_packets, memory_limit_bytes, tupdate_ps > 0, alpha, beta >= 0, coupling_factor > 0, c_protection_percent <= 100 and one of step_thresh_ps, step_thresh_packets"
+                        )
+                        .into());
+                    }
+                }
             }
             if l.tx_ring.is_some() && l.queue.holds_packets() {
                 return Err(format!(

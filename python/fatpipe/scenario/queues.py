@@ -1,6 +1,6 @@
 """Queue disciplines: drop-tail (packets, bytes, buffer cells) and RED, their tables and
 their normalizers to the core's queue JSON; CoDel, FQ-CoDel and PIE's are in :mod:`.aqm`,
-FQ-PIE's in :mod:`.fq_pie`, the TBF shaper's in :mod:`.tbf`."""
+FQ-PIE's in :mod:`.fq_pie`, the TBF shaper's in :mod:`.tbf`, DualPI2's in :mod:`.dualpi2`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..units import U64_MAX
 from .aqm import AQM_DISCIPLINES
 from .fq_pie import FQ_PIE_DISCIPLINES
 from .tbf import TBF_DISCIPLINES
+from .dualpi2 import DUALPI2_DISCIPLINES
 from .queue_limits import _LIMIT_KEYS, _limit_fields, _queue_limit
 from .kinds import Boolean, Duration, Integer, Real, Size
 from .schema import (
@@ -348,10 +349,11 @@ QUEUE_DISCIPLINES: Dict[str, QueueDiscipline] = {
     **{name: QueueDiscipline(table=t, normalize=n) for name, (t, n) in AQM_DISCIPLINES.items()},
     **{name: QueueDiscipline(table=t, normalize=n) for name, (t, n) in FQ_PIE_DISCIPLINES.items()},
     **{name: QueueDiscipline(table=t, normalize=n) for name, (t, n) in TBF_DISCIPLINES.items()},
+    **{name: QueueDiscipline(table=t, normalize=n) for name, (t, n) in DUALPI2_DISCIPLINES.items()},
 }
 
 #: The disciplines that hold their packets; a host's transmit ring cannot sit behind them.
-HOLDING_DISCIPLINES = (*AQM_DISCIPLINES, *FQ_PIE_DISCIPLINES, *TBF_DISCIPLINES)
+HOLDING_DISCIPLINES = (*AQM_DISCIPLINES, *FQ_PIE_DISCIPLINES, *TBF_DISCIPLINES, *DUALPI2_DISCIPLINES)
 
 
 def _queue_kind(default_key: str, default_value: Any, default_source: str) -> Tagged:

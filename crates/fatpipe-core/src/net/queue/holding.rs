@@ -19,7 +19,8 @@ pub struct AqmStats {
     pub enqueue_drops: u64,
     /// Packets marked Congestion Experienced by the control law instead of dropped.
     pub ecn_marks: u64,
-    /// Packets marked CE because their sojourn exceeded `ce_threshold` (FQ-CoDel's option).
+    /// Packets marked CE because their sojourn exceeded `ce_threshold` (FQ-CoDel's option),
+    /// or DualPI2's step threshold.
     pub ce_threshold_marks: u64,
     /// Packets that left the queue for the line, and the sum and largest of their sojourn
     /// times (arrival to the start of their serialization).

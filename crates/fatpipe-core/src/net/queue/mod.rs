@@ -7,6 +7,7 @@
 pub mod codel;
 pub mod droptail;
 pub mod drr;
+pub mod dualpi2;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod holding;
@@ -164,6 +165,7 @@ pub enum QueueSpec {
     #[serde(rename = "fq_pie")]
     FqPie(fq_pie::FqPieConfig),
     Tbf(tbf::TbfConfig),
+    Dualpi2(dualpi2::DualPi2Config),
 }
 
 impl QueueSpec {
@@ -185,6 +187,9 @@ impl QueueSpec {
                 let slots = (cfg.limit_bytes / 576).min(u32::MAX as u64) as usize + 1;
                 Queue::Held(scheduled::Scheduled::Tbf(tbf::Tbf::new(cfg, slots)))
             }
+            QueueSpec::Dualpi2(cfg) => {
+                Queue::Held(scheduled::Scheduled::DualPi2(Box::new(dualpi2::DualPi2::new(cfg, rng))))
+            }
         }
     }
 
@@ -193,7 +198,12 @@ impl QueueSpec {
     pub fn holds_packets(&self) -> bool {
         matches!(
             self,
-            QueueSpec::Codel(_) | QueueSpec::FqCodel(_) | QueueSpec::Pie(_) | QueueSpec::FqPie(_) | QueueSpec::Tbf(_)
+            QueueSpec::Codel(_)
+                | QueueSpec::FqCodel(_)
+                | QueueSpec::Pie(_)
+                | QueueSpec::FqPie(_)
+                | QueueSpec::Tbf(_)
+                | QueueSpec::Dualpi2(_)
         )
     }
 }

@@ -6,6 +6,7 @@
 //! departure: `Event::LinkDequeue`).
 
 use super::codel::CoDel;
+use super::dualpi2::{DualPi2, DualPi2Summary};
 use super::fq_codel::FqCodel;
 use super::fq_pie::FqPie;
 use super::pie::Pie;
@@ -25,6 +26,7 @@ pub enum Scheduled {
     Pie(Pie),
     FqPie(Box<FqPie>),
     Tbf(Tbf),
+    DualPi2(Box<DualPi2>),
 }
 
 macro_rules! dispatch_held {
@@ -35,6 +37,7 @@ macro_rules! dispatch_held {
             Scheduled::Pie($q) => $e,
             Scheduled::FqPie($q) => $e,
             Scheduled::Tbf($q) => $e,
+            Scheduled::DualPi2($q) => $e,
         }
     };
 }
@@ -48,6 +51,7 @@ impl Scheduled {
             Scheduled::Pie(_) => "pie",
             Scheduled::FqPie(_) => "fq_pie",
             Scheduled::Tbf(_) => "tbf",
+            Scheduled::DualPi2(_) => "dualpi2",
         }
     }
     #[inline]
@@ -88,6 +92,13 @@ impl Scheduled {
     pub fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
         dispatch_held!(self, q => q.for_each_packet(f))
     }
+    /// DualPI2, for its per-queue series and summary.
+    pub fn dualpi2(&self) -> Option<&DualPi2> {
+        match self {
+            Scheduled::DualPi2(q) => Some(q),
+            _ => None,
+        }
+    }
 }
 
 /// A holding discipline's entry in the link's summary.
@@ -104,7 +115,8 @@ pub struct AqmSummary {
     pub enqueue_drops: u64,
     /// CE marks by the control law instead of drops (also in the link's ecn_marks).
     pub ecn_marks: u64,
-    /// CE marks for a sojourn above ce_threshold (also in the link's ecn_marks).
+    /// CE marks for a sojourn above ce_threshold, or DualPI2's step threshold (also in the
+    /// link's ecn_marks).
     pub ce_threshold_marks: u64,
     /// Packets that left the queue for the line.
     pub dequeued_packets: u64,
@@ -112,6 +124,9 @@ pub struct AqmSummary {
     /// serialization); None when none left.
     pub sojourn_mean_ps: Option<Time>,
     pub sojourn_max_ps: Option<Time>,
+    /// DualPI2: each of its queues and its controller (absent for the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dualpi2: Option<DualPi2Summary>,
 }
 
 impl AqmSummary {
@@ -127,6 +142,7 @@ impl AqmSummary {
             dequeued_packets: s.dequeued,
             sojourn_mean_ps: (s.dequeued > 0).then(|| (s.sojourn_total_ps / s.dequeued as u128) as Time),
             sojourn_max_ps: (s.dequeued > 0).then_some(s.sojourn_max_ps),
+            dualpi2: q.dualpi2().map(DualPi2::summary),
         }
     }
 }
