@@ -249,7 +249,9 @@ class RunData:
     def warnings(self) -> List[Dict[str, Any]]:
         """What fatpipe warned of before the run (``summary.json``'s ``warnings``): a flow's
         send or receive buffer below its path's bandwidth-delay product, each ``{"flow",
-        "key", "bytes", "needed_bytes", "message"}`` (:mod:`fatpipe.buffers`)."""
+        "key", "bytes", "needed_bytes", "message"}`` (:mod:`fatpipe.buffers`), and an ECN
+        congestion control on a path that never marks, ``{"flow", "key": "cc",
+        "message"}`` (:mod:`fatpipe.ecn_paths`)."""
         return self.summary.get("warnings", [])
 
     @property

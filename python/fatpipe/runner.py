@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from .buffers import BufferWarning, buffer_warnings, lines_to_say
+from .ecn_paths import EcnPathWarning, ecn_warnings
 from .core import CoreUnavailableError, import_core
 from .result import Result
 from .scenario import Loaded, ScenarioError, check_depth, load
@@ -88,9 +89,11 @@ def run(
             ``interval_ps`` up to the end (and at the end), with the core's
             ``flow_counters()`` (``fatpipe run --interval``, :mod:`fatpipe.interval_report`).
         on_warning: called with each warning's line before the run starts (a flow's buffer
-            below its path's bandwidth-delay product: :mod:`fatpipe.buffers`; the first
-            five, then one line counting the rest); by default each is issued as a
-            :class:`~fatpipe.buffers.BufferWarning`. The result keeps them all either way
+            below its path's bandwidth-delay product: :mod:`fatpipe.buffers`, the first
+            five, then one line counting the rest; an ECN congestion control on a path
+            that never marks: :mod:`fatpipe.ecn_paths`); by default each is issued as a
+            :class:`~fatpipe.buffers.BufferWarning` or
+            :class:`~fatpipe.ecn_paths.EcnPathWarning`. The result keeps them all either way
             (``Result.warnings``, ``summary.json``'s ``warnings``).
         cancel: a ``threading.Event``; once set, the run raises KeyboardInterrupt after the
             chunk it is in (a sweep on threads stops its runs so).
@@ -110,12 +113,16 @@ def run(
         # The Python validator should have caught this; the core's message names the
         # normalized field, which is still better than nothing.
         raise ScenarioError(f"the core rejected the normalized scenario: {err}") from None
-    found = buffer_warnings(core_doc, routes=sim.flow_routes())
-    for line in lines_to_say(found):
+    routes = sim.flow_routes()
+    found = buffer_warnings(core_doc, routes=routes)
+    ecn = ecn_warnings(core_doc, routes)
+    said = [(line, BufferWarning) for line in lines_to_say(found)] + [(w["message"], EcnPathWarning) for w in ecn]
+    for line, category in said:
         if on_warning is not None:
             on_warning(line)
         else:
-            warnings.warn(line, BufferWarning, stacklevel=2)
+            warnings.warn(line, category, stacklevel=2)
+    found += ecn
     _advance(sim, core_doc, progress, on_interval, interval_ps, cancel)
     output = sim.finish()
     for entry in output["summary"].get("captures", []):
