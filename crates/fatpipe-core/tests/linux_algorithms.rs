@@ -36,6 +36,21 @@ struct Path {
     handshake: bool,
 }
 
+/// A path without random loss, slow start from scratch and no handshake: `rate_bps`, an
+/// RTT and a run in milliseconds and seconds, measured from `measure_from_s`.
+fn path(rate_bps: u64, rtt_ms: u64, queue_bdp: f64, duration_s: u64, measure_from_s: u64) -> Path {
+    Path {
+        rate_bps,
+        rtt: rtt_ms * PS_PER_MS,
+        queue_bdp,
+        loss: 0.0,
+        duration: duration_s * PS_PER_S,
+        measure_from: measure_from_s * PS_PER_S,
+        initial_ssthresh: None,
+        handshake: false,
+    }
+}
+
 struct Outcome {
     /// Bottleneck utilization over the measured interval.
     utilization: f64,
@@ -101,16 +116,7 @@ fn linux_tcp() -> TcpConfig {
 /// repair holds it in the Loss state for more than a minute.
 #[test]
 fn hybla_fills_a_long_lossy_path_where_reno_cannot() {
-    let path = Path {
-        rate_bps: 10_000_000,
-        rtt: 600 * PS_PER_MS,
-        queue_bdp: 1.0,
-        loss: 1e-3,
-        duration: 120 * PS_PER_S,
-        measure_from: 30 * PS_PER_S,
-        initial_ssthresh: Some(300),
-        handshake: true,
-    };
+    let path = Path { loss: 1e-3, initial_ssthresh: Some(300), handshake: true, ..path(10_000_000, 600, 1.0, 120, 30) };
     let reno = run(&path, reno());
     let hybla = run(&path, CcSpec::Hybla(scenario_defaults("hybla")));
     assert!(reno.utilization < 0.2, "Reno near its response function: {:.3}", reno.utilization);
@@ -125,16 +131,7 @@ fn hybla_fills_a_long_lossy_path_where_reno_cannot() {
 /// builds).
 #[test]
 fn illinois_fills_a_1gbps_100ms_path_faster_than_reno() {
-    let path = Path {
-        rate_bps: 1_000_000_000,
-        rtt: 100 * PS_PER_MS,
-        queue_bdp: 0.5,
-        loss: 0.0,
-        duration: 60 * PS_PER_S,
-        measure_from: 10 * PS_PER_S,
-        initial_ssthresh: Some(4064),
-        handshake: false,
-    };
+    let path = Path { initial_ssthresh: Some(4064), ..path(1_000_000_000, 100, 0.5, 60, 10) };
     let reno = run(&path, reno());
     let illinois = run(&path, CcSpec::Illinois(scenario_defaults("illinois")));
     assert!((0.48..0.62).contains(&reno.utilization), "Reno: {:.3}", reno.utilization);
@@ -147,16 +144,7 @@ fn illinois_fills_a_1gbps_100ms_path_faster_than_reno() {
 /// sqrt(1.5 / p) = 39, a ratio of sqrt(3) = 1.73 while both are below the pipe.
 #[test]
 fn veno_keeps_more_of_its_window_under_random_loss() {
-    let path = Path {
-        rate_bps: 20_000_000,
-        rtt: 100 * PS_PER_MS,
-        queue_bdp: 1.0,
-        loss: 1e-3,
-        duration: 120 * PS_PER_S,
-        measure_from: 20 * PS_PER_S,
-        initial_ssthresh: None,
-        handshake: false,
-    };
+    let path = Path { loss: 1e-3, ..path(20_000_000, 100, 1.0, 120, 20) };
     let reno = run(&path, reno());
     let veno = run(&path, CcSpec::Veno(scenario_defaults("veno")));
     let ratio = veno.utilization / reno.utilization;
@@ -169,16 +157,7 @@ fn veno_keeps_more_of_its_window_under_random_loss() {
 /// mean queue of the order of alpha.
 #[test]
 fn yeah_keeps_the_link_busy_with_a_short_queue() {
-    let path = Path {
-        rate_bps: 100_000_000,
-        rtt: 40 * PS_PER_MS,
-        queue_bdp: 1.0,
-        loss: 0.0,
-        duration: 60 * PS_PER_S,
-        measure_from: 20 * PS_PER_S,
-        initial_ssthresh: None,
-        handshake: false,
-    };
+    let path = path(100_000_000, 40, 1.0, 60, 20);
     let reno = run(&path, reno());
     let yeah = run(&path, CcSpec::Yeah(scenario_defaults("yeah")));
     assert!(yeah.utilization > 0.9, "YeAH: {:.3}", yeah.utilization);
@@ -191,16 +170,7 @@ fn yeah_keeps_the_link_busy_with_a_short_queue() {
 /// where Reno fills the buffer to its loss and halves. Both keep the link busy.
 #[test]
 fn nv_keeps_a_few_packets_queued_without_losses() {
-    let path = Path {
-        rate_bps: 100_000_000,
-        rtt: 10 * PS_PER_MS,
-        queue_bdp: 4.0,
-        loss: 0.0,
-        duration: 30 * PS_PER_S,
-        measure_from: 10 * PS_PER_S,
-        initial_ssthresh: None,
-        handshake: false,
-    };
+    let path = path(100_000_000, 10, 4.0, 30, 10);
     let reno = run(&path, reno());
     let nv = run(&path, CcSpec::Nv(scenario_defaults("nv")));
     assert!(nv.utilization > 0.9, "NV: {:.3}", nv.utilization);
@@ -244,16 +214,7 @@ fn shares(path: &Path, first: CcSpec, second: CcSpec, second_start: Time, seed: 
 /// gives the same run, another seed another.
 #[test]
 fn cdg_backs_off_on_the_delay_gradient_before_the_buffer_fills() {
-    let path = Path {
-        rate_bps: 100_000_000,
-        rtt: 40 * PS_PER_MS,
-        queue_bdp: 1.0,
-        loss: 0.0,
-        duration: 60 * PS_PER_S,
-        measure_from: 20 * PS_PER_S,
-        initial_ssthresh: None,
-        handshake: false,
-    };
+    let path = path(100_000_000, 40, 1.0, 60, 20);
     let reno = run(&path, reno());
     let cdg = run(&path, CcSpec::Cdg(scenario_defaults("cdg")));
     assert!(cdg.mean_queue_packets < 0.5 * reno.mean_queue_packets, "CDG's queue {:.0}", cdg.mean_queue_packets);
@@ -276,16 +237,7 @@ fn cdg_backs_off_on_the_delay_gradient_before_the_buffer_fills() {
 /// fatpipe to the kernel's regime, not to the paper's.
 #[test]
 fn lp_alone_sits_near_one_segment_as_the_kernel_does() {
-    let path = Path {
-        rate_bps: 10_000_000,
-        rtt: 20 * PS_PER_MS,
-        queue_bdp: 2.0,
-        loss: 0.0,
-        duration: 20 * PS_PER_S,
-        measure_from: 0,
-        initial_ssthresh: None,
-        handshake: false,
-    };
+    let path = path(10_000_000, 20, 2.0, 20, 0);
     let lp = run(&path, CcSpec::Lp(scenario_defaults("lp")));
     assert!(lp.utilization < 0.15, "LP alone: {:.3} of the link (kernel: 0.067)", lp.utilization);
     assert!(lp.mean_queue_packets < 2.0, "LP alone keeps no queue: {:.1}", lp.mean_queue_packets);
@@ -296,16 +248,7 @@ fn lp_alone_sits_near_one_segment_as_the_kernel_does() {
 /// yields nearly all of it (the kernel, same rules: Reno 9.08 Mb/s, LP 0.40 Mb/s over 30 s).
 #[test]
 fn lp_yields_to_a_reno_flow() {
-    let path = Path {
-        rate_bps: 10_000_000,
-        rtt: 20 * PS_PER_MS,
-        queue_bdp: 2.0,
-        loss: 0.0,
-        duration: 30 * PS_PER_S,
-        measure_from: 10 * PS_PER_S,
-        initial_ssthresh: None,
-        handshake: false,
-    };
+    let path = path(10_000_000, 20, 2.0, 30, 10);
     let (reno_a, reno_b) = shares(&path, reno(), reno(), 5 * PS_PER_S, 1);
     let even = reno_b as f64 / (reno_a + reno_b) as f64;
     assert!((0.3..0.7).contains(&even), "two Reno flows: the second's share {even:.2}");

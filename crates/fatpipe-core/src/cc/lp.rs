@@ -16,8 +16,10 @@
 //!   the sender's clock measures them, whenever that is positive; the ACK is within it when an
 //!   indication came less than that long ago. The smoothed delay at or above min + 15 % of
 //!   (max - min) is an early congestion indication: min restarts at the smoothed delay and max
-//!   (and its reserve) at twice it, so that the next ACKs fall within the threshold (Linux's
-//!   "FIXME" reset); the window halves, or falls to one segment within the inference time;
+//!   (and its reserve) at twice it, so that the next ACKs fall within the threshold (the
+//!   reset tcp_lp.c marks as provisional in its own comment; it is what Linux runs, and the
+//!   kernel comparison in docs/validation.md was made with it); the window halves, or falls
+//!   to one segment within the inference time;
 //!   the time is recorded. ssthresh is left alone.
 //! - Within the inference time the window does not grow; otherwise as Reno
 //!   (`tcp_reno_cong_avoid`); a loss halves it (`tcp_reno_ssthresh`).
